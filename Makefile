@@ -1,0 +1,32 @@
+# make check: set up, then run the main job (proofs, fuzzing, conformance, docs) with a summary.
+# make test:  set up, then run the test suite.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+
+.PHONY: setup check test bench clean reference
+
+setup: $(STAMP) reference
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $(STAMP)
+
+reference:
+	@if [ -f reference_c/Makefile ]; then $(MAKE) --no-print-directory -C reference_c; fi
+
+check: setup
+	$(BIN)/purgecheck check
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/python -m purgecheck.bench
+
+clean:
+	rm -rf $(VENV) .purgecheck .pytest_cache .hypothesis
+	@if [ -f reference_c/Makefile ]; then $(MAKE) -C reference_c clean; fi

@@ -1,0 +1,136 @@
+"""Heaps: the pages of one thread by size class, and the heap-level malloc/free/realloc.
+
+A heap hands out blocks of its pages; a page that becomes free goes back to the arena through
+_mi_page_unpurge_all, as do the pages of a destroyed heap (seed 000: "mi_heap_destroy,
+mi_heap_delete and a page that becomes free all go through _mi_page_unpurge_all").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from model.alloc import mi_free_local, mi_free_xthread, mi_page_malloc, write_block
+from model.geometry import ARCH64, PageGeometry, PageKind, compute_block_size
+from model.holes import mi_page_unpurge_all
+from model.page import Page
+
+
+class Ptr(NamedTuple):
+    """A block handed out: page id and block index."""
+
+    page: int
+    block: int
+
+
+@dataclass
+class Heap:
+    id: int
+    thread: int
+    queues: dict[int, list[int]] = field(default_factory=dict)  # block size -> page ids
+
+
+class Arena:
+    """Hands out page-aligned address space; page ids count up from 1."""
+
+    def __init__(self) -> None:
+        self.next_id = 1
+        self.next_addr = 1 << 32  # 4 MiB aligned, away from address 0
+
+    def new_page(self, kind: PageKind, block_size: int, **geom) -> tuple[int, PageGeometry]:
+        arch = geom.get("arch", ARCH64)
+        size = block_size if kind is PageKind.HUGE else arch.page_size(kind)
+        align = 4 * 1024 * 1024
+        addr = self.next_addr
+        self.next_addr += -(-size // align) * align
+        pid = self.next_id
+        self.next_id += 1
+        return pid, PageGeometry(kind=kind, block_size=block_size, slice_start=addr, **geom)
+
+
+def heap_page_for(pages: dict[int, Page], heap: Heap, block_size: int) -> Page | None:
+    """The first page of the size class that can hand out a block without a new page."""
+    for pid in heap.queues.get(block_size, []):
+        p = pages[pid]
+        if p.free or p.local_free or p.xthread_free or p.purged or p.has_unformed_tail():
+            return p
+    return None
+
+
+def mi_heap_malloc(world, heap: Heap, size: int, zero: bool = False,
+                   write: bool = True) -> Ptr:
+    """Allocate `size` bytes in `heap`; the program writes the block unless told not to."""
+    bs = compute_block_size(size, world.options.arch)
+    page = heap_page_for(world.pages, heap, bs)
+    if page is None:
+        page = world.new_page(heap, bs)
+    i = mi_page_malloc(page, zero=zero)
+    if i is None:  # a page with a free block in a list always yields one
+        raise AssertionError(f"page {page.id} had room but gave no block")
+    world.after_malloc(heap, page)
+    if write:
+        write_block(page, i)
+    return Ptr(page.id, i)
+
+
+def mi_free(world, ptr: Ptr, thread: int) -> None:
+    """Free from `thread`: the owner pushes on local_free, any other thread on xthread_free.
+    A page whose blocks are then all free goes back to the arena (page retire)."""
+    page = world.pages[ptr.page]
+    if thread == page.owner and not page.abandoned:
+        mi_free_local(page, ptr.block)
+        if page.used == 0 and not page.xthread_free:
+            mi_page_retire(world, page)
+    else:
+        mi_free_xthread(page, ptr.block)
+
+
+def mi_realloc(world, heap: Heap, ptr: Ptr, size: int) -> Ptr:
+    """Shrink in place while the new size is at least half of the block, else move."""
+    page = world.pages[ptr.page]
+    if size <= page.block_size and size >= page.block_size // 2:
+        page.emit("realloc", block=ptr.block, inplace=True)
+        return ptr
+    new = mi_heap_malloc(world, heap, size)
+    page.emit("realloc", block=ptr.block, inplace=False, to_page=new.page, to_block=new.block)
+    mi_free(world, ptr, heap.thread)
+    return new
+
+
+def mi_page_retire(world, page: Page) -> None:
+    """A page with no live block goes back to the arena: unpurge all, drop its lists."""
+    mi_page_unpurge_all(page)
+    page.handed_out.clear()
+    page.written.clear()
+    page.free, page.local_free, page.xthread_free = [], [], []
+    page.capacity = page.used = 0
+    page.retired = True
+    page.emit("retire")
+    for q in world.heaps[page.heap].queues.values():
+        if page.id in q:
+            q.remove(page.id)
+    if page.id in world.abandoned:
+        world.abandoned.remove(page.id)
+
+
+def mi_heap_destroy(world, heap: Heap) -> None:
+    """mi_heap_destroy: every page goes back, live blocks included."""
+    for pid in [pid for q in heap.queues.values() for pid in q]:
+        mi_page_retire(world, world.pages[pid])
+    heap.queues.clear()
+
+
+def mi_heap_delete(world, heap: Heap, into: Heap) -> None:
+    """mi_heap_delete: pages without live blocks go back to the arena (unpurge all); pages
+    with live blocks move to the backing heap `into`, their purge state intact."""
+    for bs, q in list(heap.queues.items()):
+        for pid in list(q):
+            page = world.pages[pid]
+            if page.is_all_free():
+                mi_page_retire(world, page)
+            else:
+                q.remove(pid)
+                page.heap = into.id
+                page.owner = into.thread
+                into.queues.setdefault(bs, []).append(pid)
+    heap.queues.clear()

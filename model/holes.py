@@ -1,0 +1,173 @@
+"""Hole purging inside one page: the walk, unpurge, and the unformed tail (digest 3-4).
+
+Seed 000, change (1): "a unit is discarded only when it lies wholly inside the block area
+and every block that overlaps it is free (mi_page_purge_holes_walk), a block is purged
+exactly when it overlaps a discarded unit, a purged block is off every free list until
+_mi_page_unpurge_run brings its run back".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from model.page import MI_PAGE_SWEPT_NONE, Page, encode_walked
+
+
+@dataclass(frozen=True)
+class WalkResult:
+    complete: bool
+    runs: tuple[tuple[int, int], ...]  # discarded runs of units [k0, k1)
+    dropped_blocks: int
+
+
+def compute_runs(units: list[int]) -> list[tuple[int, int]]:
+    """Maximal runs [k0, k1) of consecutive unit indices, lowest first."""
+    runs: list[tuple[int, int]] = []
+    for k in sorted(units):
+        if runs and runs[-1][1] == k:
+            runs[-1] = (runs[-1][0], k + 1)
+        else:
+            runs.append((k, k + 1))
+    return runs
+
+
+def is_unit_todo(page: Page, k: int, free_set: set[int]) -> bool:
+    """Digest section 3, step 2: bit clear, wholly inside the formed blocks, and every
+    overlapping block free (free-listed, or purged through a discarded neighbour unit)."""
+    if page.is_unit_purged(k):
+        return False
+    if not page.units.is_unit_inside_blocks(k, page.capacity):
+        return False
+    return all(i in free_set or page.is_block_purged(i)
+               for i in page.units.blocks_of_unit(k, page.capacity))
+
+
+def rebuild_free_list(page: Page, todo: set[int]) -> list[int]:
+    """Step 3: drop the blocks that overlap a todo unit; the rebuild pushes each kept block
+    on a new head, which reverses their order. Clears free_is_zero. Returns the dropped."""
+    kept: list[int] = []
+    dropped: list[int] = []
+    for i in page.free:
+        if any(k in todo for k in page.units.units_of_block(i)):
+            dropped.append(i)
+        else:
+            kept.insert(0, i)
+    page.free = kept
+    page.free_is_zero = False
+    page.ever_purged = True
+    return dropped
+
+
+def mi_page_purge_holes_walk(page: Page) -> WalkResult:
+    """Discard every unit whose blocks are all free, one discard per run (digest 3).
+
+    The caller has folded local_free and xthread_free into free (a collect that does not
+    unpurge). A complete walk overwrites swept_state with (capacity, used), which replaces an
+    allocation stamp (digest 9.1).
+    """
+    free_set = set(page.free)
+    todo = {k for k in range(page.units.bits) if is_unit_todo(page, k, free_set)}
+    runs = compute_runs(list(todo))
+    complete = True
+    dropped_total = 0
+    if todo:
+        dropped = rebuild_free_list(page, todo)
+        for k in todo:
+            page.purged |= 1 << k
+        page.discarded_blocks += len(dropped)
+        page.discarded_bytes += len(todo) * page.unit
+        dropped_total = len(dropped)
+        for k0, k1 in runs:
+            lo, hi = page.run_of_units(k0, k1)
+            ok = page.mem.discard(lo, hi - lo)
+            page.emit("discard", k0=k0, k1=k1, addr=lo, size=hi - lo, ok=ok)
+            if not ok:
+                # Digest 3, step 4: the failed run is un-purged again, without reuse.
+                complete = False
+                dropped_total -= mi_page_unpurge_range(page, k0, k1, reuse=False)
+    if complete:
+        page.swept_state = encode_walked(page.capacity, page.used)
+    page.emit("walk", complete=complete, runs=[list(r) for r in runs],
+              dropped=dropped_total)
+    return WalkResult(complete, tuple(runs), dropped_total)
+
+
+def mi_page_unpurge_range(page: Page, k0: int, k1: int, reuse: bool = True) -> int:
+    """Bring units k0..k1-1 back: clear the bits, set swept_state to NONE, push back (in
+    descending index order) each block of the range that no longer overlaps a discarded
+    unit, writing its link; clear free_is_zero. Returns the number of blocks pushed back."""
+    mask = 0
+    for k in range(k0, k1):
+        mask |= 1 << k
+    cleared = page.purged & mask
+    if not cleared:
+        return 0
+    before = set()
+    for k in range(k0, k1):
+        if cleared >> k & 1:
+            before.update(page.units.blocks_of_unit(k, page.capacity))
+    page.purged &= ~mask
+    page.discarded_bytes -= bin(cleared).count("1") * page.unit
+    page.swept_state = MI_PAGE_SWEPT_NONE
+    back = sorted((i for i in before if not page.is_block_purged(i)), reverse=True)
+    for i in back:
+        page.free.insert(0, i)
+        page.mem.touch(page.geom.block_addr(i), 1)  # the link in the block's first word
+    page.discarded_blocks -= len(back)
+    page.free_is_zero = False
+    page.ever_purged = True
+    page.emit("unpurge", k0=k0, k1=k1, reuse=reuse, blocks=len(back))
+    return len(back)
+
+
+def mi_page_unpurge_run(page: Page) -> int:
+    """_mi_page_unpurge_run: the lowest maximal run of set bits. Only the allocation path
+    calls it, when the free list is empty and no sweep has the page (digest 4)."""
+    runs = compute_runs(page.purged_units())
+    if not runs:
+        return 0
+    return mi_page_unpurge_range(page, *runs[0])
+
+
+def mi_page_unpurge_all(page: Page) -> None:
+    """_mi_page_unpurge_all: the page goes back to the arena. Reuse every run and the tail,
+    reset the bitmap and the accounting, rebuild nothing (digest 4)."""
+    runs = compute_runs(page.purged_units())
+    page.purged = 0
+    page.discarded_bytes = 0
+    page.discarded_blocks = 0
+    page.unformed_purged_lo = page.unformed_purged_hi = 0
+    page.swept_state = MI_PAGE_SWEPT_NONE
+    page.free_is_zero = False
+    page.emit("unpurge_all", runs=[list(r) for r in runs])
+
+
+def compute_unformed_tail(page: Page) -> tuple[int, int]:
+    """OS-page-aligned byte range wholly inside the unformed tail [capacity, reserved)."""
+    lo = page.geom.block_addr(page.capacity)
+    hi = page.geom.area_end
+    pages = page.mem.os_pages_inside(lo, hi - lo)
+    if not pages:
+        return 0, 0
+    return pages.start * page.mem.os_page_size, pages.stop * page.mem.os_page_size
+
+
+def mi_page_purge_unformed_tail(page: Page) -> bool:
+    """Discard the unformed tail by its own OS-page-granular mechanism (digest 3).
+    Returns True when something was discarded now."""
+    lo, hi = compute_unformed_tail(page)
+    if hi <= lo or (page.unformed_purged_lo, page.unformed_purged_hi) == (lo, hi):
+        return False
+    ok = page.mem.discard(lo, hi - lo)
+    page.emit("discard_tail", addr=lo, size=hi - lo, ok=ok)
+    if ok:
+        page.unformed_purged_lo, page.unformed_purged_hi = lo, hi
+    return ok
+
+
+def mi_page_reuse_unformed_tail(page: Page) -> None:
+    """Bring the tail back before mi_page_extend_free writes into it."""
+    if page.unformed_purged_hi > page.unformed_purged_lo:
+        page.emit("reuse_tail", addr=page.unformed_purged_lo,
+                  size=page.unformed_purged_hi - page.unformed_purged_lo)
+    page.unformed_purged_lo = page.unformed_purged_hi = 0

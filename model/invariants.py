@@ -1,0 +1,233 @@
+"""The invariant registry: every property the checkers hold the model to, stated once.
+
+Each invariant has an id, a one-line statement, the seed clause it comes from, the model
+function that implements the rule, and a predicate that returns None when the property holds
+and a one-line reason when it does not. Engines (scenarios, proofs, fuzzing, conformance)
+cite invariants by id; they never restate them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from model.geometry import (MI_PAGE_PURGE_BITS, compute_purge_bits, compute_purge_unit,
+                            compute_unit_base, mi_page_can_purge_holes)
+from model.page import Page
+
+Predicate = Callable[[Any], "str | None"]
+
+
+@dataclass(frozen=True)
+class Invariant:
+    id: str
+    statement: str
+    clause: str  # the seed's words (or the digest's section) the rule comes from
+    implements: str  # the model function that implements the rule
+    scope: str  # what the predicate takes: "page", "world", ...
+    predicate: Predicate | None = None  # None: checked only by an engine (proof, explorer)
+
+
+REGISTRY: dict[str, Invariant] = {}
+
+
+def invariant(id: str, statement: str, clause: str, implements: str, scope: str = "page"):
+    """Register the decorated predicate as invariant `id`."""
+    def wrap(fn: Predicate) -> Predicate:
+        register(Invariant(id, statement, clause, implements, scope, fn))
+        return fn
+    return wrap
+
+
+def register(inv: Invariant) -> Invariant:
+    if inv.id in REGISTRY:
+        raise ValueError(f"invariant {inv.id} is registered twice")
+    REGISTRY[inv.id] = inv
+    return inv
+
+
+def check_page(page: Page) -> list[tuple[str, str]]:
+    """Every page invariant on one page: [(id, reason)] of those that fail."""
+    out = []
+    for inv in REGISTRY.values():
+        if inv.scope == "page" and inv.predicate is not None:
+            reason = inv.predicate(page)
+            if reason:
+                out.append((inv.id, reason))
+    return out
+
+
+# -- page invariants (seed 000, change (1); digest sections 1-4) ---------------------------
+
+@invariant("PG-UNIT",
+           "The purge unit is the smallest power-of-two multiple of the OS page for which the "
+           "block area needs at most 256 bits; bit k names unit k from align_down(page_start, "
+           "unit).",
+           "seed 000 (1): \"mi_page_purge_unit(page) is the OS page where the block area of "
+           "the page then needs at most MI_PAGE_PURGE_BITS bits, and else the smallest "
+           "power-of-two multiple of the OS page for which it does\"",
+           "model.geometry.compute_purge_unit")
+def unit_rule(page: Page) -> str | None:
+    g, u = page.geom, page.units
+    if u.unit % g.os_page_size or (u.unit & (u.unit - 1)):
+        return f"unit {u.unit} is not a power-of-two multiple of the OS page {g.os_page_size}"
+    if u.base != compute_unit_base(g, u.unit) or u.base % u.unit:
+        return f"unit base {u.base:#x} is not align_down(page_start, {u.unit})"
+    if not mi_page_can_purge_holes(g):
+        return None
+    if u.bits > MI_PAGE_PURGE_BITS:
+        return f"the block area needs {u.bits} units of {u.unit} > {MI_PAGE_PURGE_BITS}"
+    if u.unit > g.os_page_size and compute_purge_bits(g, u.unit // 2) <= MI_PAGE_PURGE_BITS:
+        return f"unit {u.unit} is not the smallest: {u.unit // 2} needs at most 256 bits"
+    if u.unit != compute_purge_unit(g):
+        return f"unit {u.unit} differs from compute_purge_unit {compute_purge_unit(g)}"
+    return None
+
+
+@invariant("PG-DISCARD-INSIDE",
+           "A unit is discarded only if it lies wholly inside [page_start, page_start + "
+           "capacity*block_size).",
+           "seed 000 (1): \"A unit that is not wholly inside [page_start, page_start + "
+           "capacity*block_size) is never discarded\"",
+           "model.holes.is_unit_todo")
+def discard_inside(page: Page) -> str | None:
+    for k in page.purged_units():
+        if not page.units.is_unit_inside_blocks(k, page.capacity):
+            lo, hi = page.units.unit_range(k)
+            return f"unit {k} [{lo:#x},{hi:#x}) is discarded but not inside the formed blocks"
+    return None
+
+
+@invariant("PG-DISCARD-ALL-FREE",
+           "A unit is discarded only when every block that overlaps it is free: no block the "
+           "program holds overlaps a discarded unit.",
+           "seed 000 (1): \"a unit is discarded only when it lies wholly inside the block area "
+           "and every block that overlaps it is free (mi_page_purge_holes_walk)\"",
+           "model.holes.is_unit_todo")
+def discard_all_free(page: Page) -> str | None:
+    for k in page.purged_units():
+        for i in page.units.blocks_of_unit(k, page.capacity):
+            if i in page.handed_out:
+                return f"unit {k} is discarded while block {i} overlapping it is live"
+    return None
+
+
+@invariant("PG-PURGED-IFF-OVERLAP",
+           "A block is purged exactly when it overlaps a discarded unit: every formed block is "
+           "live, listed, or overlaps a discarded unit, and the blocks-off count says how many "
+           "overlap one.",
+           "seed 000 (1): \"a block is purged exactly when it overlaps a discarded unit\"",
+           "model.holes.mi_page_purge_holes_walk")
+def purged_iff_overlap(page: Page) -> str | None:
+    purged = page.purged_blocks()
+    if page.discarded_blocks != len(purged):
+        return f"blocks-off count {page.discarded_blocks} != {len(purged)} blocks overlapping " \
+               f"discarded units"
+    known = page.handed_out | set(page.listed_blocks()) | purged
+    lost = set(range(page.capacity)) - known
+    if lost:
+        return f"blocks {sorted(lost)[:8]} are neither live, listed nor purged"
+    return None
+
+
+@invariant("PG-PURGED-OFF-LISTS",
+           "A purged block is on no free list (free, local_free, xthread_free).",
+           "seed 000 (1): \"a purged block is off every free list until _mi_page_unpurge_run "
+           "brings its run back\"",
+           "model.holes.rebuild_free_list")
+def purged_off_lists(page: Page) -> str | None:
+    for name in ("free", "local_free", "xthread_free"):
+        for i in getattr(page, name):
+            if page.is_block_purged(i):
+                return f"purged block {i} is on {name}"
+    return None
+
+
+@invariant("PG-COUNT",
+           "used + (blocks on free and local_free) + (purged blocks) == capacity.",
+           "digest 1: \"Counting invariant (asserted in debug builds): used + (blocks on free "
+           "lists) + (purged blocks) == capacity\"",
+           "model.alloc.mi_page_free_collect")
+def counting(page: Page) -> str | None:
+    # Blocks on xthread_free still count in `used` until a collect (as in the real code).
+    total = page.used + len(page.free) + len(page.local_free) + len(page.purged_blocks())
+    if total != page.capacity:
+        return f"used {page.used} + free {len(page.free)} + local_free " \
+               f"{len(page.local_free)} + purged {len(page.purged_blocks())} != capacity " \
+               f"{page.capacity}"
+    return None
+
+
+@invariant("PG-LIVE-NOT-FREE",
+           "No block is both live and free, and no block is on the free lists twice.",
+           "seed 000 (1) tests: \"no block handed out twice\"",
+           "model.alloc.mi_page_malloc")
+def live_not_free(page: Page) -> str | None:
+    listed = page.listed_blocks()
+    if len(listed) != len(set(listed)):
+        return "a block is on the free lists twice"
+    both = page.handed_out & set(listed)
+    if both:
+        return f"blocks {sorted(both)[:8]} are live and on a free list"
+    return None
+
+
+@invariant("PG-SURVIVORS-KEEP-BYTES",
+           "A live block the program wrote keeps every byte: all of its OS pages stay "
+           "resident (no discard ever reaches a survivor).",
+           "seed 000 tests: \"the survivors keep every byte\"",
+           "model.holes.mi_page_purge_holes_walk")
+def survivors_keep_bytes(page: Page) -> str | None:
+    for i in page.written:
+        addr = page.geom.block_addr(i)
+        for p in page.mem.os_pages(addr, page.block_size):
+            if p not in page.mem.resident:
+                return f"live block {i} lost OS page {p:#x} to a discard"
+    return None
+
+
+@invariant("PG-FREE-IS-ZERO-CLEARED",
+           "free_is_zero is false after every purge and unpurge.",
+           "seed 000 (1): \"page->free_is_zero is cleared on every purge and un-purge\"",
+           "model.holes.rebuild_free_list")
+def free_is_zero_cleared(page: Page) -> str | None:
+    if page.ever_purged and page.free_is_zero:
+        return "free_is_zero is true after a purge or unpurge"
+    return None
+
+
+@invariant("PG-ACCOUNTING",
+           "The discarded-bytes accounting equals the discarded units times the unit.",
+           "seed 000 (1): \"the discarded-bytes accounting returns to where it was\"",
+           "model.holes.mi_page_purge_holes_walk")
+def accounting(page: Page) -> str | None:
+    expect = len(page.purged_units()) * page.unit
+    if page.discarded_bytes != expect:
+        return f"discarded bytes {page.discarded_bytes} != {expect}"
+    return None
+
+
+@invariant("PG-UNPURGE-ALL-RESETS",
+           "After unpurge-all (the page went back to the arena) nothing is counted as "
+           "discarded and no bit is set.",
+           "seed 000 (1): \"mi_heap_destroy, mi_heap_delete and a page that becomes free all "
+           "go through _mi_page_unpurge_all, so the discarded-bytes accounting returns to "
+           "where it was\"",
+           "model.holes.mi_page_unpurge_all")
+def unpurge_all_resets(page: Page) -> str | None:
+    if page.retired and (page.purged or page.discarded_bytes or page.discarded_blocks
+                         or page.unformed_purged_hi > page.unformed_purged_lo):
+        return f"retired page still counts {page.discarded_bytes} bytes discarded"
+    return None
+
+
+@invariant("PG-HUGE-NEVER-PURGE",
+           "A page that cannot purge holes (huge: one block, pinned, bits > 256) never has a "
+           "unit discarded.",
+           "seed 000 (1): \"Huge pages are singletons and stay out\"",
+           "model.geometry.mi_page_can_purge_holes")
+def huge_never_purge(page: Page) -> str | None:
+    if not mi_page_can_purge_holes(page.geom) and (page.purged or page.discarded_bytes):
+        return f"page of kind {page.geom.kind.value} (reserved {page.reserved}) has " \
+               f"discarded units"
+    return None

@@ -1,0 +1,5 @@
+import sys
+
+from purgecheck.cli import main
+
+sys.exit(main())

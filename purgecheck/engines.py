@@ -1,0 +1,100 @@
+"""The engines `purgecheck check` runs, each turning the registry into results.
+
+An engine is a function of a `Budget` (how hard to try) returning one Result per invariant it
+checks. Other modules add theirs with `@engine(...)`; `check` runs them all in order.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from model.invariants import REGISTRY
+from purgecheck.results import Result
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much an engine may do: `quick` for the test suite, full for `make check`."""
+
+    quick: bool = False
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    description: str
+    run: Callable[[Budget], list[Result]]
+
+
+ENGINES: dict[str, Engine] = {}
+
+
+def engine(name: str, description: str):
+    def wrap(fn: Callable[[Budget], list[Result]]):
+        ENGINES[name] = Engine(name, description, fn)
+        return fn
+    return wrap
+
+
+def load_engines() -> dict[str, Engine]:
+    """Import every module that registers an engine (optional ones may be absent)."""
+    import importlib
+
+    for mod in ENGINE_MODULES:
+        importlib.import_module(mod)
+    return ENGINES
+
+
+# Modules that register engines, in the order `check` runs them.
+ENGINE_MODULES = [
+    "purgecheck.engines",
+]
+
+
+def scenario_checks(names: list[str] | None = None) -> tuple[dict[str, int], dict[str, Result]]:
+    """Run scenarios; check every page invariant on every page after every op.
+
+    Returns (checks per invariant, first failure per invariant)."""
+    from purgecheck.runner import run_ops
+    from purgecheck.scenarios import SCENARIOS
+
+    page_invs = [inv for inv in REGISTRY.values() if inv.scope == "page" and inv.predicate]
+    counts = {inv.id: 0 for inv in page_invs}
+    failures: dict[str, Result] = {}
+    for sc in SCENARIOS.values():
+        if names is not None and sc.name not in names:
+            continue
+
+        def after(op, world, sc=sc):
+            for page in world.pages.values():
+                for inv in page_invs:
+                    counts[inv.id] += 1
+                    if inv.id in failures:
+                        continue
+                    reason = inv.predicate(page)
+                    if reason:
+                        failures[inv.id] = Result(
+                            inv.id, "scenarios", "fail", "",
+                            detail=f"scenario {sc.name}, line {op.line} ({op.render()}): "
+                                   f"{reason}",
+                            replay=f"purgecheck scenario {sc.name}")
+
+        run_ops(sc.ops(), sc.options, after_step=after, source=f"scenario:{sc.name}")
+    return counts, failures
+
+
+@engine("scenarios", "every page invariant after every op of every named scenario")
+def run_scenarios(budget: Budget) -> list[Result]:
+    t0 = time.perf_counter()
+    counts, failures = scenario_checks()
+    dt = time.perf_counter() - t0
+    out = []
+    for inv_id, n in counts.items():
+        r = failures.get(inv_id) or Result(inv_id, "scenarios", "hold", "")
+        r.figure = f"{n:,} checks"
+        r.seconds = dt / max(1, len(counts))
+        out.append(r)
+    return out

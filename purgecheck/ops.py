@@ -1,0 +1,115 @@
+"""Op scripts: what a program does, one operation per line, for the model and the C driver.
+
+A line is `THREAD OP ARGS...` (THREAD a small integer), or a global op without a thread
+(`clock`, `fail_discard`). `#` starts a comment. The grammar is in docs/op-script.md; both the
+model runner and reference_c's driver read exactly this format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+
+class OpScriptError(Exception):
+    """Bad op script: names the source, the line and what was expected."""
+
+    def __init__(self, source: str, line: int, msg: str) -> None:
+        super().__init__(f"{source}:{line}: {msg}")
+        self.source, self.line, self.msg = source, line, msg
+
+
+@dataclass(frozen=True)
+class Op:
+    thread: int | None  # None for a global op
+    name: str
+    args: tuple
+    line: int = 0
+
+    def render(self) -> str:
+        head = [] if self.thread is None else [str(self.thread)]
+        return " ".join(head + [self.name] + [str(a) for a in self.args])
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    threaded: bool
+    arg_types: tuple[Callable, ...]  # int or str per argument
+    arg_names: tuple[str, ...]
+    help: str
+
+
+SPECS: dict[str, OpSpec] = {}
+
+
+def op_spec(name: str, args: str = "", threaded: bool = True, help: str = "") -> None:
+    """Declare an op: `args` like "name:str size:int"."""
+    names, types = [], []
+    for a in args.split():
+        n, t = a.split(":")
+        names.append(n)
+        types.append(int if t == "int" else str)
+    SPECS[name] = OpSpec(name, threaded, tuple(types), tuple(names), help)
+
+
+# The page-level ops (seed 000 change (1)); the epoch and driver ops are declared beside them.
+op_spec("malloc", "name:str size:int", help="allocate SIZE bytes, write the whole block")
+op_spec("zalloc", "name:str size:int", help="allocate SIZE zeroed bytes")
+op_spec("free", "name:str", help="free NAME (owner: local_free; other thread: xthread_free)")
+op_spec("realloc", "name:str new:str size:int", help="realloc NAME to SIZE, result named NEW")
+op_spec("collect", help="collect the thread's pages without unpurge")
+op_spec("walk", help="collect and run the holes walk on every page of the thread's heap")
+op_spec("heap_destroy", help="mi_heap_destroy of the thread's heap")
+op_spec("heap_delete", help="mi_heap_delete of the thread's heap into heap 0's thread")
+op_spec("fail_discard", "count:int", threaded=False, help="the next COUNT discards fail")
+
+
+def _convert(t: Callable, v: str) -> object:
+    if t is int:
+        return int(v, 0)
+    return v
+
+
+def parse_line(text: str, line: int = 0, source: str = "<script>") -> Op | None:
+    words = text.split("#", 1)[0].split()
+    if not words:
+        return None
+    thread: int | None = None
+    if words[0].lstrip("-").isdigit():
+        thread = int(words[0])
+        words = words[1:]
+        if not words:
+            raise OpScriptError(source, line, "expected an operation after the thread number")
+    name, raw = words[0], words[1:]
+    spec = SPECS.get(name)
+    if spec is None:
+        raise OpScriptError(source, line, f"unknown operation {name!r}; expected one of "
+                                          f"{', '.join(sorted(SPECS))}")
+    if spec.threaded and thread is None:
+        raise OpScriptError(source, line, f"{name} needs a thread number first: "
+                                          f"'1 {name} {' '.join(spec.arg_names)}'")
+    if not spec.threaded and thread is not None:
+        raise OpScriptError(source, line, f"{name} is global: write it without a thread")
+    if len(raw) != len(spec.arg_types):
+        want = " ".join(spec.arg_names) or "no arguments"
+        raise OpScriptError(source, line, f"{name} takes {want}, got {len(raw)} argument(s)")
+    try:
+        args = tuple(_convert(t, v) for t, v in zip(spec.arg_types, raw))
+    except ValueError:
+        raise OpScriptError(source, line, f"{name}: expected integers for "
+                                          f"{[n for n, t in zip(spec.arg_names, spec.arg_types) if t is int]}")
+    return Op(thread, name, args, line)
+
+
+def parse_script(text: str, source: str = "<script>") -> list[Op]:
+    ops = []
+    for n, line in enumerate(text.splitlines(), 1):
+        op = parse_line(line, n, source)
+        if op is not None:
+            ops.append(op)
+    return ops
+
+
+def render_script(ops: Iterable[Op]) -> str:
+    return "".join(op.render() + "\n" for op in ops)
