@@ -39,7 +39,8 @@ class Arena:
 
     def new_page(self, kind: PageKind, block_size: int, **geom) -> tuple[int, PageGeometry]:
         arch = geom.get("arch", ARCH64)
-        size = block_size if kind is PageKind.HUGE else arch.page_size(kind)
+        offset = geom.get("first_block_offset", 0)
+        size = offset + block_size if kind is PageKind.HUGE else arch.page_size(kind)
         align = 4 * 1024 * 1024
         addr = self.next_addr
         self.next_addr += -(-size // align) * align

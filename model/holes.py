@@ -58,6 +58,12 @@ def rebuild_free_list(page: Page, todo: set[int]) -> list[int]:
     return dropped
 
 
+def count_discarded(page: Page, units: int, blocks: int) -> None:
+    """The discard accounting: bytes (units * unit) and blocks off, up or down."""
+    page.discarded_bytes += units * page.unit
+    page.discarded_blocks += blocks
+
+
 def mi_page_purge_holes_walk(page: Page) -> WalkResult:
     """Discard every unit whose blocks are all free, one discard per run (digest 3).
 
@@ -74,8 +80,7 @@ def mi_page_purge_holes_walk(page: Page) -> WalkResult:
         dropped = rebuild_free_list(page, todo)
         for k in todo:
             page.purged |= 1 << k
-        page.discarded_blocks += len(dropped)
-        page.discarded_bytes += len(todo) * page.unit
+        count_discarded(page, len(todo), len(dropped))
         dropped_total = len(dropped)
         for k0, k1 in runs:
             lo, hi = page.run_of_units(k0, k1)
@@ -107,13 +112,12 @@ def mi_page_unpurge_range(page: Page, k0: int, k1: int, reuse: bool = True) -> i
         if cleared >> k & 1:
             before.update(page.units.blocks_of_unit(k, page.capacity))
     page.purged &= ~mask
-    page.discarded_bytes -= bin(cleared).count("1") * page.unit
     page.swept_state = MI_PAGE_SWEPT_NONE
     back = sorted((i for i in before if not page.is_block_purged(i)), reverse=True)
     for i in back:
         page.free.insert(0, i)
         page.mem.touch(page.geom.block_addr(i), 1)  # the link in the block's first word
-    page.discarded_blocks -= len(back)
+    count_discarded(page, -bin(cleared).count("1"), -len(back))
     page.free_is_zero = False
     page.ever_purged = True
     page.emit("unpurge", k0=k0, k1=k1, reuse=reuse, blocks=len(back))

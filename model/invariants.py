@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from model.geometry import (MI_PAGE_PURGE_BITS, compute_purge_bits, compute_purge_unit,
-                            compute_unit_base, mi_page_can_purge_holes)
+from model.geometry import MI_PAGE_PURGE_BITS
 from model.page import Page
 
 Predicate = Callable[[Any], "str | None"]
@@ -29,6 +28,20 @@ class Invariant:
 
 
 REGISTRY: dict[str, Invariant] = {}
+
+# Modules that register invariants besides the page ones below; load_registry imports them.
+INVARIANT_MODULES = [
+    "model.epoch_invariants",
+]
+
+
+def load_registry() -> dict[str, Invariant]:
+    """The whole registry (importing every module that adds to it)."""
+    import importlib
+
+    for mod in INVARIANT_MODULES:
+        importlib.import_module(mod)
+    return REGISTRY
 
 
 def invariant(id: str, statement: str, clause: str, implements: str, scope: str = "page"):
@@ -68,19 +81,23 @@ def check_page(page: Page) -> list[tuple[str, str]]:
            "power-of-two multiple of the OS page for which it does\"",
            "model.geometry.compute_purge_unit")
 def unit_rule(page: Page) -> str | None:
+    # Computed here from the seed's words, never with the functions under test.
     g, u = page.geom, page.units
     if u.unit % g.os_page_size or (u.unit & (u.unit - 1)):
         return f"unit {u.unit} is not a power-of-two multiple of the OS page {g.os_page_size}"
-    if u.base != compute_unit_base(g, u.unit) or u.base % u.unit:
-        return f"unit base {u.base:#x} is not align_down(page_start, {u.unit})"
-    if not mi_page_can_purge_holes(g):
-        return None
-    if u.bits > MI_PAGE_PURGE_BITS:
-        return f"the block area needs {u.bits} units of {u.unit} > {MI_PAGE_PURGE_BITS}"
-    if u.unit > g.os_page_size and compute_purge_bits(g, u.unit // 2) <= MI_PAGE_PURGE_BITS:
+    if u.base % u.unit or not 0 <= g.page_start - u.base < u.unit:
+        return f"unit base {u.base:#x} is not align_down(page_start {g.page_start:#x}, {u.unit})"
+
+    def bits(unit: int) -> int:
+        base = g.page_start - g.page_start % unit
+        return -(-(g.area_end - base) // unit)
+
+    if u.bits != bits(u.unit):
+        return f"the bitmap spans {u.bits} units, the block area {bits(u.unit)}"
+    if g.reserved > 1 and bits(u.unit) > MI_PAGE_PURGE_BITS:
+        return f"the block area needs {bits(u.unit)} units of {u.unit} > {MI_PAGE_PURGE_BITS}"
+    if u.unit > g.os_page_size and bits(u.unit // 2) <= MI_PAGE_PURGE_BITS:
         return f"unit {u.unit} is not the smallest: {u.unit // 2} needs at most 256 bits"
-    if u.unit != compute_purge_unit(g):
-        return f"unit {u.unit} differs from compute_purge_unit {compute_purge_unit(g)}"
     return None
 
 
@@ -227,7 +244,9 @@ def unpurge_all_resets(page: Page) -> str | None:
            "seed 000 (1): \"Huge pages are singletons and stay out\"",
            "model.geometry.mi_page_can_purge_holes")
 def huge_never_purge(page: Page) -> str | None:
-    if not mi_page_can_purge_holes(page.geom) and (page.purged or page.discarded_bytes):
+    g = page.geom
+    ineligible = g.reserved <= 1 or g.pinned or g.custom_commit or page.units.bits > MI_PAGE_PURGE_BITS
+    if ineligible and (page.purged or page.discarded_bytes):
         return f"page of kind {page.geom.kind.value} (reserved {page.reserved}) has " \
                f"discarded units"
     return None

@@ -25,6 +25,7 @@ class Options:
     purge_delay: int = 100
     os_page_size: int = 4 * KiB
     arch: Arch = ARCH64
+    first_block_offset: int = 0  # where block 0 starts in a page (page meta data in front)
 
 
 @dataclass
@@ -49,7 +50,8 @@ class World:
     def new_page(self, heap: Heap, block_size: int) -> Page:
         kind = compute_page_kind(block_size, self.options.arch)
         pid, geom = self.arena.new_page(kind, block_size, os_page_size=self.options.os_page_size,
-                                        arch=self.options.arch)
+                                        arch=self.options.arch,
+                                        first_block_offset=self.options.first_block_offset)
         page = Page(id=pid, geom=geom, mem=self.mem, owner=heap.thread, heap=heap.id,
                     log=self.log)
         self.pages[pid] = page

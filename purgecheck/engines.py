@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from model.invariants import REGISTRY
+from model.invariants import load_registry
 from purgecheck.results import Result
 
 
@@ -61,7 +61,7 @@ def scenario_checks(names: list[str] | None = None) -> tuple[dict[str, int], dic
     from purgecheck.runner import run_ops
     from purgecheck.scenarios import SCENARIOS
 
-    page_invs = [inv for inv in REGISTRY.values() if inv.scope == "page" and inv.predicate]
+    page_invs = [inv for inv in load_registry().values() if inv.scope == "page" and inv.predicate]
     counts = {inv.id: 0 for inv in page_invs}
     failures: dict[str, Result] = {}
     for sc in SCENARIOS.values():
@@ -82,7 +82,13 @@ def scenario_checks(names: list[str] | None = None) -> tuple[dict[str, int], dic
                                    f"{reason}",
                             replay=f"purgecheck scenario {sc.name}")
 
-        run_ops(sc.ops(), sc.options, after_step=after, source=f"scenario:{sc.name}")
+        try:
+            run_ops(sc.ops(), sc.options, after_step=after, source=f"scenario:{sc.name}")
+        except Exception as e:  # a broken rule may crash the model later on
+            failures.setdefault("MODEL-RAN", Result(
+                "MODEL-RAN", "scenarios", "fail", "",
+                detail=f"scenario {sc.name} stopped: {type(e).__name__}: {e}",
+                replay=f"purgecheck scenario {sc.name}"))
     return counts, failures
 
 

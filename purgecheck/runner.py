@@ -73,15 +73,19 @@ def _free(run: Run, op: Op) -> None:
         mi_free(run.world, ptr, op.thread)
     except DoubleFree:
         return  # reported in the log by the page
-    run.freed[name] = run.names.pop(name)
+    if name in run.names:
+        run.freed[name] = run.names.pop(name)
 
 
 @handles("realloc")
 def _realloc(run: Run, op: Op) -> None:
     name, new, size = op.args
     ptr = run.ptr(op, name)
-    moved = mi_realloc(run.world, run.world.heap(op.thread), ptr, size)
-    del run.names[name]
+    try:
+        moved = mi_realloc(run.world, run.world.heap(op.thread), ptr, size)
+    except DoubleFree:
+        return  # reported in the log by the page
+    run.names.pop(name, None)
     run.names[new] = moved
 
 

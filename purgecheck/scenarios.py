@@ -130,9 +130,24 @@ def _small_medium() -> str:
     return "\n".join(lines)
 
 
-@scenario("huge-never", "A huge page (one block) is never purged.")
+@scenario("huge-never", "A huge page (one block) is never purged, even with its block "
+          "freed from another thread and collected.")
 def _huge() -> str:
-    return "\n".join(["1 malloc h0 3000000", "1 malloc h1 3000000", "1 free h0", "1 walk"])
+    return "\n".join(["1 malloc h0 3000000", "1 malloc h1 3000000", "1 free h0",
+                      "2 free h1", "1 walk"])
+
+
+@scenario("fresh-blocks", "Blocks formed by an extension and never handed out are free and "
+          "zero; a walk that purges them clears free_is_zero all the same.")
+def _fresh() -> str:
+    return "\n".join(["1 malloc z0 131072", "1 walk", "1 zalloc z1 131072"])
+
+
+@scenario("offset-192", "Small pages whose first block starts 192 bytes in: unit 0 holds the "
+          "page meta data and is never discarded; bits count from align_down(page_start).",
+          Options(first_block_offset=192))
+def _offset() -> str:
+    return "\n".join(keep_every_third(1, 4 * KiB, 48, "o") + ["1 walk"])
 
 
 @scenario("os-page-16k", "A large page on a 16 KiB OS page keeps the OS page as its unit.",

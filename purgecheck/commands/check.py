@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from model.invariants import REGISTRY
+from model.invariants import load_registry
 from purgecheck.cli import UsageError
 from purgecheck.engines import Budget, load_engines
 from purgecheck.results import exit_code, print_table, to_json
@@ -46,6 +46,6 @@ def run(args) -> int:
     if args.json:
         sys.stdout.buffer.write(to_json(results, command="check") + b"\n")
     else:
-        statements = {k: v.statement for k, v in REGISTRY.items()}
+        statements = {k: v.statement for k, v in load_registry().items()}
         print_table(results, "purgecheck check", statements)
     return exit_code(results)

@@ -7,7 +7,7 @@ import sys
 
 import orjson
 
-from model.invariants import REGISTRY
+from model.invariants import load_registry
 
 EXAMPLE = """examples:
   purgecheck invariants              id, scope and statement of each invariant
@@ -31,7 +31,7 @@ def run(args) -> int:
     from purgecheck.engines import load_engines
     load_engines()  # engines may register invariants that only they check
     rows = [{"id": i.id, "scope": i.scope, "statement": i.statement, "clause": i.clause,
-             "implements": i.implements} for i in REGISTRY.values()]
+             "implements": i.implements} for i in load_registry().values()]
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2) + b"\n")
         return 0

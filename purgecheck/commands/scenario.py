@@ -7,7 +7,7 @@ import sys
 
 import orjson
 
-from model.invariants import REGISTRY
+from model.invariants import load_registry
 from purgecheck.cli import UsageError
 from purgecheck.ops import OpScriptError, parse_script, render_script
 
@@ -84,7 +84,7 @@ def run(args) -> int:
                     fields = " ".join(f"{k}={v}" for k, v in e.items() if k != "ev")
                     print(f"        {e['ev']:14} {fields}")
         for page in world.pages.values():
-            for inv in REGISTRY.values():
+            for inv in load_registry().values():
                 if inv.scope == "page" and inv.predicate:
                     reason = inv.predicate(page)
                     if reason:
