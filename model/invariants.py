@@ -32,6 +32,7 @@ REGISTRY: dict[str, Invariant] = {}
 # Modules that register invariants besides the page ones below; load_registry imports them.
 INVARIANT_MODULES = [
     "model.epoch_invariants",
+    "model.hold_invariants",
 ]
 
 
@@ -57,6 +58,32 @@ def register(inv: Invariant) -> Invariant:
         raise ValueError(f"invariant {inv.id} is registered twice")
     REGISTRY[inv.id] = inv
     return inv
+
+
+def check_world(world) -> list[tuple[str, str]]:
+    """Every invariant with a predicate over the world, its pages and its epoch."""
+    from model.epoch_invariants import EpochView
+
+    out = []
+    view = EpochView(world.epoch, world.options.purge_holes_min_interval,
+                     world.options.clock_monotone)
+    for inv in load_registry().values():
+        if inv.predicate is None:
+            continue
+        if inv.scope == "page":
+            subjects = list(world.pages.values())
+        elif inv.scope == "world":
+            subjects = [world]
+        elif inv.scope == "epoch":
+            subjects = [view]
+        else:
+            continue
+        for subject in subjects:
+            reason = inv.predicate(subject)
+            if reason:
+                out.append((inv.id, reason))
+                break
+    return out
 
 
 def check_page(page: Page) -> list[tuple[str, str]]:

@@ -69,6 +69,8 @@ class Page:
     handed_out: set[int] = field(default_factory=set)  # blocks the program holds
     written: set[int] = field(default_factory=set)  # held blocks the program wrote in full
     ever_purged: bool = False  # a walk or unpurge changed this page's blocks since formed
+    last_alloc_ms: int | None = None  # clock when the program last took a block here
+    last_walk: tuple | None = None  # (swept_state before, epoch, now, blocks dropped)
 
     def emit(self, kind: str, **fields) -> None:
         """Record an observable event (the raw material of a trace)."""

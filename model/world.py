@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from model.clock import VirtualClock
+from model.epoch import EpochState
 from model.geometry import ARCH64, Arch, KiB, PageKind, compute_page_kind
 from model.heap import Arena, Heap
 from model.memory import Memory
 from model.page import Page
+from model.stamp import is_stamp_gated, mi_page_stamp, read_epoch_relaxed
+from model.thread import ThreadState
+from model.variants import VARIANTS, compute_stamp_value
 
 
 @dataclass(frozen=True)
@@ -26,6 +31,11 @@ class Options:
     os_page_size: int = 4 * KiB
     arch: Arch = ARCH64
     first_block_offset: int = 0  # where block 0 starts in a page (page meta data in front)
+    variant: str = "epoch"  # the design: see model.variants.VARIANTS
+    stale_epochs: int = 0  # how old an allocating thread's relaxed epoch read may be
+    sweep_ms: int = 0  # virtual time one handoff sweep takes
+    clock_monotone: bool = True
+    clock_start_ms: int = 1_000
 
 
 @dataclass
@@ -37,9 +47,26 @@ class World:
     heaps: dict[int, Heap] = field(default_factory=dict)
     abandoned: list[int] = field(default_factory=list)  # page ids in the abandoned map
     log: list = field(default_factory=list)
+    clock: VirtualClock = field(init=False)
+    epoch: EpochState = field(default_factory=EpochState)
+    threads: dict[int, ThreadState] = field(default_factory=dict)
+    variant_state: dict = field(default_factory=dict)  # what a rejected design keeps per page
 
     def __post_init__(self) -> None:
+        if self.options.variant not in VARIANTS:
+            raise ValueError(f"unknown variant {self.options.variant!r}; expected one of "
+                             f"{', '.join(VARIANTS)}")
         self.mem = Memory(self.options.os_page_size)
+        self.clock = VirtualClock(self.options.clock_start_ms, self.options.clock_monotone)
+
+    def thread(self, tid: int) -> ThreadState:
+        if tid not in self.threads:
+            self.threads[tid] = ThreadState(tid)
+        return self.threads[tid]
+
+    def heap_pages(self, tid: int) -> list[Page]:
+        heap = self.heap(tid)
+        return [self.pages[pid] for q in heap.queues.values() for pid in q]
 
     def heap(self, thread: int) -> Heap:
         """The default heap of `thread` (created on first use; heap id == thread id)."""
@@ -61,7 +88,14 @@ class World:
         return page
 
     def after_malloc(self, heap: Heap, page: Page) -> None:
-        """Hook on the generic allocation path (the epoch stamp lives here)."""
+        """mi_malloc_generic_fallback after a block was taken: the stamp, behind its gate."""
+        if not is_stamp_gated(page):
+            return
+        page.last_alloc_ms = self.clock.read()
+        thread = self.thread(heap.thread)
+        seen = read_epoch_relaxed(self.epoch.epoch, thread.epoch_seen, self.options.stale_epochs)
+        thread.epoch_seen = seen
+        mi_page_stamp(page, compute_stamp_value(self.options.variant, seen, self.clock.read()))
 
     def live_pages(self) -> list[Page]:
         return [p for p in self.pages.values() if not p.retired]

@@ -55,32 +55,28 @@ ENGINE_MODULES = [
 
 
 def scenario_checks(names: list[str] | None = None) -> tuple[dict[str, int], dict[str, Result]]:
-    """Run scenarios; check every page invariant on every page after every op.
+    """Run scenarios; check every invariant with a predicate after every op.
 
-    Returns (checks per invariant, first failure per invariant)."""
+    Returns (steps checked per invariant, first failure per invariant)."""
+    from model.invariants import check_world
     from purgecheck.runner import run_ops
     from purgecheck.scenarios import SCENARIOS
 
-    page_invs = [inv for inv in load_registry().values() if inv.scope == "page" and inv.predicate]
-    counts = {inv.id: 0 for inv in page_invs}
+    counts = {i.id: 0 for i in load_registry().values()
+              if i.predicate and i.scope in ("page", "world", "epoch")}
     failures: dict[str, Result] = {}
     for sc in SCENARIOS.values():
         if names is not None and sc.name not in names:
             continue
 
         def after(op, world, sc=sc):
-            for page in world.pages.values():
-                for inv in page_invs:
-                    counts[inv.id] += 1
-                    if inv.id in failures:
-                        continue
-                    reason = inv.predicate(page)
-                    if reason:
-                        failures[inv.id] = Result(
-                            inv.id, "scenarios", "fail", "",
-                            detail=f"scenario {sc.name}, line {op.line} ({op.render()}): "
-                                   f"{reason}",
-                            replay=f"purgecheck scenario {sc.name}")
+            for inv_id in counts:
+                counts[inv_id] += 1
+            for inv_id, reason in check_world(world):
+                failures.setdefault(inv_id, Result(
+                    inv_id, "scenarios", "fail", "",
+                    detail=f"scenario {sc.name}, line {op.line} ({op.render()}): {reason}",
+                    replay=f"purgecheck scenario {sc.name}"))
 
         try:
             run_ops(sc.ops(), sc.options, after_step=after, source=f"scenario:{sc.name}")
@@ -100,7 +96,7 @@ def run_scenarios(budget: Budget) -> list[Result]:
     out = []
     for inv_id, n in counts.items():
         r = failures.get(inv_id) or Result(inv_id, "scenarios", "hold", "")
-        r.figure = f"{n:,} checks"
+        r.figure = f"{n:,} steps"
         r.seconds = dt / max(1, len(counts))
         out.append(r)
     return out

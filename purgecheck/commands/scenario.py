@@ -7,7 +7,7 @@ import sys
 
 import orjson
 
-from model.invariants import load_registry
+from model.invariants import check_world
 from purgecheck.cli import UsageError
 from purgecheck.ops import OpScriptError, parse_script, render_script
 
@@ -83,12 +83,8 @@ def run(args) -> int:
                 for e in interesting:
                     fields = " ".join(f"{k}={v}" for k, v in e.items() if k != "ev")
                     print(f"        {e['ev']:14} {fields}")
-        for page in world.pages.values():
-            for inv in load_registry().values():
-                if inv.scope == "page" and inv.predicate:
-                    reason = inv.predicate(page)
-                    if reason:
-                        failures.append(f"line {op.line} ({op.render()}): {inv.id}: {reason}")
+        for inv_id, reason in check_world(world):
+            failures.append(f"line {op.line} ({op.render()}): {inv_id}: {reason}")
 
     try:
         run_ops(ops, options, after_step=after, source=source)

@@ -1,0 +1,82 @@
+"""Who sweeps, and when: the inline idle sweep and its `_pending` (digest section 8).
+
+Seed 000, change (2): "The inline mi_on_thread_idle() follows the same rule ... Nothing comes
+back for what an inline sweep leaves, so there is mi_on_thread_idle_pending(): true when the
+last sweep of this thread's heaps left such blocks".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from model.alloc import mi_page_free_collect
+from model.epoch import compute_interval, mi_holes_epoch_advance
+from model.page import Page
+from model.sweep import mi_page_purge_holes
+from model.thread import ThreadState
+from model.variants import SweepContext
+
+
+@dataclass
+class IdleSummary:
+    outcomes: dict[int, str] = field(default_factory=dict)  # page id -> sweep outcome
+    deferred: bool = False
+    epoch: int = 0
+
+
+def mi_holes_sweep_begin(world, thread: ThreadState) -> SweepContext:
+    """_mi_page_purge_holes_sweep_begin: advance the epoch FIRST, count the sweep (a full
+    one every purge_holes_full_every), and note the epoch the sweep runs in."""
+    opts = world.options
+    interval = compute_interval(opts.purge_holes_min_interval)
+    if opts.purge_holes:
+        frame = mi_holes_epoch_advance(world.epoch, world.clock.read(), interval)
+        if frame.advanced:
+            world.log.append({"ev": "epoch_advance", "thread": thread.id,
+                              "epoch": world.epoch.epoch, "start": world.epoch.start})
+    thread.holes_sweep_seq += 1
+    thread.holes_sweep_full = thread.holes_sweep_seq % opts.purge_holes_full_every == 0
+    thread.holes_sweep_epoch = world.epoch.epoch
+    thread.epoch_seen = max(thread.epoch_seen, world.epoch.epoch)
+    return SweepContext(now=world.clock.read(), epoch=world.epoch.epoch, interval=interval,
+                        in_handoff=False, full=thread.holes_sweep_full)
+
+
+def sweep_pages(world, thread: ThreadState, pages: list[Page], ctx: SweepContext,
+                summary: IdleSummary) -> None:
+    """Collect (never unpurge) and sweep each page; a page left with no live block goes back
+    to the arena."""
+    from model.heap import mi_page_retire
+
+    for page in pages:
+        if page.retired:
+            continue
+        mi_page_free_collect(page)
+        if page.is_all_free() and page.capacity:
+            mi_page_retire(world, page)
+            summary.outcomes[page.id] = "retired"
+            continue
+        summary.outcomes[page.id] = mi_page_purge_holes(world, page, thread, ctx)
+
+
+def mi_on_thread_idle(world, tid: int, in_handoff: bool = False) -> IdleSummary:
+    """The idle work of thread `tid`'s heaps: clear deferred; advance the epoch first; sweep
+    every page of the thread's heaps (full ones too), then the abandoned pages."""
+    thread = world.thread(tid)
+    thread.holes_sweep_deferred = False
+    ctx = mi_holes_sweep_begin(world, thread)
+    if in_handoff:
+        ctx = SweepContext(ctx.now, ctx.epoch, ctx.interval, True, ctx.full)
+    summary = IdleSummary(epoch=ctx.epoch)
+    sweep_pages(world, thread, world.heap_pages(tid), ctx, summary)
+    abandoned = [world.pages[pid] for pid in list(world.abandoned)]
+    sweep_pages(world, thread, abandoned, ctx, summary)
+    summary.deferred = thread.holes_sweep_deferred
+    world.log.append({"ev": "idle", "thread": tid, "epoch": ctx.epoch, "handoff": in_handoff,
+                      "deferred": summary.deferred, "full": ctx.full})
+    return summary
+
+
+def mi_on_thread_idle_pending(world, tid: int) -> bool:
+    """True when the last sweep of this thread's heaps left blocks it held back."""
+    return world.thread(tid).holes_sweep_deferred

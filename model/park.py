@@ -1,0 +1,115 @@
+"""The park handoff: a thread parks, the scavenger sweeps its heaps (digest section 8).
+
+Seed 000, change (2): "a park in which such blocks were left is therefore not marked as done
+... it is swept again purge_holes_min_interval after the END of the sweep before
+(holes_sweep_last is written after the work now) ... until a sweep BEGAN two epochs on from
+the first sweep of the park ... MI_PARK_SWEEPS_MAX = 6 whatever happens."
+"""
+
+from __future__ import annotations
+
+from model.drivers import mi_on_thread_idle
+from model.epoch import EPOCH_MODULUS, compute_interval
+from model.thread import (MI_PARK_SWEEPS_MAX, PARK_SWEPT_DONE, PARK_SWEPT_NONE,
+                          PARK_SWEPT_SMALL, PARKED, RUNNING, SWEEPING, ParkSweep, ThreadState)
+
+
+def mi_on_thread_idle_start(world, tid: int) -> bool:
+    """The owner parks: reset the park's progress, RUNNING -> PARKED, wake the scavenger."""
+    thread = world.thread(tid)
+    if thread.park_state != RUNNING:
+        return False
+    thread.park_reclaim = False
+    thread.park_swept = PARK_SWEPT_NONE
+    thread.park_sweeps = []
+    thread.park_state = PARKED
+    world.log.append({"ev": "park", "thread": tid})
+    return True
+
+
+def mi_on_thread_idle_end(world, tid: int) -> bool:
+    """The owner comes back: PARKED -> RUNNING. (A sweep in progress would be asked to stop
+    with park_reclaim and waited for; sweeps are atomic in the sequential model.)"""
+    thread = world.thread(tid)
+    if thread.park_state == SWEEPING:
+        thread.park_reclaim = True
+        return False
+    if thread.park_state != PARKED:
+        return False
+    thread.park_state = RUNNING
+    world.log.append({"ev": "unpark", "thread": tid})
+    return True
+
+
+def compute_park_next(thread: ThreadState, swept: int, deferred: bool) -> int:
+    """park_swept after a sweep: DONE unless the sweep left something and the park is still
+    young (the sweep began less than two epochs after the park's first) and under the cap."""
+    if not deferred:
+        return PARK_SWEPT_DONE
+    sweeps = 1 if swept == PARK_SWEPT_NONE else swept - PARK_SWEPT_SMALL + 2
+    age = (thread.holes_sweep_epoch - thread.holes_park_epoch) % EPOCH_MODULUS
+    if age < 2 and sweeps < MI_PARK_SWEEPS_MAX:
+        return PARK_SWEPT_SMALL + sweeps - 1
+    return PARK_SWEPT_DONE
+
+
+def sweep_parked_thread(world, thread: ThreadState) -> None:
+    """Claim (PARKED -> SWEEPING), do the idle work, record the end time, store the next
+    park_swept, release (-> PARKED)."""
+    thread.park_state = SWEEPING
+    swept = thread.park_swept
+    thread.holes_sweep_deferred = False
+    start = world.clock.read()
+    summary = mi_on_thread_idle(world, thread.id, in_handoff=True)
+    world.clock.advance(world.options.sweep_ms)  # the work takes virtual time
+    record_sweep_last(world, thread)
+    if swept == PARK_SWEPT_NONE:
+        thread.holes_park_epoch = thread.holes_sweep_epoch
+    thread.park_swept = compute_park_next(thread, swept, summary.deferred)
+    thread.park_sweeps.append(ParkSweep(start, world.clock.read(), thread.holes_sweep_epoch,
+                                        summary.deferred, thread.park_swept))
+    thread.park_state = PARKED
+    world.log.append({"ev": "park_sweep", "thread": thread.id, "epoch": thread.holes_sweep_epoch,
+                      "deferred": summary.deferred,
+                      "done": thread.park_swept == PARK_SWEPT_DONE})
+
+
+def record_sweep_last(world, thread: ThreadState) -> None:
+    """holes_sweep_last is taken AFTER the work, so the next sweep of this park is an
+    interval after the end of this one."""
+    thread.holes_sweep_last = world.clock.read()
+
+
+def mi_theap_sweep_parked(world) -> int | None:
+    """One pass of the scavenger over the parked threads. Returns the time until the next
+    thread is due (the scavenger sleeps that long), or None when nothing is waiting."""
+    interval = compute_interval(world.options.purge_holes_min_interval)
+    due: int | None = None
+    for tid in sorted(world.threads):
+        thread = world.threads[tid]
+        if thread.park_state != PARKED or thread.park_swept == PARK_SWEPT_DONE:
+            continue
+        since = world.clock.read() - thread.holes_sweep_last
+        if since < interval:
+            wait = interval - since
+            due = wait if due is None else min(due, wait)
+            continue
+        sweep_parked_thread(world, thread)
+        if thread.park_swept != PARK_SWEPT_DONE:
+            due = interval if due is None else min(due, interval)
+    return due
+
+
+def run_scavenger(world, duration_ms: int) -> int:
+    """The scavenger loop for `duration_ms` of virtual time: sweep, sleep until due.
+    Returns the number of passes."""
+    end = world.clock.read() + duration_ms
+    passes = 0
+    while world.clock.read() <= end:
+        due = mi_theap_sweep_parked(world)
+        passes += 1
+        if due is None or world.clock.read() + due > end:
+            break
+        world.clock.advance(due)
+    world.clock.set(max(world.clock.read(), end))
+    return passes

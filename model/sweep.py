@@ -1,0 +1,59 @@
+"""The sweep of one page, `_mi_page_purge_holes`, in the real order (digest section 6).
+
+1. skip: option off, page all free, purge_delay < 0;
+2. hold: a large page stamped in the current or previous epoch keeps its free blocks and its
+   unformed tail, and tells the thread that something was left (`holes_sweep_deferred`);
+3. purge the unformed tail; check eligibility; skip a page unchanged since its last complete
+   walk unless this is a full sweep; else walk.
+"""
+
+from __future__ import annotations
+
+from model.geometry import mi_page_can_purge_holes
+from model.holes import mi_page_purge_holes_walk, mi_page_purge_unformed_tail
+from model.page import Page, encode_walked
+from model.thread import ThreadState
+from model.variants import SweepContext, is_page_held
+
+OFF = "off"
+ALL_FREE = "all-free"
+HELD = "held"
+INELIGIBLE = "ineligible"
+UNCHANGED = "unchanged"
+WALKED = "walked"
+INCOMPLETE = "incomplete"
+
+
+def has_pending_tail(page: Page) -> bool:
+    """Unformed blocks whose OS pages are not discarded yet."""
+    return page.has_unformed_tail() and page.unformed_purged_hi <= page.unformed_purged_lo
+
+
+def mi_page_purge_holes(world, page: Page, thread: ThreadState, ctx: SweepContext) -> str:
+    """Sweep one page (already collected by the driver); returns the outcome."""
+    opts = world.options
+    if not opts.purge_holes or opts.purge_delay < 0:
+        return _done(page, OFF)
+    if page.is_all_free():
+        return _done(page, ALL_FREE)
+    if is_page_held(opts.variant, page, ctx, world.variant_state):
+        if page.free or page.local_free or page.xthread_free or has_pending_tail(page):
+            thread.holes_sweep_deferred = True
+        return _done(page, HELD)
+    mi_page_purge_unformed_tail(page)
+    if not mi_page_can_purge_holes(page.geom):
+        return _done(page, INELIGIBLE)
+    if not ctx.full and page.swept_state == encode_walked(page.capacity, page.used):
+        return _done(page, UNCHANGED)
+    state_before = page.swept_state
+    page.sweeping = True
+    result = mi_page_purge_holes_walk(page)
+    page.sweeping = False
+    # Ghost: what the hold invariants need to judge this walk afterwards.
+    page.last_walk = (state_before, ctx.epoch, ctx.now, result.dropped_blocks)
+    return _done(page, WALKED if result.complete else INCOMPLETE)
+
+
+def _done(page: Page, outcome: str) -> str:
+    page.emit("sweep_page", outcome=outcome)
+    return outcome
