@@ -31,6 +31,7 @@ def mi_holes_sweep_begin(world, thread: ThreadState) -> SweepContext:
     interval = compute_interval(opts.purge_holes_min_interval)
     if opts.purge_holes:
         frame = mi_holes_epoch_advance(world.epoch, world.clock.read(), interval)
+        thread.last_advance = frame
         if frame.advanced:
             world.log.append({"ev": "epoch_advance", "thread": thread.id,
                               "epoch": world.epoch.epoch, "start": world.epoch.start})

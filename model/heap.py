@@ -135,3 +135,26 @@ def mi_heap_delete(world, heap: Heap, into: Heap) -> None:
                 page.owner = into.thread
                 into.queues.setdefault(bs, []).append(pid)
     heap.queues.clear()
+
+
+def mi_heap_abandon(world, heap: Heap) -> None:
+    """The thread exits: its pages go to the abandoned map, where any thread's sweep (and
+    reclaim) finds them; frees into them from then on are cross-thread frees."""
+    for q in heap.queues.values():
+        for pid in q:
+            page = world.pages[pid]
+            page.abandoned = True
+            page.owner = -1
+            world.abandoned.append(pid)
+            page.emit("abandon")
+    heap.queues.clear()
+
+
+def mi_page_reclaim(world, page: Page, heap: Heap) -> None:
+    """A thread takes an abandoned page into its heap and becomes its owner."""
+    world.abandoned.remove(page.id)
+    page.abandoned = False
+    page.owner = heap.thread
+    page.heap = heap.id
+    heap.queues.setdefault(page.block_size, []).append(page.id)
+    page.emit("reclaim", thread=heap.thread)

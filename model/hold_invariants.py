@@ -30,7 +30,8 @@ def young_kept(world) -> str | None:
     for page in world.pages.values():
         if page.last_walk is None or page.geom.kind is not PageKind.LARGE:
             continue
-        state, epoch, now, dropped = page.last_walk
+        w = page.last_walk
+        state, epoch, dropped = w.state_before, w.epoch, w.dropped
         if (state & MI_PAGE_SWEPT_TAG_MASK) != MI_PAGE_SWEPT_STAMP_TAG or not dropped:
             continue
         age = (epoch - (state & EPOCH_MASK)) % EPOCH_MODULUS
@@ -52,7 +53,7 @@ def discard_after_interval(world) -> str | None:
     for page in world.pages.values():
         if page.last_walk is None or page.last_alloc_ms is None:
             continue
-        _, _, now, dropped = page.last_walk
+        now, dropped = page.last_walk.now, page.last_walk.dropped
         if dropped and now - page.last_alloc_ms < interval:
             return f"page {page.id}: blocks discarded {now - page.last_alloc_ms} ms after " \
                    f"the last allocation (interval {interval} ms)"
@@ -99,4 +100,37 @@ def park_spacing(world) -> str | None:
             if b.start_ms - a.end_ms < interval:
                 return f"thread {t.id}: park sweeps {b.start_ms - a.end_ms} ms apart " \
                        f"(end {a.end_ms} to start {b.start_ms}), interval {interval} ms"
+    return None
+
+
+@invariant("SW-WALK-SETS-STATE",
+           "A complete walk leaves swept_state = (capacity << 32) | used, replacing a stamp; "
+           "so a page that nothing touched since is skipped by the next sweep that is not full.",
+           "digest 3, step 5: \"A complete walk sets swept_state = (capacity, used): this "
+           "overwrites an allocation stamp\"; seed 000 tests: \"a sweep skips unchanged pages\"",
+           "model.holes.mi_page_purge_holes_walk", scope="world")
+def walk_sets_state(world) -> str | None:
+    for page in world.pages.values():
+        w = page.last_walk
+        if w is not None and w.complete and w.state_after != (w.capacity << 32) | w.used:
+            return f"page {page.id}: a complete walk left swept_state {w.state_after:#x}, " \
+                   f"not (capacity {w.capacity}, used {w.used})"
+    return None
+
+
+@invariant("HD-GOES-WITHIN-TWO",
+           "After the last allocation, with a sweep at least every interval, the free blocks "
+           "of a large page go within two intervals (checked at the end of the liveness "
+           "scenarios, whose schedules meet that premise).",
+           "seed 000 (2): \"After the last allocation the free space goes back between one "
+           "and two intervals later, where something sweeps that often.\"",
+           "model.park.mi_theap_sweep_parked", scope="final")
+def free_blocks_gone(world) -> str | None:
+    for page in world.pages.values():
+        if page.retired or page.geom.kind is not PageKind.LARGE:
+            continue
+        left = page.free + page.local_free + page.xthread_free
+        if left:
+            return f"page {page.id}: {len(left)} free blocks still resident after the " \
+                   f"sweeps (e.g. block {left[0]})"
     return None

@@ -91,10 +91,16 @@ def mi_page_purge_holes_walk(page: Page) -> WalkResult:
                 complete = False
                 dropped_total -= mi_page_unpurge_range(page, k0, k1, reuse=False)
     if complete:
-        page.swept_state = encode_walked(page.capacity, page.used)
+        mark_walked(page)
     page.emit("walk", complete=complete, runs=[list(r) for r in runs],
               dropped=dropped_total)
     return WalkResult(complete, tuple(runs), dropped_total)
+
+
+def mark_walked(page: Page) -> None:
+    """Digest 3, step 5: a complete walk sets swept_state = (capacity, used), replacing an
+    allocation stamp (so a page only freed into after a walk has no hold, digest 9.1)."""
+    page.swept_state = encode_walked(page.capacity, page.used)
 
 
 def mi_page_unpurge_range(page: Page, k0: int, k1: int, reuse: bool = True) -> int:

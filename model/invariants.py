@@ -66,7 +66,8 @@ def check_world(world) -> list[tuple[str, str]]:
 
     out = []
     view = EpochView(world.epoch, world.options.purge_holes_min_interval,
-                     world.options.clock_monotone)
+                     world.options.clock_monotone,
+                     [t.last_advance for t in world.threads.values() if t.last_advance])
     for inv in load_registry().values():
         if inv.predicate is None:
             continue

@@ -70,7 +70,7 @@ class Page:
     written: set[int] = field(default_factory=set)  # held blocks the program wrote in full
     ever_purged: bool = False  # a walk or unpurge changed this page's blocks since formed
     last_alloc_ms: int | None = None  # clock when the program last took a block here
-    last_walk: tuple | None = None  # (swept_state before, epoch, now, blocks dropped)
+    last_walk: object | None = None  # model.sweep.WalkRecord of the last walk by a sweep
 
     def emit(self, kind: str, **fields) -> None:
         """Record an observable event (the raw material of a trace)."""

@@ -62,7 +62,7 @@ def sweep_parked_thread(world, thread: ThreadState) -> None:
     start = world.clock.read()
     summary = mi_on_thread_idle(world, thread.id, in_handoff=True)
     world.clock.advance(world.options.sweep_ms)  # the work takes virtual time
-    record_sweep_last(world, thread)
+    record_sweep_last(world, thread, start)
     if swept == PARK_SWEPT_NONE:
         thread.holes_park_epoch = thread.holes_sweep_epoch
     thread.park_swept = compute_park_next(thread, swept, summary.deferred)
@@ -74,9 +74,9 @@ def sweep_parked_thread(world, thread: ThreadState) -> None:
                       "done": thread.park_swept == PARK_SWEPT_DONE})
 
 
-def record_sweep_last(world, thread: ThreadState) -> None:
-    """holes_sweep_last is taken AFTER the work, so the next sweep of this park is an
-    interval after the end of this one."""
+def record_sweep_last(world, thread: ThreadState, start_ms: int) -> None:
+    """holes_sweep_last is taken AFTER the work (not at `start_ms`), so the next sweep of
+    this park is an interval after the end of this one."""
     thread.holes_sweep_last = world.clock.read()
 
 
@@ -96,7 +96,8 @@ def mi_theap_sweep_parked(world) -> int | None:
             continue
         sweep_parked_thread(world, thread)
         if thread.park_swept != PARK_SWEPT_DONE:
-            due = interval if due is None else min(due, interval)
+            wait = max(0, interval - (world.clock.read() - thread.holes_sweep_last))
+            due = wait if due is None else min(due, wait)
     return due
 
 

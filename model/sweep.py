@@ -9,11 +9,27 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from model.geometry import mi_page_can_purge_holes
 from model.holes import mi_page_purge_holes_walk, mi_page_purge_unformed_tail
 from model.page import Page, encode_walked
 from model.thread import ThreadState
 from model.variants import SweepContext, is_page_held
+
+@dataclass(frozen=True)
+class WalkRecord:
+    """Ghost record of a page's last walk by a sweep."""
+
+    state_before: int
+    epoch: int
+    now: int
+    dropped: int
+    complete: bool
+    state_after: int
+    capacity: int
+    used: int
+
 
 OFF = "off"
 ALL_FREE = "all-free"
@@ -50,7 +66,8 @@ def mi_page_purge_holes(world, page: Page, thread: ThreadState, ctx: SweepContex
     result = mi_page_purge_holes_walk(page)
     page.sweeping = False
     # Ghost: what the hold invariants need to judge this walk afterwards.
-    page.last_walk = (state_before, ctx.epoch, ctx.now, result.dropped_blocks)
+    page.last_walk = WalkRecord(state_before, ctx.epoch, ctx.now, result.dropped_blocks,
+                                result.complete, page.swept_state, page.capacity, page.used)
     return _done(page, WALKED if result.complete else INCOMPLETE)
 
 

@@ -42,5 +42,7 @@ class ThreadState:
     park_swept: int = PARK_SWEPT_NONE
     park_reclaim: bool = False
     epoch_seen: int = 0  # the newest epoch this thread has read (its reads are monotone)
-    # Ghost: the sweeps of the current park, so invariants can speak of them.
+    # Ghost: the sweeps of the current park, and this thread's last advance call, so that
+    # invariants can speak of them.
     park_sweeps: list[ParkSweep] = field(default_factory=list)
+    last_advance: object | None = None  # model.epoch.AdvanceFrame

@@ -63,14 +63,16 @@ def scenario_checks(names: list[str] | None = None) -> tuple[dict[str, int], dic
     from purgecheck.scenarios import SCENARIOS
 
     counts = {i.id: 0 for i in load_registry().values()
-              if i.predicate and i.scope in ("page", "world", "epoch")}
+              if i.predicate and i.scope in ("page", "world", "epoch", "final")}
+    finals = [i for i in load_registry().values() if i.predicate and i.scope == "final"]
+    stepwise = [k for k in counts if k not in {i.id for i in finals}]
     failures: dict[str, Result] = {}
     for sc in SCENARIOS.values():
         if names is not None and sc.name not in names:
             continue
 
         def after(op, world, sc=sc):
-            for inv_id in counts:
+            for inv_id in stepwise:
                 counts[inv_id] += 1
             for inv_id, reason in check_world(world):
                 failures.setdefault(inv_id, Result(
@@ -79,7 +81,16 @@ def scenario_checks(names: list[str] | None = None) -> tuple[dict[str, int], dic
                     replay=f"purgecheck scenario {sc.name}"))
 
         try:
-            run_ops(sc.ops(), sc.options, after_step=after, source=f"scenario:{sc.name}")
+            run = run_ops(sc.ops(), sc.options, after_step=after, source=f"scenario:{sc.name}")
+            if "liveness" in sc.tags:
+                for inv in finals:
+                    counts[inv.id] += 1
+                    reason = inv.predicate(run.world)
+                    if reason:
+                        failures.setdefault(inv.id, Result(
+                            inv.id, "scenarios", "fail", "",
+                            detail=f"scenario {sc.name}, at the end: {reason}",
+                            replay=f"purgecheck scenario {sc.name}"))
         except Exception as e:  # a broken rule may crash the model later on
             failures.setdefault("MODEL-RAN", Result(
                 "MODEL-RAN", "scenarios", "fail", "",
@@ -96,7 +107,7 @@ def run_scenarios(budget: Budget) -> list[Result]:
     out = []
     for inv_id, n in counts.items():
         r = failures.get(inv_id) or Result(inv_id, "scenarios", "hold", "")
-        r.figure = f"{n:,} steps"
+        r.figure = f"{n:,} steps" if inv_id != "HD-GOES-WITHIN-TWO" else f"{n} liveness schedules"
         r.seconds = dt / max(1, len(counts))
         out.append(r)
     return out

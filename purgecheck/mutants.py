@@ -187,3 +187,6 @@ mutant("accounting-skipped", "the discard accounting is not updated",
        ("PG-ACCOUNTING", "PG-PURGED-IFF-OVERLAP"),
        Patch("model.holes", "count_discarded", _accounting_skipped),
        c_switch="accounting_skipped")
+
+# Mutants of other parts of the model register themselves from their own modules.
+import purgecheck.hold_mutants  # noqa: E402,F401

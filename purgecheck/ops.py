@@ -63,6 +63,21 @@ op_spec("walk", help="collect and run the holes walk on every page of the thread
 op_spec("heap_destroy", help="mi_heap_destroy of the thread's heap")
 op_spec("heap_delete", help="mi_heap_delete of the thread's heap into heap 0's thread")
 op_spec("fail_discard", "count:int", threaded=False, help="the next COUNT discards fail")
+# The epoch, the drivers and the park handoff (seed 000 change (2)).
+op_spec("clock", "ms:int", threaded=False, help="advance the virtual clock by MS milliseconds")
+op_spec("idle", help="mi_on_thread_idle: advance the epoch, collect, sweep the thread's heaps "
+                     "and the abandoned pages")
+op_spec("pending", help="mi_on_thread_idle_pending: log whether the last sweep left blocks")
+op_spec("park", help="mi_on_thread_idle_start: park, handing the sweeps to the scavenger")
+op_spec("unpark", help="mi_on_thread_idle_end: leave the park")
+op_spec("scavenge", threaded=False, help="one pass of the scavenger over the parked threads")
+op_spec("scavenger", "ms:int", threaded=False,
+        help="the scavenger loop for MS ms: sweep the due parks, sleep until the next is due")
+op_spec("abandon", help="the thread exits: its pages go to the abandoned map")
+op_spec("reclaim", "name:str", help="the thread takes the abandoned page holding NAME")
+op_spec("fork", help="fork: the child records a new epoch start if MOVING was held")
+op_spec("epoch_skip", "count:int", threaded=False,
+        help="COUNT epochs pass untouched (for the 2^32 wraparound scenario)")
 
 
 def _convert(t: Callable, v: str) -> object:

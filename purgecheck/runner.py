@@ -11,6 +11,11 @@ from typing import Callable, Iterable
 from model.alloc import DoubleFree, mi_page_free_collect
 from model.heap import Ptr, mi_free, mi_heap_delete, mi_heap_destroy, mi_heap_malloc, mi_realloc
 from model.holes import mi_page_purge_holes_walk
+from model.drivers import mi_on_thread_idle, mi_on_thread_idle_pending
+from model.epoch import mi_page_purge_holes_forked_child
+from model.heap import mi_heap_abandon, mi_page_reclaim
+from model.park import (mi_on_thread_idle_end, mi_on_thread_idle_start, mi_theap_sweep_parked,
+                        run_scavenger)
 from model.world import Options, World
 from purgecheck.ops import Op, OpScriptError
 
@@ -118,6 +123,69 @@ def _heap_delete(run: Run, op: Op) -> None:
 @handles("fail_discard")
 def _fail_discard(run: Run, op: Op) -> None:
     run.world.mem.fail_next_discards += op.args[0]
+
+
+@handles("clock")
+def _clock(run: Run, op: Op) -> None:
+    run.world.clock.advance(op.args[0])
+    run.log("clock", now=run.world.clock.read())
+
+
+@handles("idle")
+def _idle(run: Run, op: Op) -> None:
+    mi_on_thread_idle(run.world, op.thread)
+
+
+@handles("pending")
+def _pending(run: Run, op: Op) -> None:
+    run.log("pending", thread=op.thread, value=mi_on_thread_idle_pending(run.world, op.thread))
+
+
+@handles("park")
+def _park(run: Run, op: Op) -> None:
+    mi_on_thread_idle_start(run.world, op.thread)
+
+
+@handles("unpark")
+def _unpark(run: Run, op: Op) -> None:
+    mi_on_thread_idle_end(run.world, op.thread)
+
+
+@handles("scavenge")
+def _scavenge(run: Run, op: Op) -> None:
+    run.log("scavenge", due=mi_theap_sweep_parked(run.world))
+
+
+@handles("scavenger")
+def _scavenger(run: Run, op: Op) -> None:
+    run_scavenger(run.world, op.args[0])
+
+
+@handles("abandon")
+def _abandon(run: Run, op: Op) -> None:
+    mi_heap_abandon(run.world, run.world.heap(op.thread))
+
+
+@handles("reclaim")
+def _reclaim(run: Run, op: Op) -> None:
+    page = run.world.pages[run.ptr(op, op.args[0]).page]
+    if not page.abandoned:
+        raise OpScriptError(run.source, op.line, f"reclaim: the page of {op.args[0]!r} is "
+                                                 f"not abandoned")
+    mi_page_reclaim(run.world, page, run.world.heap(op.thread))
+
+
+@handles("fork")
+def _fork(run: Run, op: Op) -> None:
+    mi_page_purge_holes_forked_child(run.world.epoch, run.world.clock.read())
+
+
+@handles("epoch_skip")
+def _epoch_skip(run: Run, op: Op) -> None:
+    st = run.world.epoch
+    st.epoch += op.args[0]
+    st.start = run.world.clock.read()
+    run.log("epoch_skip", epoch=st.epoch)
 
 
 def run_ops(ops: Iterable[Op], options: Options | None = None,

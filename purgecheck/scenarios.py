@@ -166,3 +166,137 @@ def _os64() -> str:
           Options(arch=ARCH32))
 def _arch32() -> str:
     return "\n".join(keep_every_third(1, 64 * KiB, 16, "w") + ["1 walk"])
+
+
+# -- the hold, the drivers and the park (seed 000, change (2)), on a virtual clock --------
+
+def large_pages_with_holes(thread: int, prefix: str = "L") -> list[str]:
+    """Three large pages (the first, a middle and the largest class), every third kept."""
+    lines: list[str] = []
+    for size in LARGE_CLASSES:
+        lines += keep_every_third(thread, size, 4 * MiB // size, f"{prefix}{size // KiB}_")
+    return lines
+
+
+@scenario("park-handoff", "A thread parks after using large pages: the first sweep takes "
+          "nothing of them and does not mark the park done; two or three sweeps an interval "
+          "apart take every free block; then the park is done and not swept again.",
+          tags=("liveness", "epoch", "park"))
+def _park() -> str:
+    return "\n".join(large_pages_with_holes(1) + ["1 park", "scavenger 1000", "1 unpark"])
+
+
+@scenario("inline-hold", "Inline sweeps: nothing goes at the first sweep after the "
+          "allocations nor at a second right after, and _pending says so; an interval later "
+          "the pages left alone go and the one just allocated from stays.",
+          tags=("liveness", "epoch", "inline"))
+def _inline() -> str:
+    lines = large_pages_with_holes(1)
+    lines += ["1 idle", "1 pending", "1 idle", "1 pending", "clock 100",
+              "1 malloc touch 262144", "1 free touch", "1 idle", "1 pending",
+              "clock 100", "1 idle", "1 pending", "clock 100", "1 idle", "1 pending"]
+    return "\n".join(lines)
+
+
+@scenario("inline-busy", "A page allocated from before every sweep keeps its blocks over "
+          "four more epochs and goes at the first sweep after it was left alone for a whole "
+          "epoch; a sweep after that has nothing to do.", tags=("liveness", "epoch", "inline"))
+def _busy() -> str:
+    lines = keep_every_third(1, 256 * KiB, 16, "B")
+    lines += ["1 idle"]
+    for n in range(5):
+        lines += ["clock 100", f"1 malloc t{n} 262144", f"1 free t{n}", "1 idle"]
+    lines += ["clock 100", "1 idle", "clock 100", "1 idle", "clock 100", "1 idle"]
+    return "\n".join(lines)
+
+
+@scenario("abandoned-young", "A young page abandoned by its thread is left by another "
+          "thread's sweep and taken two epochs later.", tags=("liveness", "epoch", "abandoned"))
+def _abandoned() -> str:
+    lines = keep_every_third(2, 128 * KiB, 32, "A")
+    lines += ["2 abandon", "1 idle", "clock 100", "1 idle", "clock 100", "1 idle",
+              "clock 100", "1 idle"]
+    return "\n".join(lines)
+
+
+@scenario("interval-zero", "purge_holes_min_interval = 0 turns the hold off: the first sweep "
+          "takes every free block.", Options(purge_holes_min_interval=0), tags=("liveness", "epoch",))
+def _interval0() -> str:
+    return "\n".join(large_pages_with_holes(1) + ["1 idle"])
+
+
+@scenario("wraparound", "A page left for a multiple of 2^32 epochs reads as young once more "
+          "and goes two epochs later.", tags=("liveness", "epoch",))
+def _wrap() -> str:
+    lines = keep_every_third(1, 256 * KiB, 16, "W")
+    # 2^32 - 1 epochs pass; the next sweep's advance makes it 2^32 since the stamp's epoch.
+    lines += ["1 idle", f"epoch_skip {(1 << 32) - 1}", "clock 100", "1 idle", "clock 100", "1 idle",
+              "clock 100", "1 idle"]
+    return "\n".join(lines)
+
+
+def buffer_loop(requests: int, park: bool) -> list[str]:
+    """A loop that takes and frees four 256 KiB buffers per request, 10 ms apart, with an
+    idle sweep (inline, or a park and a scavenger pass) between requests."""
+    lines: list[str] = []
+    for r in range(requests):
+        lines += [f"1 malloc q{r}_{b} 262144" for b in range(4)]
+        lines += [f"1 free q{r}_{b}" for b in range(4)]
+        lines += ["1 park", "scavenge", "1 unpark"] if park else ["1 idle"]
+        lines.append("clock 10")
+    return lines
+
+
+@scenario("buffer-loop-inline", "A loop that frees and takes 256 KiB buffers with inline "
+          "sweeps between: the epoch design discards nothing (handoff-only purged 58 MB in "
+          "3 s in the seed).", tags=("epoch", "variant"))
+def _loop_inline() -> str:
+    return "\n".join(keep_every_third(1, 256 * KiB, 3, "pin") + buffer_loop(300, park=False))
+
+
+@scenario("server-parks", "A server that parks between requests under sustained load: the "
+          "epoch design discards nothing; (1) without (2) discards and refaults the buffers "
+          "at every due park.", tags=("epoch", "variant", "park"))
+def _server() -> str:
+    return "\n".join(keep_every_third(1, 256 * KiB, 3, "pin") + buffer_loop(300, park=True))
+
+
+@scenario("sweep-once-then-block", "A caller that sweeps once and then blocks: nothing comes "
+          "back by itself; polling _pending an interval apart gives the blocks back.",
+          tags=("liveness", "epoch", "variant"))
+def _sweep_once() -> str:
+    lines = keep_every_third(1, 256 * KiB, 16, "S")
+    lines += ["1 idle", "1 pending", "clock 5000", "1 pending", "1 idle", "1 pending",
+              "clock 100", "1 idle", "1 pending", "clock 100", "1 idle", "1 pending"]
+    return "\n".join(lines)
+
+
+@scenario("abandoned-two-parks", "An abandoned page that two parked threads sweep one after "
+          "the other: the epoch design keeps it (both see the same epoch); two-untouched gives "
+          "it its two sweeps within a millisecond.", tags=("epoch", "variant", "park"))
+def _two_parks() -> str:
+    lines = keep_every_third(3, 128 * KiB, 32, "T")
+    lines += ["3 idle", "3 abandon", "2 malloc keep2 100", "4 malloc keep4 100",
+              "2 park", "4 park", "clock 1", "scavenge", "2 unpark", "4 unpark"]
+    return "\n".join(lines)
+
+
+@scenario("park-churn", "A parked thread whose sweeps keep finding young abandoned pages "
+          "(other threads allocate, free and exit between sweeps): the park is done once a "
+          "sweep began two epochs after its first, and never swept more than 6 times.",
+          tags=("epoch", "park"))
+def _churn() -> str:
+    lines = ["1 malloc own 262144", "1 park"]
+    for r in range(8):
+        t = 10 + r
+        lines += keep_every_third(t, 256 * KiB, 16, f"c{r}_")
+        lines += [f"{t} abandon", "scavenge", "clock 100"]
+    lines.append("1 unpark")
+    return "\n".join(lines)
+
+
+@scenario("park-slow-sweeps", "Park sweeps that take 30 ms of work each: the next sweep is "
+          "an interval after the END of the one before.", Options(sweep_ms=30),
+          tags=("liveness", "epoch", "park"))
+def _slow() -> str:
+    return "\n".join(large_pages_with_holes(1) + ["1 park", "scavenger 1000", "1 unpark"])
