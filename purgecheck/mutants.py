@@ -55,6 +55,8 @@ def _is_judge(modname: str) -> bool:
 def applied(m: Mutant | None) -> Iterator[None]:
     """Apply mutant `m` (None: nothing) and undo it on exit, even after an exception."""
     undo: list[Callable[[], None]] = []
+    # (original, replacement, where the replacement was bound already) per function patch
+    swapped: list[tuple[Any, Any, set[tuple[str, str]]]] = []
     try:
         for p in (m.patches if m else ()):
             mod = importlib.import_module(p.module)
@@ -65,12 +67,8 @@ def applied(m: Mutant | None) -> Iterator[None]:
                 undo.append(lambda t=table, k=p.key, o=old: t.__setitem__(k, o))
                 continue
             original = getattr(mod, p.attr)
-            for name, other in list(sys.modules.items()):
-                if other is None or _is_judge(name):
-                    continue
-                if not (name.startswith("model") or name.startswith("purgecheck")
-                        or name.startswith("proofs") or name.startswith("stateful_tests")):
-                    continue
+            swapped.append((original, p.replacement, _bindings(p.replacement)))
+            for other in _patchable_modules():
                 for attr, val in list(vars(other).items()):
                     if val is original:
                         setattr(other, attr, p.replacement)
@@ -79,6 +77,28 @@ def applied(m: Mutant | None) -> Iterator[None]:
     finally:
         for u in reversed(undo):
             u()
+        # A module first imported inside the block bound the replacement with its own
+        # `from ... import`; nothing above recorded that, so put the original back there too.
+        for original, replacement, before in reversed(swapped):
+            for name, attr in _bindings(replacement) - before:
+                setattr(sys.modules[name], attr, original)
+
+
+def _project_modules() -> list:
+    """The loaded modules of this project."""
+    return [other for name, other in list(sys.modules.items()) if other is not None
+            and name.split(".")[0] in ("model", "purgecheck", "proofs", "stateful_tests")]
+
+
+def _patchable_modules() -> list:
+    """The modules whose names a mutant rebinds: all but the judges."""
+    return [other for other in _project_modules() if not _is_judge(other.__name__)]
+
+
+def _bindings(obj: Any) -> set[tuple[str, str]]:
+    """(module, attribute) of every module attribute of this project bound to `obj`."""
+    return {(other.__name__, attr) for other in _project_modules()
+            for attr, val in list(vars(other).items()) if val is obj}
 
 
 # -- page mutants (seed 000, change (1)) ------------------------------------------------
