@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
-from model import holes
+from model import alloc, holes
 
 
 @dataclass(frozen=True)
@@ -210,3 +210,22 @@ mutant("accounting-skipped", "the discard accounting is not updated",
 
 # Mutants of other parts of the model register themselves from their own modules.
 import purgecheck.hold_mutants  # noqa: E402,F401
+
+
+# -- page mutants added with the page test suite ------------------------------------------
+
+_original_mi_page_malloc = alloc.mi_page_malloc
+
+
+def _malloc_head_kept(page, zero=False):
+    """Broken: the head of the free list is handed out but the list is not advanced, so the
+    block is live and free at once (and is handed out again by the next malloc)."""
+    i = _original_mi_page_malloc(page, zero)
+    if i is not None:
+        page.free.insert(0, i)
+    return i
+
+
+mutant("malloc-head-kept", "malloc hands out the head of the free list without popping it",
+       ("PG-LIVE-NOT-FREE", "PG-COUNT"),
+       Patch("model.alloc", "mi_page_malloc", _malloc_head_kept))
