@@ -18,8 +18,10 @@ class ClockError(ValueError):
 class VirtualClock:
     now: int = 1_000  # ms; above any interval, so the first sweep of a process advances
     monotone: bool = True
+    reads: int = 0  # how often the allocator read the clock (ghost code reads `now`)
 
     def read(self) -> int:
+        self.reads += 1
         return self.now
 
     def advance(self, ms: int) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -140,7 +141,7 @@ class PageGeometry:
     pinned: bool = False
     custom_commit: bool = False
 
-    @property
+    @cached_property
     def area_size(self) -> int:
         if self.page_size:
             return self.page_size
@@ -148,15 +149,15 @@ class PageGeometry:
             return self.first_block_offset + self.block_size
         return self.arch.page_size(self.kind)
 
-    @property
+    @cached_property
     def page_start(self) -> int:
         return self.slice_start + self.first_block_offset
 
-    @property
+    @cached_property
     def reserved(self) -> int:
         return (self.area_size - self.first_block_offset) // self.block_size
 
-    @property
+    @cached_property
     def area_end(self) -> int:
         """End of the block area: `page_start + reserved * block_size`."""
         return self.page_start + self.reserved * self.block_size

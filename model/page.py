@@ -94,7 +94,13 @@ class Page:
         return self.units.unit
 
     def purged_units(self) -> list[int]:
-        return [k for k in range(self.units.bits) if self.purged >> k & 1]
+        """The set bits of `purged`, lowest first."""
+        out, x = [], self.purged
+        while x:
+            low = x & -x
+            out.append(low.bit_length() - 1)
+            x ^= low
+        return out
 
     def is_unit_purged(self, k: int) -> bool:
         return bool(self.purged >> k & 1)

@@ -38,9 +38,10 @@ class SweepContext:
     full: bool  # every purge_holes_full_every-th sweep walks unchanged pages too
 
 
-def compute_stamp_value(variant: str, epoch_read: int, now: int) -> int:
-    """What the allocating side stores: an epoch, or (clock design) a coarse clock reading."""
-    return now if variant == CLOCK else epoch_read
+def compute_stamp_value(variant: str, epoch_read: int, clock) -> int:
+    """What the allocating side stores: an epoch, or (clock design) a coarse clock reading,
+    which is a clock read on every allocation of a large page."""
+    return clock.read() if variant == CLOCK else epoch_read
 
 
 def is_held_by_epoch(page: Page, ctx: SweepContext) -> bool:

@@ -91,11 +91,11 @@ class World:
         """mi_malloc_generic_fallback after a block was taken: the stamp, behind its gate."""
         if not is_stamp_gated(page):
             return
-        page.last_alloc_ms = self.clock.read()
+        page.last_alloc_ms = self.clock.now  # ghost: not a read by the allocator
         thread = self.thread(heap.thread)
         seen = read_epoch_relaxed(self.epoch.epoch, thread.epoch_seen, self.options.stale_epochs)
         thread.epoch_seen = seen
-        mi_page_stamp(page, compute_stamp_value(self.options.variant, seen, self.clock.read()))
+        mi_page_stamp(page, compute_stamp_value(self.options.variant, seen, self.clock))
 
     def live_pages(self) -> list[Page]:
         return [p for p in self.pages.values() if not p.retired]

@@ -16,6 +16,7 @@ EXAMPLE = """examples:
   purgecheck scenario every-third            the timeline, invariants checked after each op
   purgecheck scenario every-third --script   the op script (input of the C driver)
   purgecheck scenario --file my.ops          run your own op script
+  purgecheck scenario inline-hold --variant handoff-only   a rejected design of the seed
 exit status: 0 every invariant held, 1 one failed, 2 bad usage or a bad op script
 """
 
@@ -30,6 +31,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the scenarios")
     p.add_argument("--file", metavar="SCRIPT", help="run this op script instead")
     p.add_argument("--script", action="store_true", help="print the op script and stop")
+    p.add_argument("--variant", metavar="V",
+                   help="run under a design of the seed: epoch (default), no-hold, clock, "
+                        "handoff-only, two-untouched")
     p.add_argument("--json", action="store_true", help="events as JSON lines")
     return p
 
@@ -58,6 +62,13 @@ def run(args) -> int:
         text, source, options = sc.build(), f"scenario:{sc.name}", sc.options
     else:
         raise UsageError("name a scenario, or give --file SCRIPT or --list")
+    if args.variant:
+        import dataclasses
+        from model.variants import VARIANTS
+        if args.variant not in VARIANTS:
+            raise UsageError(f"unknown variant {args.variant!r}; expected one of "
+                             f"{', '.join(VARIANTS)}")
+        options = dataclasses.replace(options, variant=args.variant)
     try:
         ops = parse_script(text, source)
     except OpScriptError as e:
@@ -79,7 +90,8 @@ def run(args) -> int:
         else:
             interesting = [e for e in new if e["ev"] not in ("malloc", "free", "extend")]
             if interesting or op.name not in ("malloc", "free"):
-                print(f"{op.line:5} {op.render()}")
+                print(f"{op.line:5} t={world.clock.read():<6} epoch={world.epoch.epoch:<3} "
+                      f"{op.render()}")
                 for e in interesting:
                     fields = " ".join(f"{k}={v}" for k, v in e.items() if k != "ev")
                     print(f"        {e['ev']:14} {fields}")
