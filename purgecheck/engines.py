@@ -20,6 +20,9 @@ class Budget:
 
     quick: bool = False
     seed: int = 0
+    # A mutant being judged (purgecheck.mutants): the model side is patched in-process by the
+    # caller; engines that run the C reference pass `Mutant.c_switch` to it.
+    mutant: str | None = None
 
 
 @dataclass(frozen=True)
