@@ -49,10 +49,16 @@ def run(args) -> int:
         return 0
     if args.file:
         try:
-            with open(args.file) as f:
-                text = f.read()
+            with open(args.file, "rb") as f:
+                data = f.read()
         except OSError as e:
             raise UsageError(f"cannot read {args.file}: {e.strerror}")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = data.count(b"\n", 0, e.start) + 1
+            raise UsageError(f"{args.file}:{line}: expected an op script in UTF-8 text, found "
+                             f"byte {data[e.start]:#04x}")
         source, options = args.file, Options()
     elif args.name:
         if args.name not in SCENARIOS:
