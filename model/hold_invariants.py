@@ -126,6 +126,7 @@ def walk_sets_state(world) -> str | None:
            "and two intervals later, where something sweeps that often.\"",
            "model.park.mi_theap_sweep_parked", scope="final")
 def free_blocks_gone(world) -> str | None:
+    interval = _interval(world)
     for page in world.pages.values():
         if page.retired or page.geom.kind is not PageKind.LARGE:
             continue
@@ -133,4 +134,9 @@ def free_blocks_gone(world) -> str | None:
         if left:
             return f"page {page.id}: {len(left)} free blocks still resident after the " \
                    f"sweeps (e.g. block {left[0]})"
+        w = page.last_walk
+        if w is not None and w.dropped and page.last_alloc_ms is not None \
+                and w.now - page.last_alloc_ms > 2 * interval + world.options.sweep_ms:
+            return f"page {page.id}: its free blocks went {w.now - page.last_alloc_ms} ms " \
+                   f"after the last allocation, more than two intervals ({2 * interval} ms)"
     return None

@@ -263,7 +263,7 @@ def _server() -> str:
 
 @scenario("sweep-once-then-block", "A caller that sweeps once and then blocks: nothing comes "
           "back by itself; polling _pending an interval apart gives the blocks back.",
-          tags=("liveness", "epoch", "variant"))
+          tags=("epoch", "variant"))
 def _sweep_once() -> str:
     lines = keep_every_third(1, 256 * KiB, 16, "S")
     lines += ["1 idle", "1 pending", "clock 5000", "1 pending", "1 idle", "1 pending",
