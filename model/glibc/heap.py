@@ -1,0 +1,79 @@
+"""Chunks in address order: a thread heap, or the main arena's break (digest "Rules").
+
+A `Segment` is a run of address space that chunks tile without gaps: a thread heap
+(`heap_info` at `base`, at most HEAP_MAX_SIZE, with `size` and `mprotect_size`) or the main
+arena's memory between the initial break and the current one. Each chunk has a state; only
+FREE chunks (in the bins) coalesce, as only they have their neighbour's PREV_INUSE bit clear.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from model.glibc.trim import MadviseThrottle
+
+INUSE = "inuse"  # handed out (to the program, or a tcache struct or a dtv)
+FREE = "free"  # in the unsorted, small or large bins: coalesces with free neighbours
+FAST = "fast"  # in a fastbin: looks in use to its neighbours until malloc_consolidate
+TCACHE = "tcache"  # in a thread's tcache: looks in use to its neighbours
+TOP = "top"  # the arena's top chunk, always the last chunk of the current segment
+FENCE = "fence"  # the fenceposts closing a heap that is no longer the current one
+MMAPPED = "mmapped"  # a chunk with its own mapping, in no segment
+
+
+@dataclass(eq=False)
+class Chunk:
+    addr: int
+    size: int
+    state: str
+    segment: "Segment | None" = None
+    seq: int = 0  # when it entered its bin: the oldest of a size is taken first
+
+    @property
+    def end(self) -> int:
+        return self.addr + self.size
+
+
+@dataclass(eq=False)
+class Segment:
+    base: int  # the heap_info (thread heap) or the initial break (main arena)
+    first: int  # address of the first chunk
+    size: int  # heap->size, or brk - base
+    mprotect_size: int = 0  # thread heaps: bytes made PROT_READ|PROT_WRITE
+    prev: "Segment | None" = None  # thread heaps: heap->prev
+    mt: MadviseThrottle = field(default_factory=MadviseThrottle)  # the RFC's counters
+    arena: object = None  # the Arena the segment belongs to (heap->ar_ptr)
+    addrs: list[int] = field(default_factory=list)
+    chunks: dict[int, Chunk] = field(default_factory=dict)
+
+    @property
+    def end(self) -> int:
+        return self.base + self.size
+
+    def insert(self, c: Chunk) -> None:
+        c.segment = self
+        bisect.insort(self.addrs, c.addr)
+        self.chunks[c.addr] = c
+
+    def remove(self, c: Chunk) -> None:
+        i = bisect.bisect_left(self.addrs, c.addr)
+        del self.addrs[i]
+        del self.chunks[c.addr]
+
+    def move(self, c: Chunk, addr: int) -> None:
+        """Re-key a chunk whose start changed (the top chunk absorbing its lower neighbour)."""
+        self.remove(c)
+        c.addr = addr
+        self.insert(c)
+
+    def after(self, c: Chunk) -> Chunk | None:
+        i = bisect.bisect_right(self.addrs, c.addr)
+        return self.chunks[self.addrs[i]] if i < len(self.addrs) else None
+
+    def before(self, c: Chunk) -> Chunk | None:
+        i = bisect.bisect_left(self.addrs, c.addr)
+        return self.chunks[self.addrs[i - 1]] if i > 0 else None
+
+    def in_order(self) -> list[Chunk]:
+        return [self.chunks[a] for a in self.addrs]

@@ -1,0 +1,133 @@
+"""_int_malloc, _int_free and sysmalloc of one arena (digest "Rules", "Growth").
+
+`int_free` is where a trim is considered: only for a chunk that did not go to a tcache or a
+fastbin, once the merged chunk is at least 64 KiB (seed 001's loop frees a 192 KiB block, so
+every iteration reaches heap_trim). `sysmalloc` grows the arena: an mmapped chunk at or above
+the mmap threshold, else the break (main arena) or the heap, or a new heap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from model.glibc import system, trim
+from model.glibc.arena import (Arena, coalesce, malloc_consolidate, push_fastbin,
+                               split_top, take_from_bins)
+from model.glibc.constants import (MALLOC_ALIGN_MASK, MAX_FAST_CHUNK, MIN_LARGE_SIZE,
+                                   MINSIZE, TCACHE_FILL_COUNT, csize2tidx)
+from model.glibc.heap import FENCE, INUSE, TCACHE, TOP, Chunk
+
+if TYPE_CHECKING:
+    from model.glibc.process import Process, Thread
+
+
+class OutOfMemory(Exception):
+    """The model's malloc could not serve a request (glibc returns NULL)."""
+
+
+def tcache_has_room(t: "Thread | None", size: int) -> bool:
+    return (t is not None and t.tcache is not None and csize2tidx(size) < len(t.tcache)
+            and len(t.tcache[csize2tidx(size)]) < TCACHE_FILL_COUNT)
+
+
+def tcache_put(t: "Thread", c: Chunk) -> None:
+    c.state = TCACHE
+    t.tcache[csize2tidx(c.size)].append(c)
+
+
+def int_malloc(p: "Process", av: Arena, nb: int, t: "Thread | None") -> Chunk:
+    """_int_malloc: fastbin, small bin, (consolidate for a large request), bins, top, system."""
+    if nb <= MAX_FAST_CHUNK and av.fastbins.get(nb):
+        c = av.fastbins[nb].pop()
+        c.state = INUSE
+        while av.fastbins[nb] and tcache_has_room(t, nb):  # 2.26+: stash the rest
+            tcache_put(t, av.fastbins[nb].pop())
+        return c
+    if nb < MIN_LARGE_SIZE:
+        c = av.bins.oldest(nb)
+        if c is not None:
+            av.bins.remove(c)
+            c.state = INUSE
+            while (s := av.bins.oldest(nb)) is not None and tcache_has_room(t, nb):
+                av.bins.remove(s)
+                tcache_put(t, s)
+            return c
+    elif av.have_fastchunks:
+        malloc_consolidate(av)
+    while True:
+        c = take_from_bins(av, nb)
+        if c is not None:
+            return c
+        if av.top is not None and av.top.size >= nb + MINSIZE:
+            return split_top(av, nb)
+        if av.have_fastchunks:
+            malloc_consolidate(av)
+            continue
+        return sysmalloc(p, av, nb, t)
+
+
+def sysmalloc(p: "Process", av: Arena, nb: int, t: "Thread | None") -> Chunk:
+    """sysmalloc: mmap at or above the threshold; else grow the break or the heap (the RFC
+    counts a heap growth), else a new heap; then cut the request from the top."""
+    mp = p.mp
+    if nb >= mp.mmap_threshold and mp.n_mmaps < mp.n_mmaps_max:
+        return system.mmap_chunk(p, nb)
+    if av.is_main:
+        system.brk_grow(p, av, nb)
+    else:
+        seg = av.top.segment
+        if system.grow_heap(p, seg, MINSIZE + nb - av.top.size):
+            av.system_mem += seg.end - av.top.end
+            av.top.size = seg.end - av.top.addr
+            if p.version.throttle:
+                trim.rfc_count_growth(seg.mt)
+        else:
+            new = system.new_heap(p, av, nb + MINSIZE + p.version.sizeof_heap_info, mp.top_pad)
+            if new is None:  # mmap was not tried above: try it now, whatever the limits
+                return system.mmap_chunk(p, nb)
+            start_new_heap(p, av, new, t)
+    if av.top.size < nb + MINSIZE:
+        raise OutOfMemory(f"the top chunk ({av.top.size}) cannot serve {nb} bytes")
+    return split_top(av, nb)
+
+
+def start_new_heap(p: "Process", av: Arena, new, t: "Thread | None") -> None:
+    """The old top is closed with two fenceposts and freed; the new heap's top takes over."""
+    new.prev = av.top.segment
+    av.segments.append(new)
+    av.system_mem += new.size
+    old_top = av.top
+    old_seg = old_top.segment
+    av.top = Chunk(new.first, new.end - new.first, TOP)
+    new.insert(av.top)
+    old_size = (old_top.size - MINSIZE) & ~MALLOC_ALIGN_MASK
+    final = Chunk(old_top.addr + old_top.size - 16, 16, FENCE)
+    if old_size >= MINSIZE:
+        old_top.size = old_size
+        old_top.state = INUSE
+        old_seg.insert(Chunk(old_top.addr + old_size, 16, FENCE))
+        old_seg.insert(final)
+        int_free(p, av, old_top, t)
+    else:
+        old_top.size = old_size + 16
+        old_top.state = FENCE
+        old_seg.insert(final)
+
+
+def int_free(p: "Process", av: Arena, c: Chunk, t: "Thread | None") -> None:
+    """_int_free: to the thread's tcache if it has room, else a fastbin for a small chunk,
+    else merge and, when the merged chunk reaches 64 KiB, consider a trim."""
+    if tcache_has_room(t, c.size):
+        tcache_put(t, c)
+        return
+    if c.size <= MAX_FAST_CHUNK:
+        push_fastbin(av, c)
+        return
+    merged = coalesce(av, c)
+    if trim.is_trim_considered(merged.size):
+        if av.have_fastchunks:
+            malloc_consolidate(av)
+        if av.is_main:
+            system.systrim(p, av, merged.size)
+        else:
+            system.heap_trim(p, av, merged.size)

@@ -1,0 +1,52 @@
+"""Run a glibc op script on the model of one version (deterministic, no I/O)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from model.glibc.malloc import OutOfMemory
+from model.glibc.process import Process, ScriptError
+from model.glibc.versions import Version
+from purgecheck.glibc.script import GlibcOp, expand
+from purgecheck.ops import OpScriptError
+
+AfterStep = Callable[[GlibcOp, Process], None]
+
+
+def apply(p: Process, op: GlibcOp) -> None:
+    if op.name == "malloc":
+        p.malloc(op.thread, *op.args)
+    elif op.name == "free":
+        p.free(op.thread, *op.args)
+    elif op.name == "mallopt":
+        p.mallopt(op.thread, *op.args)
+    elif op.name == "start":
+        p.start(op.thread)
+    elif op.name == "join":
+        p.join(op.thread)
+
+
+def run_model(ops: list[GlibcOp], version: Version, settings: dict[str, int] | None = None,
+              may_shrink_heap: bool = False, after_step: AfterStep | None = None,
+              source: str = "<script>") -> Process:
+    """The process after the whole script; `after_step(op, process)` after every op.
+
+    A script the process cannot run (a thread used before `start`, left running at the
+    end) raises OpScriptError naming the line."""
+    p = Process(version, dict(settings or {}), may_shrink_heap)
+    last = 0
+    for op in expand(ops):
+        last = op.line
+        if op.name in ("repeat", "end"):
+            continue
+        try:
+            apply(p, op)
+        except (ScriptError, OutOfMemory) as e:
+            raise OpScriptError(source, op.line, f"{op.render()}: {e}") from None
+        if after_step is not None:
+            after_step(op, p)
+    running = sorted(t for t in p.threads if t)
+    if running:
+        raise OpScriptError(source, last, f"thread {running[0]} is still running at the end: "
+                                          f"join it")
+    return p
