@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model.geometry import KiB, MiB, PageKind
+from model.heap import mi_heap_malloc
 from model.holes import (
     compute_unformed_tail,
     mi_page_purge_unformed_tail,
@@ -165,26 +166,28 @@ def test_reuse_scenario_hands_out_no_block_twice():
 # -- frees from another thread ---------------------------------------------------------------
 
 def test_xthread_frees_into_a_page_with_holes():
-    seen = {}
+    states = []  # after each free by thread 2 and each walk: (op, bits, xthread_free, used)
 
     def on_step(op, world):
-        page = world.pages[1]
         if op.name == "walk" or (op.thread == 2 and op.name == "free"):
-            seen.setdefault(op.name, []).append(
-                (op.render(), page.purged, list(page.xthread_free), page.used))
+            page = world.pages[1]
+            states.append((op.render(), page.purged, list(page.xthread_free), page.used))
 
     run = run_scenario("xthread-frees", on_step)
     page = run.world.pages[1]
-    # Before the first walk the other thread's frees sit on xthread_free, counted in used,
-    # and never touch the bitmap.
-    xfrees = [s for s in seen["free"] if s[0].startswith("2 free")]
-    assert all(purged == 0 for _, purged, _, _ in xfrees[:16])
-    assert len(xfrees[15][2]) == 16 and xfrees[15][3] == 25
-    # Frees into the page that now has holes leave its bits alone.
-    bits_after_walk = seen["walk"][0][1]
-    assert bits_after_walk and all(purged == bits_after_walk for _, purged, _, _ in
-                                   xfrees[16:])
-    # The walk collects them and purges them; the last blocks freed go at the second walk.
+    frees = [s for s in states if s[0].startswith("2 free")]
+    walks = [s for s in states if s[0] == "1 walk"]
+    first, second = frees[:16], frees[16:]
+    # The other thread's frees sit on xthread_free, still counted in used, bitmap untouched.
+    assert all(bits == 0 for _, bits, _, _ in first)
+    assert len(first[-1][2]) == 16 and first[-1][3] == 25
+    # The walk collects them and purges them.
+    _, bits1, xfree1, used1 = walks[0]
+    assert bits1 and xfree1 == [] and used1 == 9
+    # Frees into the page that now has holes leave its bits alone until the next walk ...
+    assert all(bits == bits1 for _, bits, _, _ in second)
+    assert len(second[-1][2]) == 8
+    # ... which purges the last blocks freed from there too.
     assert page.xthread_free == [] and page.used == 1
     live = run.names["x24"].block
     assert page.purged_blocks() == set(range(25)) - {live}
@@ -206,8 +209,7 @@ def test_realloc_in_place_and_moves_next_to_holes():
     assert [e["inplace"] for e in events(run, "realloc")] == [True, False, False]
     assert run.world.pages[run.names["m3g"].page].block_size == 448 * KiB
     assert run.world.pages[run.names["m6d"].page].block_size == 96 * KiB
-    # The blocks left behind by the moves are purged by the next walk, with their neighbours
-    # that were purged already: blocks 1..8 except the in-place block 0 and the live 9, ...
+    # The blocks the moves left behind (3 and 6, between holes) go at the next walk.
     for i in (3, 6):
         assert page.is_block_purged(i) and is_nowhere_resident(page, i)
     # The block shrunk in place next to a hole keeps every byte.
@@ -384,7 +386,6 @@ def test_unformed_tail_is_discarded_and_reused_before_extend():
     assert page.mem.discard_calls == calls + 1
     assert check_page(page) == []
     # Allocating past the formed blocks brings the tail back before the blocks are formed.
-    from model.heap import mi_heap_malloc
     for _ in range(4):
         mi_heap_malloc(run.world, run.world.heap(1), 128 * KiB)
     kinds = [e["ev"] for e in run.world.log if e["ev"] in ("reuse_tail", "extend")]
