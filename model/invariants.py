@@ -32,6 +32,7 @@ REGISTRY: dict[str, Invariant] = {}
 # Modules that register invariants besides the page ones below; load_registry imports them.
 INVARIANT_MODULES = [
     "model.epoch_invariants",
+    "model.glibc.invariants",
     "model.hold_invariants",
 ]
 

@@ -54,6 +54,7 @@ def load_engines() -> dict[str, Engine]:
 # Modules that register engines, in the order `check` runs them.
 ENGINE_MODULES = [
     "purgecheck.engines",
+    "purgecheck.glibc.engine",
 ]
 
 

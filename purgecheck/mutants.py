@@ -229,3 +229,5 @@ def _malloc_head_kept(page, zero=False):
 mutant("malloc-head-kept", "malloc hands out the head of the free list without popping it",
        ("PG-LIVE-NOT-FREE", "PG-COUNT"),
        Patch("model.alloc", "mi_page_malloc", _malloc_head_kept))
+
+import purgecheck.glibc.mutants  # noqa: E402,F401  the glibc model's mutants (seed 001)

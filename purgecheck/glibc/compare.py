@@ -62,7 +62,7 @@ def predict(text: str, source: str, env: dict[str, str],
     ops = parse_script(text, source)
     settings = settings_from_environ(env)
     out = {}
-    for name in versions or list(VERSIONS):
+    for name in (list(VERSIONS) if versions is None else versions):
         p = run_model(ops, VERSIONS[name], settings, overcommit_2, source=source)
         out[name] = p.count()
     return out

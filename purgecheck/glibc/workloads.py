@@ -95,7 +95,7 @@ def heap_delete(n: int) -> str:
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (
     Workload("bench-free", "seed 001: free(malloc(48 pages)) in a worker thread",
-             bench_free(48, 1), 1024, 64),
+             bench_free(48, 1), 1024, 160),
     Workload("bench-free-main", "the same loop in the main thread (brk, systrim)",
              bench_free(48, 0), 1024, 64),
     Workload("bench-free-16", "free(malloc(16 pages)) in a worker thread",

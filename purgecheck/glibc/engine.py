@@ -1,0 +1,97 @@
+"""The `glibc` engine of `purgecheck check`: the glibc model's invariants after every op of
+every named workload for every version, and strace conformance of the installed glibc.
+
+Quick budget: the workloads at their quick scale and the quick conformance cases; full: the
+full scale and every case.
+"""
+
+from __future__ import annotations
+
+import time
+
+from model.glibc.invariants import SCOPE
+from model.glibc.versions import VERSIONS
+from model.invariants import load_registry
+from purgecheck.engines import Budget, engine
+from purgecheck.glibc.compare import compare
+from purgecheck.glibc.modelrun import run_model
+from purgecheck.glibc.script import parse_script
+from purgecheck.glibc.trace import TraceError
+from purgecheck.glibc.workloads import CASES, WORKLOADS
+from purgecheck.results import Result
+
+ENGINE = "glibc"
+
+
+def invariant_checks(quick: bool) -> tuple[dict[str, int], dict[str, Result]]:
+    """Every glibc-arena invariant on every arena after every op: (checks, first failures)."""
+    invs = [i for i in load_registry().values() if i.scope == SCOPE and i.predicate]
+    counts = {i.id: 0 for i in invs}
+    failures: dict[str, Result] = {}
+    for w in WORKLOADS.values():
+        ops = parse_script(w.script(quick=quick), f"workload:{w.name}")
+        for version in VERSIONS:
+            def after(op, p, w=w, version=version):
+                for av in p.arenas:
+                    for inv in invs:
+                        counts[inv.id] += 1
+                        if inv.id in failures:
+                            continue
+                        reason = inv.predicate(av)
+                        if reason:
+                            failures[inv.id] = Result(
+                                inv.id, ENGINE, "fail", "",
+                                detail=f"workload {w.name}, version {version}, line "
+                                       f"{op.line} ({op.render()}): {reason}",
+                                replay=f"purgecheck glibc run {w.name} --version {version} "
+                                       f"--no-trace" + (" --quick" if quick else ""))
+            try:
+                run_model(ops, VERSIONS[version], {}, after_step=after, source=w.name)
+            except Exception as e:  # a broken rule may crash the model later on
+                failures.setdefault("GL-MODEL-RAN", Result(
+                    "GL-MODEL-RAN", ENGINE, "fail", "",
+                    detail=f"workload {w.name}, version {version} stopped: "
+                           f"{type(e).__name__}: {e}",
+                    replay=f"purgecheck glibc run {w.name} --version {version} --no-trace"))
+    return counts, failures
+
+
+def conformance(quick: bool) -> Result:
+    """The quick (or every) case on the model of the installed version and under strace."""
+    t0 = time.perf_counter()
+    cases = [c for c in CASES if c.quick or not quick]
+    for case in cases:
+        w = WORKLOADS[case.workload]
+        env_args = " ".join(f"--env {k}={v}" for k, v in case.env.items())
+        replay = f"purgecheck glibc run {w.name} {env_args}".rstrip() + \
+            (" --quick" if quick else "")
+        try:
+            cmp = compare(w.script(quick=quick), case.name, case.env, versions=[])
+        except TraceError as e:
+            return Result("GL-STRACE-CONFORMANCE", ENGINE, "error", "",
+                          time.perf_counter() - t0, detail=str(e), replay="make setup")
+        if not cmp.ok:
+            return Result("GL-STRACE-CONFORMANCE", ENGINE, "fail", "",
+                          time.perf_counter() - t0,
+                          detail=f"case {case.name}: {'; '.join(cmp.mismatches[:3])}",
+                          replay=replay)
+    return Result("GL-STRACE-CONFORMANCE", ENGINE, "hold",
+                  f"{len(cases)} cases on glibc {cmp.release}", time.perf_counter() - t0)
+
+
+@engine(ENGINE, "glibc model invariants over the named workloads, every version; strace "
+                "conformance of the installed glibc")
+def run_glibc(budget: Budget) -> list[Result]:
+    t0 = time.perf_counter()
+    counts, failures = invariant_checks(budget.quick)
+    dt = time.perf_counter() - t0
+    out = []
+    for inv_id, n in counts.items():
+        r = failures.get(inv_id) or Result(inv_id, ENGINE, "hold", "")
+        r.figure = f"{n:,} checks"
+        r.seconds = dt / max(1, len(counts))
+        out.append(r)
+    if "GL-MODEL-RAN" in failures:
+        out.append(failures["GL-MODEL-RAN"])
+    out.append(conformance(budget.quick))
+    return out
