@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from model.alloc import DoubleFree, mi_page_free_collect
+from model.clock import ClockError
 from model.heap import Ptr, mi_free, mi_heap_delete, mi_heap_destroy, mi_heap_malloc, mi_realloc
 from model.holes import mi_page_purge_holes_walk
 from model.drivers import mi_on_thread_idle, mi_on_thread_idle_pending
@@ -127,7 +128,10 @@ def _fail_discard(run: Run, op: Op) -> None:
 
 @handles("clock")
 def _clock(run: Run, op: Op) -> None:
-    run.world.clock.advance(op.args[0])
+    try:
+        run.world.clock.advance(op.args[0])
+    except ClockError as e:  # a step back on a monotone clock: the script is wrong there
+        raise OpScriptError(run.source, op.line, f"clock: {e}")
     run.log("clock", now=run.world.clock.read())
 
 
