@@ -53,12 +53,16 @@ def mi_page_free_collect(page: Page) -> None:
 def mi_page_malloc(page: Page, zero: bool = False) -> int | None:
     """Take a block: from `free`; when empty, collect; when still empty and units are
     purged (and no sweep has the page), unpurge the lowest run; else extend. None: full."""
+    src = "free"  # the list the block comes from, for traces
     if not page.free:
         mi_page_free_collect(page)
+        src = "collect"
     if not page.free and page.purged and not page.sweeping:
         mi_page_unpurge_run(page)
+        src = "unpurge"
     if not page.free and page.has_unformed_tail():
         mi_page_extend_free(page)
+        src = "extend"
     if not page.free:
         return None
     i = page.free.pop(0)
@@ -69,7 +73,7 @@ def mi_page_malloc(page: Page, zero: bool = False) -> int | None:
         # mi_zalloc: a block from a page whose free blocks are known zero needs only its
         # link word cleared; any other block is zeroed in full, so it never shows stale bytes.
         page.mem.touch(addr, 8 if page.free_is_zero else page.block_size)
-    page.emit("malloc", block=i, zero=zero)
+    page.emit("malloc", block=i, zero=zero, src=src)
     return i
 
 

@@ -39,6 +39,8 @@ def mi_holes_sweep_begin(world, thread: ThreadState) -> SweepContext:
     thread.holes_sweep_full = thread.holes_sweep_seq % opts.purge_holes_full_every == 0
     thread.holes_sweep_epoch = world.epoch.epoch
     thread.epoch_seen = max(thread.epoch_seen, world.epoch.epoch)
+    world.log.append({"ev": "sweep_begin", "thread": thread.id, "seq": thread.holes_sweep_seq,
+                      "full": thread.holes_sweep_full, "epoch": thread.holes_sweep_epoch})
     return SweepContext(now=world.clock.read(), epoch=world.epoch.epoch, interval=interval,
                         in_handoff=False, full=thread.holes_sweep_full)
 
