@@ -139,6 +139,8 @@ BAD_SCRIPTS = {
     "wrong argument count": ("# c\n1 malloc a\n", 2, "malloc takes name size"),
     "non-integer size": ("1 malloc a 8k\n", 1, "expected integers for ['size']"),
     "unknown name": ("1 malloc a 8\n1 free b\n", 2, "no allocation named 'b'"),
+    "clock back on a monotone clock": ("1 malloc a 8\nclock -30\n", 2,
+                                       "clock: a monotone clock cannot go back 30 ms"),
 }
 
 
