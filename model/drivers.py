@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from model.alloc import mi_page_free_collect
-from model.epoch import compute_interval, mi_holes_epoch_advance
+from model.epoch import AdvanceFrame, compute_interval, mi_holes_epoch_advance
 from model.page import Page
 from model.sweep import mi_page_purge_holes
 from model.thread import ThreadState
@@ -24,13 +24,16 @@ class IdleSummary:
     epoch: int = 0
 
 
-def mi_holes_sweep_begin(world, thread: ThreadState) -> SweepContext:
+def mi_holes_sweep_begin(world, thread: ThreadState,
+                         frame: AdvanceFrame | None = None) -> SweepContext:
     """_mi_page_purge_holes_sweep_begin: advance the epoch FIRST, count the sweep (a full
-    one every purge_holes_full_every), and note the epoch the sweep runs in."""
+    one every purge_holes_full_every), and note the epoch the sweep runs in. `frame` is an
+    advance that an interleaving engine already ran, one atomic step at a time."""
     opts = world.options
     interval = compute_interval(opts.purge_holes_min_interval)
     if opts.purge_holes:
-        frame = mi_holes_epoch_advance(world.epoch, world.clock.read(), interval)
+        if frame is None:
+            frame = mi_holes_epoch_advance(world.epoch, world.clock.read(), interval)
         thread.last_advance = frame
         if frame.advanced:
             world.log.append({"ev": "epoch_advance", "thread": thread.id,
@@ -62,12 +65,14 @@ def sweep_pages(world, thread: ThreadState, pages: list[Page], ctx: SweepContext
         summary.outcomes[page.id] = mi_page_purge_holes(world, page, thread, ctx)
 
 
-def mi_on_thread_idle(world, tid: int, in_handoff: bool = False) -> IdleSummary:
+def mi_on_thread_idle(world, tid: int, in_handoff: bool = False,
+                      frame: AdvanceFrame | None = None) -> IdleSummary:
     """The idle work of thread `tid`'s heaps: clear deferred; advance the epoch first; sweep
-    every page of the thread's heaps (full ones too), then the abandoned pages."""
+    every page of the thread's heaps (full ones too), then the abandoned pages. `frame`: the
+    advance already run step by step (see mi_holes_sweep_begin)."""
     thread = world.thread(tid)
     thread.holes_sweep_deferred = False
-    ctx = mi_holes_sweep_begin(world, thread)
+    ctx = mi_holes_sweep_begin(world, thread, frame)
     if in_handoff:
         ctx = SweepContext(ctx.now, ctx.epoch, ctx.interval, True, ctx.full)
     summary = IdleSummary(epoch=ctx.epoch)
