@@ -221,3 +221,27 @@ register(Invariant(
     "digest \"Measured on glibc 2.36\": the table of heap madvise and brk shrink counts",
     "model.glibc.process.Process", scope=SCOPE))
 
+# Properties only the proofs judge (proofs/glibc_throttle.py): no single state shows them.
+register(Invariant(
+    "GL-RFC-UINT16",
+    "RFC: from a zeroed heap, event_madvise and event_large_malloc stay below 100 through "
+    "any sequence of shrink requests, growths and madvise resets, so the uint16 counters "
+    "never wrap and the ratio's divisor event_madvise is never 0 when it is used.",
+    "seed 001: \"uint16_t event_madvise; uint16_t event_large_malloc;\", \"if "
+    "(++h->mt.event_madvise >= 100) { ... >>= 1; ... >>= 1; }\"",
+    "model.glibc.trim.rfc_count_shrink", scope="proof"))
+register(Invariant(
+    "GL-RFC-CONDITION",
+    "RFC: the ratio test `(L+1)*100/M < 100 && L > 1` holds exactly when L >= 2 and M >= L + 2 "
+    "(strictly more shrink requests than growths plus one): a static or growing heap defers "
+    "its madvise.",
+    "seed 001: \"If the heap size is roughly static or growing then madvise() is deferred\"",
+    "model.glibc.trim.rfc_ratio_allows", scope="proof"))
+register(Invariant(
+    "GL-TRIM-FLOOR",
+    "2.23+: heap_trim never shrinks a thread heap whose top chunk is below trim_threshold; "
+    "when it shrinks, it gives back whole pages and leaves at least top_pad + MINSIZE + 1 "
+    "bytes in the top chunk (for every 64-bit size_t input).",
+    "digest \"Rules\": \"(b) if top < trim_threshold stop; (c) otherwise shrink_heap\"",
+    "model.glibc.trim.heap_trim_extra_2_23", scope="proof"))
+
