@@ -5,9 +5,13 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: setup check test bench clean reference
+.PHONY: setup check test bench clean reference tools
 
-setup: $(STAMP) reference
+setup: tools $(STAMP) reference
+
+# System tools the checks run: strace for glibc conformance (CI is a fresh Debian, as root).
+tools:
+	@command -v strace >/dev/null || (apt-get update && apt-get install -y strace)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
