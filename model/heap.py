@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from model.alloc import mi_free_local, mi_free_xthread, mi_page_malloc, write_block
+from model.alloc import (check_free, mi_free_local, mi_free_xthread, mi_page_malloc,
+                         write_block)
 from model.geometry import ARCH64, PageGeometry, PageKind, compute_block_size
 from model.holes import mi_page_unpurge_all
 from model.page import Page
@@ -87,8 +88,10 @@ def mi_free(world, ptr: Ptr, thread: int) -> None:
 
 
 def mi_realloc(world, heap: Heap, ptr: Ptr, size: int) -> Ptr:
-    """Shrink in place while the new size is at least half of the block, else move."""
+    """Shrink in place while the new size is at least half of the block, else move. A block
+    that is not live (freed, purged) is reported as check_free reports a double free."""
     page = world.pages[ptr.page]
+    check_free(page, ptr.block)
     if size <= page.block_size and size >= page.block_size // 2:
         page.emit("realloc", block=ptr.block, inplace=True)
         return ptr
