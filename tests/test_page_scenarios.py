@@ -300,6 +300,17 @@ def test_double_free_of_a_listed_block_is_reported():
     assert page.double_frees == 1 and page.local_free == [0]
 
 
+def test_realloc_of_a_purged_block_is_reported():
+    """A realloc of a freed block frees it again: reported, and nothing is allocated."""
+    base = "1 malloc a 131072\n1 malloc k 131072\n1 free a\n1 walk\n"
+    for size in (131072, 400000):  # would be in place / would move
+        run = run_checked(base + f"1 realloc a b {size}\n")
+        page = run.world.pages[1]
+        assert page.double_frees == 1 and "b" not in run.names
+        assert [e["block"] for e in events(run, "double_free")] == [0]
+        assert not events(run, "realloc") and len(run.world.pages) == 1
+
+
 # -- a failed discard -------------------------------------------------------------------------
 
 def test_failed_discard_unpurges_its_run_and_the_next_walk_purges_it():
