@@ -38,31 +38,33 @@ class OpSpec:
     arg_types: tuple[Callable, ...]  # int or str per argument
     arg_names: tuple[str, ...]
     help: str
+    nonnegative: tuple[bool, ...] = ()  # per argument: sizes, counts and durations are >= 0
 
 
 SPECS: dict[str, OpSpec] = {}
 
 
 def op_spec(name: str, args: str = "", threaded: bool = True, help: str = "") -> None:
-    """Declare an op: `args` like "name:str size:int"."""
-    names, types = [], []
+    """Declare an op: `args` like "name:str size:count" (int: signed, count: an int >= 0)."""
+    names, types, counts = [], [], []
     for a in args.split():
         n, t = a.split(":")
         names.append(n)
-        types.append(int if t == "int" else str)
-    SPECS[name] = OpSpec(name, threaded, tuple(types), tuple(names), help)
+        types.append(str if t == "str" else int)
+        counts.append(t == "count")
+    SPECS[name] = OpSpec(name, threaded, tuple(types), tuple(names), help, tuple(counts))
 
 
 # The page-level ops (seed 000 change (1)); the epoch and driver ops are declared beside them.
-op_spec("malloc", "name:str size:int", help="allocate SIZE bytes, write the whole block")
-op_spec("zalloc", "name:str size:int", help="allocate SIZE zeroed bytes")
+op_spec("malloc", "name:str size:count", help="allocate SIZE bytes, write the whole block")
+op_spec("zalloc", "name:str size:count", help="allocate SIZE zeroed bytes")
 op_spec("free", "name:str", help="free NAME (owner: local_free; other thread: xthread_free)")
-op_spec("realloc", "name:str new:str size:int", help="realloc NAME to SIZE, result named NEW")
+op_spec("realloc", "name:str new:str size:count", help="realloc NAME to SIZE, result named NEW")
 op_spec("collect", help="collect the thread's pages without unpurge")
 op_spec("walk", help="collect and run the holes walk on every page of the thread's heap")
 op_spec("heap_destroy", help="mi_heap_destroy of the thread's heap")
 op_spec("heap_delete", help="mi_heap_delete of the thread's heap into heap 0's thread")
-op_spec("fail_discard", "count:int", threaded=False, help="the next COUNT discards fail")
+op_spec("fail_discard", "count:count", threaded=False, help="the next COUNT discards fail")
 # The epoch, the drivers and the park handoff (seed 000 change (2)).
 op_spec("clock", "ms:int", threaded=False, help="advance the virtual clock by MS milliseconds")
 op_spec("idle", help="mi_on_thread_idle: advance the epoch, collect, sweep the thread's heaps "
@@ -71,12 +73,12 @@ op_spec("pending", help="mi_on_thread_idle_pending: log whether the last sweep l
 op_spec("park", help="mi_on_thread_idle_start: park, handing the sweeps to the scavenger")
 op_spec("unpark", help="mi_on_thread_idle_end: leave the park")
 op_spec("scavenge", threaded=False, help="one pass of the scavenger over the parked threads")
-op_spec("scavenger", "ms:int", threaded=False,
+op_spec("scavenger", "ms:count", threaded=False,
         help="the scavenger loop for MS ms: sweep the due parks, sleep until the next is due")
 op_spec("abandon", help="the thread exits: its pages go to the abandoned map")
 op_spec("reclaim", "name:str", help="the thread takes the abandoned page holding NAME")
 op_spec("fork", help="fork: the child records a new epoch start if MOVING was held")
-op_spec("epoch_skip", "count:int", threaded=False,
+op_spec("epoch_skip", "count:count", threaded=False,
         help="COUNT epochs pass untouched (for the 2^32 wraparound scenario)")
 
 
@@ -91,7 +93,9 @@ def parse_line(text: str, line: int = 0, source: str = "<script>") -> Op | None:
     if not words:
         return None
     thread: int | None = None
-    if words[0].lstrip("-").isdigit():
+    if words[0].startswith("-") and words[0][1:].isdigit():
+        raise OpScriptError(source, line, f"thread {words[0]}: thread numbers are 0 or more")
+    if words[0].isdigit():
         thread = int(words[0])
         words = words[1:]
         if not words:
@@ -114,6 +118,9 @@ def parse_line(text: str, line: int = 0, source: str = "<script>") -> Op | None:
     except ValueError:
         raise OpScriptError(source, line, f"{name}: expected integers for "
                                           f"{[n for n, t in zip(spec.arg_names, spec.arg_types) if t is int]}")
+    for n, v, nonneg in zip(spec.arg_names, args, spec.nonnegative):
+        if nonneg and v < 0:
+            raise OpScriptError(source, line, f"{name}: {n} must be 0 or more, got {v}")
     return Op(thread, name, args, line)
 
 

@@ -188,3 +188,18 @@ def test_doc_examples_run_clean_on_the_model():
         assert not failures, f"example {n}: {failures[:3]}"
         assert any(e["ev"] == "discard" and e["ok"] for e in run.world.log), \
             f"example {n} discards nothing"
+
+
+@pytest.mark.parametrize("line,msg", [
+    ("1 malloc a -5", "malloc: size must be 0 or more, got -5"),
+    ("scavenger -10", "scavenger: ms must be 0 or more, got -10"),
+    ("-1 malloc a 5", "thread -1: thread numbers are 0 or more"),
+])
+def test_negative_sizes_counts_and_threads_are_refused(line, msg):
+    with pytest.raises(OpScriptError) as e:
+        parse_line(line, 4, "neg.ops")
+    assert e.value.msg == msg and e.value.line == 4
+
+
+def test_clock_may_step_back_as_an_op():
+    assert parse_line("clock -30").args == (-30,)
