@@ -1,0 +1,282 @@
+"""Differential conformance: the same op script through the model and the C reference.
+
+The C driver (reference_c/build/driver) runs as one persistent process that takes script
+after script on stdin and answers each with a whole trace; the model's trace comes from
+purgecheck.trace. `compare` walks two traces in step and reports the first event where they
+differ, with the events before it and the model's state there.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import orjson
+
+from model.world import Options
+from purgecheck.ops import Op, parse_script
+from purgecheck.trace import (canonical_config, canonical_line, model_trace, options_of,
+                              read_stream_trace)
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD_DIR = ROOT / "reference_c" / "build"
+BUILDS = {"release": "driver", "asan": "driver_asan", "tsan": "driver_tsan",
+          "nostamp": "driver_nostamp"}
+
+
+class DriverError(Exception):
+    """The C driver is missing, or stopped without answering: one line that says what to do."""
+
+
+def driver_path(build: str = "release") -> Path:
+    if build not in BUILDS:
+        raise DriverError(f"unknown build {build!r}; expected one of {', '.join(BUILDS)}")
+    path = BUILD_DIR / BUILDS[build]
+    if not os.access(path, os.X_OK):
+        raise DriverError(f"{path} is not built: run `make -C reference_c`")
+    return path
+
+
+def c_switch(mutant: str) -> str:
+    """The C driver's switch for a mutant named either way: `age-lt-1` or `age_lt_1`."""
+    from purgecheck.mutants import MUTANTS
+    m = MUTANTS.get(mutant)
+    if m is not None:
+        if not m.c_switch:
+            raise DriverError(f"mutant {mutant!r} has no C switch (c_switch is None)")
+        return m.c_switch
+    return mutant
+
+
+def options_line(options: Options, observe: str = "sweeps", mutant: str | None = None,
+                 clock: str = "virtual") -> str:
+    """The `%options` line that tells the driver the model's Options (docs/trace-format.md)."""
+    o = options
+    words = [f"interval={o.purge_holes_min_interval}", f"os_page={o.os_page_size}",
+             f"arch={o.arch.bits}", f"offset={o.first_block_offset}",
+             f"full_every={o.purge_holes_full_every}", f"purge_delay={o.purge_delay}",
+             f"purge_holes={int(o.purge_holes)}", f"variant={o.variant}",
+             f"stale_epochs={o.stale_epochs}", f"sweep_ms={o.sweep_ms}",
+             f"monotone={int(o.clock_monotone)}", f"clock_start={o.clock_start_ms}",
+             f"observe={observe}", f"clock={clock}"]
+    if mutant:
+        words.append(f"mutant={c_switch(mutant)}")
+    return "%options " + " ".join(words)
+
+
+def script_payload(text: str) -> str:
+    """The script as the driver reads it: lines split as Python splits them (so line numbers
+    agree), no `---` inside (a valid script has none: it would not parse)."""
+    return "".join(line + "\n" for line in text.splitlines())
+
+
+class CDriver:
+    """One persistent C driver process: `run` sends a script and returns its trace."""
+
+    def __init__(self, build: str = "release", extra_args: tuple[str, ...] = ()) -> None:
+        self.build = build
+        self.path = driver_path(build)
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([str(self.path), *extra_args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stderr, bufsize=1 << 16)
+        self.stdout = self.proc.stdout
+        self.scripts = 0
+
+    def run(self, text: str, options: Options, observe: str = "sweeps",
+            mutant: str | None = None, clock: str = "virtual") -> tuple[dict, list[dict]]:
+        payload = (options_line(options, observe, mutant, clock) + "\n" + script_payload(text)
+                   + "---\n")
+        self.scripts += 1
+        source = f"{self.path.name} (script {self.scripts})"
+        try:
+            self.proc.stdin.write(payload.encode())
+            self.proc.stdin.flush()
+            return read_stream_trace(self._readline, source)
+        except (BrokenPipeError, EOFError) as e:
+            raise DriverError(f"{source} stopped: {e}; exit status {self.proc.poll()}; "
+                              f"stderr: {self._stderr_tail()}") from None
+
+    def _readline(self) -> bytes:
+        return self.stdout.readline()
+
+    def _stderr_tail(self) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read()[-2000:].decode("utf-8", "replace").strip() or "(empty)"
+
+    def close(self) -> str:
+        """Stop the driver; returns what it wrote on stderr (sanitizer reports land there)."""
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+        self.stdout.close()
+        tail = self._stderr_tail()
+        self.stderr.close()
+        return "" if tail == "(empty)" else tail
+
+    def __enter__(self) -> "CDriver":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# -- comparing two traces -----------------------------------------------------------------------
+
+@dataclass
+class Divergence:
+    """Where two traces first differ. `index` counts events after the header from 0 (-1: the
+    headers' configurations differ); an event is None where that trace had already ended."""
+
+    index: int
+    a: dict | None
+    b: dict | None
+    before: list[dict] = field(default_factory=list)
+    op: dict | None = None  # the last `op` event before the divergence
+    state: str = ""  # the model's state before that op (filled in by `explain`)
+
+
+def compare(a_header: dict, a_events: Iterable[dict], b_header: dict,
+            b_events: Iterable[dict], context: int = 5) -> Divergence | None:
+    """Compare two traces in canonical form, streaming; the first divergence or None. Both
+    iterators are read to their end (so a malformed tail is still reported)."""
+    if canonical_config(a_header) != canonical_config(b_header):
+        return Divergence(-1, {"config": canonical_config(a_header)},
+                          {"config": canonical_config(b_header)})
+    window: collections.deque = collections.deque(maxlen=context)
+    op = None
+    ia, ib = iter(a_events), iter(b_events)
+    index = 0
+    while True:
+        ea, eb = next(ia, None), next(ib, None)
+        if ea is None and eb is None:
+            return None
+        if ea is None or eb is None or (ea != eb and canonical_line(ea) != canonical_line(eb)):
+            for _ in itertools.chain(ia, ib):  # read both to the end: a bad tail is reported
+                pass
+            return Divergence(index, ea, eb, list(window), op)
+        if ea["ev"] == "op":
+            op = ea
+        window.append(ea)
+        index += 1
+
+
+def explain(div: Divergence, ops: list[Op], options: Options) -> str:
+    """The model's state just before the op in which the traces diverge: the epoch, the
+    clock, and each live page's lists and bitmap."""
+    from purgecheck.runner import HANDLERS, Run
+    from model.world import World
+
+    stop = div.op["line"] if div.op else None
+    run = Run(World(options))
+    for op in ops:
+        if op.line == stop:
+            break
+        try:
+            HANDLERS[op.name](run, op)
+        except Exception as e:  # the state before a failing op is still worth showing
+            return f"(the model stopped at line {op.line}: {e})"
+    w = run.world
+    lines = [f"epoch {w.epoch.epoch} (began {w.epoch.start} ms), clock {w.clock.read()} ms, "
+             f"abandoned pages {w.abandoned}"]
+    for t in sorted(w.threads.values(), key=lambda t: t.id):
+        lines.append(f"thread {t.id}: park {t.park_state} swept {t.park_swept}, sweeps "
+                     f"{t.holes_sweep_seq}, deferred {t.holes_sweep_deferred}, last sweep "
+                     f"{t.holes_sweep_last} ms, sweep epoch {t.holes_sweep_epoch}")
+    for page in w.live_pages():
+        s = page.snapshot()
+        lines.append(
+            f"page {page.id} ({page.geom.kind.value}, blocks of {page.block_size} B, unit "
+            f"{page.unit} B, owner {page.owner}{', abandoned' if page.abandoned else ''}): "
+            f"capacity {s['capacity']}/{s['reserved']} used {s['used']} "
+            f"swept_state {describe_swept_state(s['swept_state'])}")
+        lines.append(f"    free {s['free']} local_free {s['local_free']} "
+                     f"xthread_free {s['xthread_free']}")
+        lines.append(f"    purged units {compact_runs(s['purged_units'])}")
+    return "\n".join(lines)
+
+
+def describe_swept_state(state: int) -> str:
+    from model.page import MI_PAGE_SWEPT_NONE, is_stamp, stamp_epoch
+    if state == MI_PAGE_SWEPT_NONE:
+        return "NONE"
+    if is_stamp(state):
+        return f"stamp({stamp_epoch(state)})"
+    return f"walked(capacity={state >> 32}, used={state & 0xFFFFFFFF})"
+
+
+def compact_runs(units: list[int]) -> str:
+    from model.holes import compute_runs
+    runs = compute_runs(units)
+    return "[" + ", ".join(f"{a}" if b == a + 1 else f"{a}-{b - 1}" for a, b in runs) + "]"
+
+
+def _show(ev: dict | None) -> str:
+    return "(the trace ended here)" if ev is None else orjson.dumps(ev).decode()
+
+
+def format_divergence(div: Divergence, names: tuple[str, str] = ("model", "C")) -> str:
+    w = max(len(n) for n in names)
+    if div.index < 0:
+        return (f"the traces were made under different configurations:\n"
+                f"  {names[0]:<{w}}  {_show(div.a)}\n  {names[1]:<{w}}  {_show(div.b)}")
+    where = f" (in the op at line {div.op['line']}: " \
+            f"{op_text(div.op)})" if div.op else ""
+    out = [f"first divergence at event {div.index}{where}:",
+           f"  {names[0]:<{w}}  {_show(div.a)}", f"  {names[1]:<{w}}  {_show(div.b)}"]
+    if div.before:
+        out.append(f"the {len(div.before)} events before it (equal in both):")
+        first = div.index - len(div.before)
+        out += [f"  {first + i:>6}  {_show(ev)}" for i, ev in enumerate(div.before)]
+    if div.state:
+        at = f"line {div.op['line']}" if div.op else "the start"
+        out.append(f"the model's state before {at}:")
+        out += ["  " + line for line in div.state.splitlines()]
+    return "\n".join(out)
+
+
+def op_text(op: dict) -> str:
+    head = [] if op["thread"] is None else [str(op["thread"])]
+    return " ".join(head + [op["op"]] + [str(a) for a in op["args"]])
+
+
+# -- one script, both sides ---------------------------------------------------------------------
+
+@dataclass
+class DiffResult:
+    divergence: Divergence | None
+    model: tuple[dict, list[dict]]
+    c: tuple[dict, list[dict]]
+
+    @property
+    def equal(self) -> bool:
+        return self.divergence is None
+
+
+def diff_script(text: str, options: Options, driver: CDriver, mutant: str | None = None,
+                observe: str = "sweeps", source: str = "<script>", context: int = 5,
+                model_cached: tuple[dict, list[dict]] | None = None) -> DiffResult:
+    """Run the script on the model and on the C driver; compare. Raises OpScriptError for a
+    script that does not parse. `model_cached`: the model's trace when already known."""
+    ops = parse_script(text, source)
+    model = model_cached or model_trace(ops, options, observe, source)
+    c = driver.run(text, options, observe, mutant)
+    div = compare(model[0], model[1], c[0], c[1], context)
+    if div is not None and div.index >= 0:
+        div.state = explain(div, ops, options)
+    return DiffResult(div, model, c)
+
+
+def explain_traces(div: Divergence, a_events: list[dict], header: dict) -> None:
+    """Fill in the model state for a divergence between two trace files, replaying the ops
+    that trace A records under its header's configuration."""
+    from purgecheck.trace import ops_of_events
+    try:
+        div.state = explain(div, ops_of_events(a_events), options_of(header["config"]))
+    except Exception as e:  # a trace of a configuration the model cannot take
+        div.state = f"(not replayable on the model: {e})"

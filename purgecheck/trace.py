@@ -1,0 +1,450 @@
+"""The trace format both the model and the C reference write (docs/trace-format.md).
+
+A trace is JSON Lines: a header, one event per line, an `end` event. This module defines the
+events, reads traces as a stream (line by line, bounded memory, orjson), writes them, gives
+the canonical form that conformance compares, and turns a run of the model into a trace.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import IO, Iterable, Iterator
+
+import orjson
+
+from model.geometry import PageKind
+from model.world import Options, World
+from purgecheck.ops import Op, OpScriptError
+
+FORMAT = "purgecheck-trace"
+VERSION = 1
+
+# Every event: its name and the fields it must carry besides "ev". Every field is compared
+# except those in UNCOMPARED; an event may carry more fields than listed (they are compared
+# too). "page" names a page a `page_new` event introduced earlier in the same trace.
+EVENTS: dict[str, tuple[str, ...]] = {
+    # what the script did
+    "op": ("line", "thread", "op", "args"),
+    "error": ("line", "msg"),
+    "clock": ("now",),
+    # pages, blocks and lists (model/alloc.py, model/heap.py)
+    "page_new": ("page", "page_kind", "block_size", "reserved", "unit"),
+    "extend": ("page", "first", "count"),
+    "malloc": ("page", "block", "zero", "src"),
+    "free": ("page", "block", "thread"),
+    "double_free": ("page", "block"),
+    "realloc": ("page", "block", "inplace"),
+    "retire": ("page",),
+    "abandon": ("page",),
+    "reclaim": ("page", "thread"),
+    # the holes walk and unpurge (model/holes.py)
+    "discard": ("page", "k0", "k1", "addr", "size", "ok"),
+    "walk": ("page", "complete", "runs", "dropped"),
+    "unpurge": ("page", "k0", "k1", "reuse", "blocks"),
+    "unpurge_all": ("page", "runs"),
+    "discard_tail": ("page", "addr", "size", "ok"),
+    "reuse_tail": ("page", "addr", "size"),
+    # the stamp, the epoch and the sweeps (model/stamp.py, epoch.py, sweep.py, drivers.py)
+    "stamp": ("page", "epoch"),
+    "epoch_advance": ("thread", "epoch", "start"),
+    "epoch_skip": ("epoch",),
+    "sweep_begin": ("thread", "seq", "full", "epoch"),
+    "sweep_page": ("page", "outcome"),
+    "idle": ("thread", "epoch", "handoff", "deferred", "full"),
+    "pending": ("thread", "value"),
+    # the park handoff (model/park.py)
+    "park": ("thread",),
+    "unpark": ("thread",),
+    "park_sweep": ("thread", "epoch", "deferred", "done"),
+    "scavenge": ("due",),
+    # observations after the ops that sweep, walk or move pages, and at the end
+    "page_state": ("page", "capacity", "reserved", "used", "free", "local_free",
+                   "xthread_free", "purged_units", "unit", "swept_state", "free_is_zero",
+                   "discarded_bytes", "discarded_blocks"),
+    "resident": ("page", "runs"),
+    "end": ("events",),
+}
+UNCOMPARED: dict[str, tuple[str, ...]] = {"error": ("msg",)}
+CONFIG_KEYS = ("page_kinds", "os_page_size", "arch", "first_block_offset", "interval_ms",
+               "purge_holes", "full_every", "purge_delay", "variant", "stale_epochs",
+               "sweep_ms", "clock", "clock_monotone", "clock_start_ms", "observe")
+# Ops after which every live page is observed (page_state, resident); with observe "all",
+# after every op. The reference_c driver has the same list (driver.c: is_observed).
+OBSERVED_OPS = frozenset({"collect", "walk", "heap_destroy", "heap_delete", "idle", "scavenge",
+                          "scavenger", "abandon", "reclaim"})
+OBSERVE_MODES = ("sweeps", "all")
+_REQUIRED = {name: frozenset(fields) for name, fields in EVENTS.items()}
+
+
+class TraceError(Exception):
+    """Malformed trace: names the source, the line and what was expected."""
+
+    def __init__(self, source: str, line: int, msg: str) -> None:
+        super().__init__(f"{source}:{line}: {msg}")
+        self.source, self.line, self.msg = source, line, msg
+
+
+# -- canonical form ----------------------------------------------------------------------------
+
+def canonical_event(ev: dict) -> dict:
+    """The compared part of an event: every field except those UNCOMPARED for its kind."""
+    drop = UNCOMPARED.get(ev.get("ev"))
+    if not drop:
+        return ev
+    return {k: v for k, v in ev.items() if k not in drop}
+
+
+def canonical_line(ev: dict) -> bytes:
+    """One canonical line: the compared fields, keys sorted, no spaces."""
+    return orjson.dumps(canonical_event(ev), option=orjson.OPT_SORT_KEYS)
+
+
+def canonical_config(header: dict) -> dict:
+    """The compared part of a header: its configuration (the producer is not compared)."""
+    return header.get("config", {})
+
+
+# -- validation ---------------------------------------------------------------------------------
+
+class TraceValidator:
+    """Checks one trace, line by line: the header first, known events with their fields, pages
+    that exist, an `end` event last whose count matches."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.header: dict | None = None
+        self.pages: set[int] = set()
+        self.count = 0
+        self.ended = False
+
+    def fail(self, line: int, msg: str) -> TraceError:
+        return TraceError(self.source, line, msg)
+
+    def check_header(self, obj: object, line: int) -> dict:
+        if not isinstance(obj, dict) or "format" not in obj:
+            raise self.fail(line, f"expected the trace header first: "
+                                  f'{{"format": "{FORMAT}", "version": {VERSION}, "config": '
+                                  f'{{...}}, "producer": {{...}}}}')
+        if obj["format"] != FORMAT:
+            raise self.fail(line, f"expected format {FORMAT!r}, got {obj['format']!r}")
+        version = obj.get("version")
+        if version != VERSION:
+            raise self.fail(line, f"trace format version {version!r} is not known to this "
+                                  f"reader (it reads version {VERSION})")
+        config = obj.get("config")
+        if not isinstance(config, dict) or any(k not in config for k in CONFIG_KEYS):
+            missing = [k for k in CONFIG_KEYS if not isinstance(config, dict) or k not in config]
+            raise self.fail(line, f"the header's config lacks {', '.join(missing)}")
+        self.header = obj
+        return obj
+
+    def check_event(self, obj: object, line: int) -> dict:
+        if self.ended:
+            raise self.fail(line, "expected nothing after the end event")
+        if type(obj) is not dict:
+            raise self.fail(line, "expected an event object {\"ev\": ...}")
+        kind = obj.get("ev")
+        required = _REQUIRED.get(kind)
+        if required is None:
+            raise self.fail(line, f"unknown event {kind!r}; expected one of "
+                                  f"{', '.join(sorted(EVENTS))}")
+        if not required <= obj.keys():
+            missing = sorted(required - obj.keys())
+            raise self.fail(line, f"{kind} event lacks {', '.join(missing)}")
+        page = obj.get("page")
+        if page is not None:
+            if kind == "page_new":
+                self.pages.add(page)
+            elif page not in self.pages:
+                raise self.fail(line, f"{kind} event for page {page}, which does not exist "
+                                      f"(no page_new for it before this line)")
+        if kind == "end":
+            if obj["events"] != self.count:
+                raise self.fail(line, f"the end event counts {obj['events']} events, the trace "
+                                      f"has {self.count}")
+            self.ended = True
+        else:
+            self.count += 1
+        return obj
+
+    def finish(self, line: int) -> None:
+        if self.header is None:
+            raise self.fail(line, "empty trace: expected the header line")
+        if not self.ended:
+            raise self.fail(line, "the trace ends without its end event (truncated?)")
+
+
+# -- reading --------------------------------------------------------------------------------------
+
+_CHUNK = 1 << 20
+
+
+def _lines(f: IO[bytes], source: str) -> Iterator[tuple[int, bytes]]:
+    """(line number, line without newline), reading big chunks; a last line without its
+    newline is a truncated trace."""
+    n = 0
+    rest = b""
+    while True:
+        chunk = f.read(_CHUNK)
+        if not chunk:
+            break
+        parts = (rest + chunk).split(b"\n")
+        rest = parts.pop()
+        for part in parts:
+            n += 1
+            yield n, part
+    if rest:
+        raise TraceError(source, n + 1, "truncated last line (no newline at the end): "
+                                        "expected a complete JSON line")
+
+
+def _parse_batch(batch: list[tuple[int, bytes]], source: str) -> list:
+    """Parse many lines with one orjson call; on an error, find the bad line."""
+    try:
+        return orjson.loads(b"[" + b",".join(line for _, line in batch) + b"]")
+    except orjson.JSONDecodeError:
+        for n, line in batch:
+            try:
+                orjson.loads(line)
+            except orjson.JSONDecodeError as e:
+                shown = line[:60].decode("utf-8", "replace")
+                raise TraceError(source, n, f"bad JSON ({e.msg}): expected one JSON object "
+                                            f"per line, got {shown!r}") from None
+        raise TraceError(source, batch[0][0], "bad JSON in this batch of lines")
+
+
+@dataclass
+class Trace:
+    """A trace being read: `header` is known at once, `events` streams the rest."""
+
+    source: str
+    header: dict
+    events: Iterator[dict] = field(repr=False)
+
+    @property
+    def config(self) -> dict:
+        return self.header["config"]
+
+
+def read_trace(f: IO[bytes], source: str = "<trace>", batch: int = 4096) -> Trace:
+    """Start reading a trace from a binary file: checks the header now and each event as
+    the iterator reaches it (raising TraceError). The `end` event is checked, not yielded."""
+    v = TraceValidator(source)
+    lines = _lines(f, source)
+    first = next(lines, None)
+    if first is None:
+        raise TraceError(source, 1, "empty file: expected the trace header line")
+    try:
+        header = orjson.loads(first[1])
+    except orjson.JSONDecodeError as e:
+        raise TraceError(source, 1, f"bad JSON ({e.msg}): expected the trace header") from None
+    v.check_header(header, 1)
+
+    def events() -> Iterator[dict]:
+        last = 1
+        while True:
+            chunk = list(itertools.islice(lines, batch))
+            if not chunk:
+                break
+            objs = _parse_batch(chunk, source)
+            check = v.check_event
+            for (n, _), obj in zip(chunk, objs):
+                check(obj, n)
+                if obj["ev"] != "end":
+                    yield obj
+            last = chunk[-1][0]
+        v.finish(last + 1)
+
+    return Trace(source, header, events())
+
+
+def open_trace(path: str) -> tuple[IO[bytes], Trace]:
+    """Open a trace file; the caller closes the file. OSError for a file that cannot be read."""
+    f = open(path, "rb")
+    try:
+        return f, read_trace(f, path)
+    except BaseException:
+        f.close()
+        raise
+
+
+def read_stream_trace(readline, source: str) -> tuple[dict, list[dict]]:
+    """Read one whole trace from a stream of traces (the persistent C driver): lines until
+    the `end` event. Raises TraceError, or EOFError when the stream ends first."""
+    v = TraceValidator(source)
+    n = 0
+    events: list[dict] = []
+    while True:
+        raw = readline()
+        if not raw:
+            raise EOFError(f"{source}: the stream ended after {n} lines, before the end event")
+        n += 1
+        if not raw.endswith(b"\n"):
+            raise TraceError(source, n, "truncated last line: expected a complete JSON line")
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            raise TraceError(source, n, f"bad JSON ({e.msg})") from None
+        if v.header is None:
+            v.check_header(obj, n)
+            continue
+        v.check_event(obj, n)
+        if obj["ev"] == "end":
+            return v.header, events
+        events.append(obj)
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+class TraceWriter:
+    """Writes a trace to a binary file: header, events, and the end event on close."""
+
+    def __init__(self, f: IO[bytes], header: dict) -> None:
+        self.f = f
+        self.count = 0
+        f.write(orjson.dumps(header) + b"\n")
+
+    def event(self, ev: dict) -> None:
+        self.f.write(orjson.dumps(ev) + b"\n")
+        self.count += 1
+
+    def close(self) -> None:
+        self.f.write(orjson.dumps({"ev": "end", "events": self.count}) + b"\n")
+
+
+def write_trace(f: IO[bytes], header: dict, events: Iterable[dict]) -> int:
+    w = TraceWriter(f, header)
+    for ev in events:
+        w.event(ev)
+    w.close()
+    return w.count
+
+
+# -- the model's side ---------------------------------------------------------------------------
+
+def config_of(options: Options, observe: str = "sweeps", clock: str = "virtual") -> dict:
+    """The header's config for a run of the model (or of the C driver) under `options`."""
+    arch = options.arch
+    return {
+        "page_kinds": {k.value: arch.page_size(k) for k in (PageKind.SMALL, PageKind.MEDIUM,
+                                                            PageKind.LARGE)},
+        "os_page_size": options.os_page_size, "arch": arch.bits,
+        "first_block_offset": options.first_block_offset,
+        "interval_ms": options.purge_holes_min_interval, "purge_holes": options.purge_holes,
+        "full_every": options.purge_holes_full_every, "purge_delay": options.purge_delay,
+        "variant": options.variant, "stale_epochs": options.stale_epochs,
+        "sweep_ms": options.sweep_ms, "clock": clock,
+        "clock_monotone": options.clock_monotone, "clock_start_ms": options.clock_start_ms,
+        "observe": observe,
+    }
+
+
+def options_of(config: dict) -> Options:
+    """The model Options a header's config stands for (to replay a trace on the model)."""
+    from model.geometry import ARCH32, ARCH64
+    return Options(purge_holes=config["purge_holes"],
+                   purge_holes_min_interval=config["interval_ms"],
+                   purge_holes_full_every=config["full_every"],
+                   purge_delay=config["purge_delay"], os_page_size=config["os_page_size"],
+                   arch=ARCH32 if config["arch"] == 32 else ARCH64,
+                   first_block_offset=config["first_block_offset"], variant=config["variant"],
+                   stale_epochs=config["stale_epochs"], sweep_ms=config["sweep_ms"],
+                   clock_monotone=config["clock_monotone"],
+                   clock_start_ms=config["clock_start_ms"])
+
+
+def model_header(options: Options, observe: str = "sweeps", mutant: str | None = None) -> dict:
+    return {"format": FORMAT, "version": VERSION, "config": config_of(options, observe),
+            "producer": {"name": "model", "mutant": mutant}}
+
+
+_ADDR_EVENTS = frozenset({"discard", "discard_tail", "reuse_tail"})
+
+
+def op_event(op: Op) -> dict:
+    return {"ev": "op", "line": op.line, "thread": op.thread, "op": op.name,
+            "args": list(op.args)}
+
+
+def convert_event(world: World, ev: dict) -> dict:
+    """A model log event as a trace event: addresses relative to the page's region start
+    (the C reference's regions lie elsewhere); page_new drops its absolute address."""
+    kind = ev["ev"]
+    if kind in _ADDR_EVENTS:
+        ev = dict(ev)
+        ev["addr"] -= world.pages[ev["page"]].geom.slice_start
+    elif kind == "page_new":
+        ev = {k: v for k, v in ev.items() if k != "addr"}
+    return ev
+
+
+def resident_runs(world: World, page) -> list[list[int]]:
+    """The page's resident OS pages as runs [a, b) counted from its region start: exactly
+    what mincore reports on the C side (model/memory.py predicts it)."""
+    os_page = world.mem.os_page_size
+    first = page.geom.slice_start // os_page
+    n = -(-page.geom.area_size // os_page)
+    resident = world.mem.resident
+    runs: list[list[int]] = []
+    for j in range(n):
+        if first + j in resident:
+            if runs and runs[-1][1] == j:
+                runs[-1][1] = j + 1
+            else:
+                runs.append([j, j + 1])
+    return runs
+
+
+def observe_pages(world: World) -> Iterator[dict]:
+    """The observation of every page still in use: its state, then its residency."""
+    for pid, page in world.pages.items():
+        if page.retired:
+            continue
+        yield {"ev": "page_state", **page.snapshot()}
+        yield {"ev": "resident", "page": pid, "runs": resident_runs(world, page)}
+
+
+def model_events(ops: Iterable[Op], options: Options, observe: str = "sweeps",
+                 source: str = "<script>", run=None) -> Iterator[dict]:
+    """Run `ops` on the model and yield the trace events (without header and end): each
+    op, the events it caused, the observations after the ops that sweep and at the end.
+    A script error ends the trace with an `error` event, as on the C side."""
+    from purgecheck.runner import HANDLERS, Run
+
+    run = run or Run(World(options), source)
+    world = run.world
+    log = world.log
+    every = observe == "all"
+    for op in ops:
+        yield op_event(op)
+        handler = HANDLERS.get(op.name)
+        try:
+            if handler is None:
+                raise OpScriptError(source, op.line, f"the model has no handler for {op.name!r}")
+            handler(run, op)
+        except OpScriptError as e:
+            for ev in log:
+                yield convert_event(world, ev)
+            log.clear()
+            yield {"ev": "error", "line": op.line, "msg": e.msg}
+            return
+        for ev in log:
+            yield convert_event(world, ev)
+        log.clear()  # the trace holds them now; the log stays bounded
+        if every or op.name in OBSERVED_OPS:
+            yield from observe_pages(world)
+    yield from observe_pages(world)
+
+
+def model_trace(ops: Iterable[Op], options: Options, observe: str = "sweeps",
+                source: str = "<script>", mutant: str | None = None) -> tuple[dict, list[dict]]:
+    """The model's whole trace of a script: (header, events)."""
+    return model_header(options, observe, mutant), list(model_events(ops, options, observe,
+                                                                      source))
+
+
+def ops_of_events(events: Iterable[dict]) -> list[Op]:
+    """The op script a trace records in its `op` events (to replay it on the model)."""
+    return [Op(ev["thread"], ev["op"], tuple(ev["args"]), ev["line"])
+            for ev in events if ev["ev"] == "op"]

@@ -1,0 +1,41 @@
+/* mutants.c: the run-time switches of the mutants of purgecheck/mutants.py and
+ * purgecheck/hold_mutants.py (each Mutant's `c_switch`), so that conformance against the
+ * clean model can kill them. Each switch breaks the one rule its Python twin breaks; the code
+ * that honours it sits in the function the twin patches.
+ */
+#include <string.h>
+
+#include "purge.h"
+
+mi_mutant_t mi_mutant = M_NONE;
+
+const char *const mi_mutant_names[M_COUNT] = {
+    [M_NONE] = "none",
+    [M_PURGED_LEFT_ON_LIST] = "purged_left_on_list",
+    [M_FREE_IS_ZERO_KEPT] = "free_is_zero_kept",
+    [M_UNIT_NEXT_TO_LIVE] = "unit_next_to_live",
+    [M_UNIT_OUTSIDE_AREA] = "unit_outside_area",
+    [M_UNPURGE_ALL_SKIPPED] = "unpurge_all_skipped",
+    [M_UNIT_OS_PAGE] = "unit_os_page",
+    [M_UNIT_BASE_UNALIGNED] = "unit_base_unaligned",
+    [M_DOUBLE_FREE_ABSORBED] = "double_free_absorbed",
+    [M_HUGE_PURGES] = "huge_purges",
+    [M_ACCOUNTING_SKIPPED] = "accounting_skipped",
+    [M_AGE_LT_1] = "age_lt_1",
+    [M_AGE_NO_MODULO] = "age_no_modulo",
+    [M_STAMP_NEVER_WRITTEN] = "stamp_never_written",
+    [M_WALK_KEEPS_STAMP] = "walk_keeps_stamp",
+    [M_PARK_DONE_FIRST] = "park_done_first",
+    [M_PARK_UNBOUNDED] = "park_unbounded",
+    [M_PARK_IGNORES_EPOCHS] = "park_ignores_epochs",
+    [M_SWEEP_LAST_BEFORE_WORK] = "sweep_last_before_work",
+    [M_EPOCH_NOT_RATE_LIMITED] = "epoch_not_rate_limited",
+    [M_DOUBLE_INCREMENT] = "double_increment",
+    [M_NO_HOLD_INLINE] = "no_hold_inline",
+};
+
+int mi_mutant_by_name(const char *name) {
+    for (int m = 0; m < M_COUNT; m++)
+        if (strcmp(mi_mutant_names[m], name) == 0) return m;
+    return -1;
+}

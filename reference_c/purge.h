@@ -1,0 +1,291 @@
+/* purge.h: hole purging in mimalloc pages with the epoch hold (seed 000), on real memory.
+ *
+ * The C reference of purgecheck's model (the package model/): the same rules, op for op, on pages
+ * that are real mmap'ed regions, blocks that carry their free-list link in their first word,
+ * madvise(MADV_DONTNEED) for each run of purge units, mincore for residency, C11 atomics
+ * for the epoch, and pthreads for the scavenger and for cross-thread frees. Written from the
+ * specification (the seed, the digest and the model); no code of mimalloc is used.
+ *
+ * Every function here names the model function it implements; the docstring there cites the
+ * seed clause. The trace events it emits are those of docs/trace-format.md.
+ */
+#ifndef PURGE_H
+#define PURGE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* -- constants of the seed and the digest ------------------------------------------------- */
+#define KiB ((size_t)1024)
+#define MiB (1024 * KiB)
+#define MI_PAGE_PURGE_BITS 256                  /* seed 000 (1): page->purged has 256 bits */
+#define MI_MIN_EXTEND_BLOCKS 4                  /* mi_page_extend_free forms at least 4 */
+#define MI_MAX_EXTEND_SIZE_BYTES (4 * KiB)      /* ... or 4 KiB worth of blocks */
+#define MI_PAGE_OSPAGE_BLOCK_ALIGN2_BYTES (4 * KiB)
+#define MI_PAGE_SWEPT_NONE UINT64_MAX           /* swept_state: nothing known */
+#define MI_PAGE_SWEPT_STAMP_TAG (UINT64_C(1) << 62)
+#define MI_PAGE_SWEPT_TAG_MASK (UINT64_C(3) << 62)
+#define MI_EPOCH_MASK UINT64_C(0xFFFFFFFF)      /* stamps keep 32 bits of the epoch */
+#define MI_MOVING INT64_MIN                     /* the mark of an epoch advance in progress */
+#define MI_HOLES_INTERVAL_MAX_MS 3600000
+#define MI_EPOCH_SPIN_MAX 1000
+#define MI_PARK_SWEEPS_MAX 6
+#define MI_REGION_ALIGN (4 * MiB)               /* pages are 4 MiB-aligned regions */
+
+/* -- options (model/world.py Options) ------------------------------------------------------ */
+typedef enum { V_EPOCH, V_NO_HOLD, V_CLOCK, V_HANDOFF_ONLY, V_TWO_UNTOUCHED, V_COUNT } mi_variant_t;
+extern const char *const mi_variant_names[V_COUNT];
+
+typedef struct mi_options_s {
+    bool purge_holes;
+    int64_t interval_ms;        /* purge_holes_min_interval; 0 turns the hold off */
+    int64_t full_every;         /* purge_holes_full_every */
+    int64_t purge_delay;
+    int64_t os_page_size;       /* the modelled OS page (a multiple of the real one) */
+    int arch_bits;              /* 64, or 32 (emulated: geometry and 4-byte links) */
+    int64_t first_block_offset;
+    mi_variant_t variant;
+    int64_t stale_epochs;       /* how old a relaxed epoch read may be (deterministic mode) */
+    int64_t sweep_ms;           /* virtual time one handoff sweep takes */
+    bool clock_monotone;
+    int64_t clock_start_ms;
+    bool clock_real;            /* CLOCK_MONOTONIC in ms instead of the virtual clock */
+    bool observe_all;           /* observe residency and page state after every op */
+} mi_options_t;
+
+void mi_options_default(mi_options_t *o);
+
+/* -- geometry (model/geometry.py) ---------------------------------------------------------- */
+typedef enum { MI_SMALL, MI_MEDIUM, MI_LARGE, MI_HUGE } mi_page_kind_t;
+extern const char *const mi_page_kind_names[4];
+
+int64_t mi_arena_slice_size(int arch_bits);
+int64_t mi_page_size_of(mi_page_kind_t kind, int arch_bits);
+int64_t mi_medium_max_obj_size(int arch_bits);
+int64_t mi_compute_block_size(int64_t size, int arch_bits);
+mi_page_kind_t mi_compute_page_kind(int64_t block_size, int arch_bits);
+
+/* A page's block area and its purge unit; offsets are relative to the region start (the
+ * model's slice_start), which is 4 MiB-aligned like the model's arena addresses. */
+typedef struct mi_geom_s {
+    mi_page_kind_t kind;
+    int64_t block_size;
+    int64_t os_page_size;
+    int arch_bits;
+    int64_t offset;             /* first_block_offset: page_start - slice_start */
+    int64_t area_size;
+    int64_t reserved;
+} mi_geom_t;
+
+int64_t mi_geom_area_end(const mi_geom_t *g);
+int64_t mi_compute_purge_unit(const mi_geom_t *g);
+int64_t mi_compute_unit_base(const mi_geom_t *g, int64_t unit);
+int64_t mi_compute_purge_bits(const mi_geom_t *g, int64_t unit);
+bool mi_page_can_purge_holes(const mi_geom_t *g);
+int64_t mi_floordiv(int64_t a, int64_t b);
+
+/* -- the page (model/page.py) -------------------------------------------------------------- */
+typedef struct mi_block_s mi_block_t;   /* a free block: its first word is the link */
+
+typedef struct mi_page_s {
+    int id;
+    mi_geom_t geom;
+    uint8_t *slice;             /* the mmap'ed region */
+    size_t map_size;
+    int64_t unit, base, bits;   /* the purge unit, the unit base (relative), units spanned */
+    int64_t capacity, used;
+    mi_block_t *free, *local_free;
+    _Atomic(mi_block_t *) xthread_free;
+    uint64_t *purged;           /* bit k: unit k is discarded */
+    int64_t purged_words;
+    int64_t unformed_purged_lo, unformed_purged_hi;   /* relative byte range of the tail */
+    uint64_t swept_state;
+    _Atomic bool free_is_zero;  /* atomic: a cross-thread free clears it (as the model does) */
+    int64_t discarded_bytes, discarded_blocks;
+    bool sweeping;
+    _Atomic int owner;
+    int heap;
+    _Atomic bool abandoned;
+    bool retired;
+    _Atomic int64_t double_frees;
+    _Atomic uint64_t *live;     /* debug shadow of the blocks handed out: finds double frees */
+    atomic_flag claim;          /* a sweeper or a reclaim has this abandoned page */
+    int64_t untouched;          /* two-untouched variant: sweeps in a row that found it so */
+} mi_page_t;
+
+uint8_t *mi_block_addr(const mi_page_t *p, int64_t i);
+int64_t mi_block_index(const mi_page_t *p, const mi_block_t *b);
+mi_block_t *mi_block_next(const mi_page_t *p, const mi_block_t *b);
+void mi_block_set_next(const mi_page_t *p, mi_block_t *b, const mi_block_t *next);
+bool mi_page_is_unit_purged(const mi_page_t *p, int64_t k);
+bool mi_page_is_block_purged(const mi_page_t *p, int64_t i);
+void mi_units_of_block(const mi_page_t *p, int64_t i, int64_t *k0, int64_t *k1);
+void mi_blocks_of_unit(const mi_page_t *p, int64_t k, int64_t capacity, int64_t *i0, int64_t *i1);
+bool mi_is_unit_inside_blocks(const mi_page_t *p, int64_t k, int64_t capacity);
+int64_t mi_list_length(const mi_page_t *p, const mi_block_t *b);
+int64_t mi_xthread_count(mi_page_t *p);
+bool mi_page_is_all_free(mi_page_t *p);
+bool mi_page_has_unformed_tail(const mi_page_t *p);
+bool mi_page_has_any_free(mi_page_t *p);
+void mi_page_emit_state(mi_page_t *p);
+void mi_page_emit_resident(mi_page_t *p);
+
+/* -- the OS side (model/memory.py) ---------------------------------------------------------- */
+bool mi_os_discard(mi_page_t *p, int64_t rel, int64_t size);
+void mi_os_touch(mi_page_t *p, int64_t rel, int64_t size, int byte);
+
+/* -- holes (model/holes.py) ---------------------------------------------------------------- */
+typedef struct { bool complete; int64_t dropped; } mi_walk_result_t;
+mi_walk_result_t mi_page_purge_holes_walk(mi_page_t *p);
+int64_t mi_page_unpurge_range(mi_page_t *p, int64_t k0, int64_t k1, bool reuse);
+int64_t mi_page_unpurge_run(mi_page_t *p);
+void mi_page_unpurge_all(mi_page_t *p);
+bool mi_page_purge_unformed_tail(mi_page_t *p);
+void mi_page_reuse_unformed_tail(mi_page_t *p);
+
+/* -- alloc (model/alloc.py) ---------------------------------------------------------------- */
+int64_t mi_page_extend_free(mi_page_t *p);
+void mi_page_free_collect(mi_page_t *p);
+int64_t mi_page_malloc(mi_page_t *p, bool zero);     /* block index, or -1: full */
+bool mi_free_local(mi_page_t *p, int64_t i);         /* false: a double free (reported) */
+bool mi_free_xthread(mi_page_t *p, int64_t i);
+void mi_write_block(mi_page_t *p, int64_t i);
+
+/* -- threads and heaps (model/thread.py, model/heap.py) ------------------------------------- */
+enum { PARK_RUNNING, PARK_PARKED, PARK_SWEEPING };
+enum { PARK_SWEPT_NONE = 0, PARK_SWEPT_DONE = 1, PARK_SWEPT_SMALL = 2 };
+
+typedef struct mi_queue_s { int64_t block_size; int *ids; int n, cap; } mi_queue_t;
+
+typedef struct mi_tld_s {
+    int id;                      /* the script's thread number; heap id == thread id */
+    mi_queue_t *queues;          /* the heap's pages by size class, in insertion order */
+    int nq, capq;
+    pthread_mutex_t heap_lock;   /* the queue structure (a sweeper may retire a page) */
+    _Atomic bool holes_sweep_deferred;
+    uint64_t holes_sweep_seq;
+    bool holes_sweep_full;
+    uint64_t holes_sweep_epoch;
+    _Atomic int64_t holes_sweep_last;   /* read by the scavenger before it claims */
+    uint64_t holes_park_epoch;
+    _Atomic int park_state;
+    _Atomic int park_swept;
+    _Atomic bool park_reclaim;
+    uint64_t epoch_seen;
+} mi_tld_t;
+
+typedef struct mi_ptr_s { int page; int64_t block; } mi_ptr_t;
+
+/* -- the world (model/world.py) ------------------------------------------------------------- */
+#define MI_MAX_PAGES 65536
+#define MI_MAX_THREADS 1024
+
+typedef struct mi_world_s {
+    mi_options_t opt;
+    mi_page_t *pages[MI_MAX_PAGES];   /* by id; ids count up from 1 */
+    _Atomic int npages;
+    pthread_mutex_t pages_lock;
+    mi_tld_t *threads[MI_MAX_THREADS];
+    int nthreads;
+    pthread_mutex_t threads_lock;
+    int *abandoned;                    /* the abandoned map, in the order pages went there */
+    int nab, capab;
+    pthread_mutex_t abandoned_lock;
+    _Atomic int64_t epoch_start;       /* mi_holes_epoch: the time the epoch began */
+    _Atomic uint64_t epoch;
+    _Atomic int64_t vclock;            /* the virtual clock, ms */
+    _Atomic int64_t fail_next_discards;
+    _Atomic int64_t discard_calls;
+    int64_t real_page_size;
+} mi_world_t;
+
+extern mi_world_t *mi_world;
+
+mi_world_t *mi_world_new(const mi_options_t *opt);
+void mi_world_free(mi_world_t *w);
+mi_tld_t *mi_thread(int tid);
+mi_page_t *mi_page_of(int id);
+mi_page_t *mi_world_new_page(mi_tld_t *heap, int64_t block_size);
+
+mi_ptr_t mi_heap_malloc(mi_tld_t *heap, int64_t size, bool zero, bool write);
+bool mi_free(mi_ptr_t ptr, int thread);                 /* false: a double free */
+bool mi_realloc(mi_tld_t *heap, mi_ptr_t ptr, int64_t size, mi_ptr_t *out);
+void mi_page_retire(mi_page_t *p);
+void mi_heap_destroy(mi_tld_t *heap);
+void mi_heap_delete(mi_tld_t *heap, mi_tld_t *into);
+void mi_heap_abandon(mi_tld_t *heap);
+void mi_page_reclaim(mi_page_t *p, mi_tld_t *heap);
+int mi_heap_page_ids(mi_tld_t *heap, int **out);        /* a snapshot, queue order */
+bool mi_abandoned_remove(int id);
+
+/* -- clock and epoch (model/clock.py, model/epoch.py) --------------------------------------- */
+int64_t mi_clock_now(void);
+bool mi_clock_advance(int64_t ms);                      /* false: a monotone clock went back */
+int64_t mi_compute_interval(int64_t min_interval);
+uint32_t mi_compute_epoch_age(uint64_t current, uint64_t stamp);
+bool mi_is_epoch_young(uint64_t current, uint64_t stamp);
+bool mi_is_epoch_due(int64_t start, int64_t now, int64_t interval);
+typedef struct { bool advanced; uint64_t epoch; int64_t start; } mi_advance_t;
+mi_advance_t mi_holes_epoch_advance(int64_t interval);
+void mi_page_purge_holes_forked_child(void);
+void mi_epoch_skip(int64_t count);
+
+/* -- stamp, variants, the sweep and its drivers (model/stamp.py, variants.py, sweep.py,
+ *    drivers.py) ----------------------------------------------------------------------------- */
+void mi_after_malloc(mi_tld_t *heap, mi_page_t *p);
+typedef struct { int64_t now; uint64_t epoch; int64_t interval; bool in_handoff; bool full; } mi_sweep_ctx_t;
+mi_sweep_ctx_t mi_holes_sweep_begin(mi_tld_t *t);
+const char *mi_page_purge_holes(mi_page_t *p, mi_tld_t *t, const mi_sweep_ctx_t *ctx);
+bool mi_on_thread_idle(int tid, bool in_handoff);       /* returns deferred */
+bool mi_on_thread_idle_pending(int tid);
+
+/* -- the park handoff (model/park.py) ------------------------------------------------------- */
+bool mi_on_thread_idle_start(int tid);
+bool mi_on_thread_idle_end(int tid);
+int mi_compute_park_next(mi_tld_t *t, int swept, bool deferred);
+bool mi_theap_sweep_parked(int64_t *due);                /* false: nothing is waiting */
+int mi_run_scavenger(int64_t duration_ms);
+/* Real-clock mode: a scavenger thread that sleeps until the next park is due. */
+void mi_scavenger_start(void);
+void mi_scavenger_stop(void);
+void mi_scavenger_wake(void);
+bool mi_scavenger_pass(int64_t *due);                    /* one pass on that thread, waited for */
+
+/* -- mutants (purgecheck/mutants.py, hold_mutants.py: their c_switch names) ---------------- */
+typedef enum {
+    M_NONE,
+    M_PURGED_LEFT_ON_LIST, M_FREE_IS_ZERO_KEPT, M_UNIT_NEXT_TO_LIVE, M_UNIT_OUTSIDE_AREA,
+    M_UNPURGE_ALL_SKIPPED, M_UNIT_OS_PAGE, M_UNIT_BASE_UNALIGNED, M_DOUBLE_FREE_ABSORBED,
+    M_HUGE_PURGES, M_ACCOUNTING_SKIPPED,
+    M_AGE_LT_1, M_AGE_NO_MODULO, M_STAMP_NEVER_WRITTEN, M_WALK_KEEPS_STAMP,
+    M_PARK_DONE_FIRST, M_PARK_UNBOUNDED, M_PARK_IGNORES_EPOCHS, M_SWEEP_LAST_BEFORE_WORK,
+    M_EPOCH_NOT_RATE_LIMITED, M_DOUBLE_INCREMENT, M_NO_HOLD_INLINE,
+    M_COUNT
+} mi_mutant_t;
+extern mi_mutant_t mi_mutant;
+extern const char *const mi_mutant_names[M_COUNT];
+int mi_mutant_by_name(const char *name);                /* -1: unknown */
+
+/* -- trace output (docs/trace-format.md) ---------------------------------------------------- */
+extern bool tr_enabled;
+void tr_begin(const char *ev);
+void tr_int(const char *key, int64_t v);
+void tr_u64(const char *key, uint64_t v);
+void tr_bool(const char *key, bool v);
+void tr_str(const char *key, const char *s);
+void tr_null(const char *key);
+void tr_key(const char *key);             /* then tr_raw pieces: a value written by hand */
+void tr_raw(const char *s);
+void tr_rawf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void tr_end(void);
+void tr_flush(void);
+void tr_header(const char *json);
+extern _Atomic int64_t tr_events;
+
+/* A broken internal state (a corrupted list under a mutant): report and stop the script. */
+_Noreturn void mi_corrupt(const char *what);
+
+#endif
