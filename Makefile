@@ -24,6 +24,8 @@ reference:
 
 check: setup
 	$(BIN)/purgecheck check
+	$(BIN)/purgecheck mutants --quick
+	$(BIN)/purgecheck docs
 
 test: setup
 	$(BIN)/python -m pytest -q

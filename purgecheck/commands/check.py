@@ -43,6 +43,9 @@ def run(args) -> int:
         if not args.json:
             print(f"running {name}: {engines[name].description} ...", file=sys.stderr)
         results += engines[name].run(budget)
+    # The docs (`purgecheck docs`) show the last result of each engine with its date.
+    from purgecheck.store import save_results
+    save_results(results, quick=args.quick)
     if args.json:
         sys.stdout.buffer.write(to_json(results, command="check") + b"\n")
     else:

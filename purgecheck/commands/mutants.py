@@ -1,0 +1,88 @@
+"""`purgecheck mutants`: run every mutant against every engine and print the kill matrix."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import orjson
+
+from purgecheck.cli import UsageError
+
+EXAMPLE = """examples:
+  purgecheck mutants --quick                     every mutant x every engine, small budgets
+  purgecheck mutants --list                      the catalogue: name, what it breaks
+  purgecheck mutants --only age-lt-1 --engine scenarios
+  purgecheck mutants --quick --json > kills.json
+Each run is a worker process of its own (2 at a time) with the mutant applied in-process;
+no file changes. The matrix is saved under .purgecheck/mutants.json for `purgecheck docs`.
+exit status: 0 every mutant was killed by some engine, 1 a mutant survived every engine
+(its name is printed), 2 bad usage
+"""
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("mutants", help="run every mutant against every engine (kill matrix)",
+                       description="Show that the checks catch broken rules: apply each named "
+                                   "mutant (one rule broken on purpose) and run each engine; "
+                                   "an engine kills the mutant when any of its results fails.",
+                       epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", action="append", metavar="NAME",
+                   help="run only this mutant (repeatable); see --list")
+    p.add_argument("--engine", action="append", metavar="NAME",
+                   help="run only this engine (repeatable)")
+    p.add_argument("--quick", action="store_true", help="small engine budgets")
+    p.add_argument("--json", action="store_true", help="the matrix as JSON on stdout")
+    p.add_argument("--list", action="store_true", help="list the mutants and stop")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                   help="seconds one mutant may take on one engine before it is killed "
+                        "(default 600)")
+    p.add_argument("--workers", type=int, default=2, metavar="N",
+                   help="worker processes at a time (default 2)")
+    return p
+
+
+def _chosen(asked: list[str] | None, known: dict, what: str) -> list[str]:
+    if not asked:
+        return list(known)
+    for name in asked:
+        if name not in known:
+            raise UsageError(f"unknown {what} {name!r}; expected one of {', '.join(known)}")
+    return list(dict.fromkeys(asked))
+
+
+def _progress(n: int, total: int, cell) -> None:
+    who = cell.mutant or "(no mutant)"
+    print(f"[{n:>3}/{total}] {who} x {cell.engine}: {cell.verdict} ({cell.seconds:.1f} s)",
+          file=sys.stderr, flush=True)
+
+
+def run(args) -> int:
+    from purgecheck.engines import load_engines
+    from purgecheck.mutants import MUTANTS
+    from purgecheck.mutation import run_matrix
+    from purgecheck.mutation_report import print_matrix, save_matrix
+
+    engines = load_engines()  # engine modules may add mutants too
+    if args.list:
+        for m in MUTANTS.values():
+            print(f"{m.name:30} {m.description}  [catches {', '.join(m.catches)}]")
+        return 0
+    if args.timeout <= 0 or args.workers < 1:
+        raise UsageError("--timeout must be positive and --workers at least 1")
+    mutants = [MUTANTS[n] for n in _chosen(args.only, MUTANTS, "mutant")]
+    chosen = _chosen(args.engine, engines, "engine")
+    if not args.json:
+        print(f"{len(mutants)} mutants x {len(chosen)} engines "
+              f"({'quick' if args.quick else 'full'} budgets), {args.workers} workers",
+              file=sys.stderr)
+    matrix = run_matrix(mutants, chosen, args.quick, args.timeout, args.workers,
+                        progress=None if args.json else _progress)
+    save_matrix(matrix, args.quick)
+    if args.json:
+        doc = {"ok": not matrix.survivors(), "survivors": matrix.survivors(),
+               **matrix.to_doc()}
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        print_matrix(matrix)
+    return 1 if matrix.survivors() else 0

@@ -1,0 +1,198 @@
+"""What the generated docs say, computed once from the registries and the model.
+
+Everything here is deterministic: the invariant registry, the source lines of the functions
+that implement each rule, the mutant catalogue, the rejected designs of seed 000 run on the
+scenarios (virtual clock), and the state graph of the epoch advance under each mutant of it.
+Dates and timings live in the results pages, never here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from model.invariants import Invariant, load_registry
+from purgecheck.advance_graph import Graph
+from purgecheck.mutants import MUTANTS, Mutant
+from purgecheck.scenarios import SCENARIOS
+from purgecheck.store import project_root
+from purgecheck.timeline import Timeline, run_timeline
+
+CHOSEN_DESIGN = "epoch"
+
+# The scenario on which seed 000 reports each rejected design's defect. A design not named
+# here gets the first scenario on which it breaks an invariant that the chosen design keeps.
+DESIGN_SCENARIOS = {
+    "no-hold": "server-parks",  # "a Bun.serve ... discarded and refaulted 3 GB in 20 s"
+    "handoff-only": "buffer-loop-inline",  # "left the inline path purging 58 MB in 3 s"
+    "two-untouched": "abandoned-two-parks",  # "got its two sweeps within a millisecond"
+    "clock": "server-parks",  # "nothing on the allocating side reads a clock"
+}
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a name of the project is defined: path relative to the project root, line."""
+
+    name: str
+    path: str | None
+    line: int | None
+
+
+@dataclass
+class Breach:
+    """A rejected design breaking an invariant the chosen design keeps on a scenario."""
+
+    design: str
+    invariant: str
+    scenario: str
+    line: int
+    op: str
+    reason: str
+
+
+@dataclass
+class Design:
+    name: str
+    clause: str  # the seed's words on it (model/variants.py)
+    scenario: str
+    chosen: Timeline
+    rejected: Timeline
+    breaches: list[Breach] = field(default_factory=list)  # over every scenario
+
+
+@dataclass
+class GraphFigure:
+    mutant: str
+    graph: Graph
+    invariants: list[str]  # those failing at the end of the path
+
+
+@dataclass
+class Facts:
+    invariants: list[Invariant]
+    sources: dict[str, Source]  # invariant id -> implementing function
+    mutants: list[Mutant]
+    patch_sources: dict[tuple[str, int], Source]  # (mutant, patch index) -> replacement
+    designs: list[Design]
+    graphs: list[GraphFigure]
+    engines: list[str]
+
+    def mutants_of(self, inv_id: str) -> list[Mutant]:
+        return [m for m in self.mutants if inv_id in m.catches]
+
+    def breaches_of(self, inv_id: str) -> list[Breach]:
+        return [b for d in self.designs for b in d.breaches if b.invariant == inv_id]
+
+
+def locate(dotted: str) -> Source:
+    """Import the longest module prefix of `dotted`, getattr the rest, find its source."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return Source(dotted, None, None)
+        return source_of(obj, dotted)
+    return Source(dotted, None, None)
+
+
+def source_of(obj, name: str) -> Source:
+    try:
+        obj = inspect.unwrap(obj)
+        path = Path(inspect.getsourcefile(obj)).resolve()
+        lines, line = inspect.getsourcelines(obj)
+        rel = path.relative_to(project_root())
+    except (TypeError, OSError, ValueError):
+        return Source(name, None, None)
+    # getsourcelines starts at the decorators; the link goes to the def (or class) line
+    skip = next((n for n, text in enumerate(lines)
+                 if re.match(r"\s*(async\s+)?(def|class)\s", text)), 0)
+    return Source(name, rel.as_posix(), max(line, 1) + skip)
+
+
+def design_clauses() -> dict[str, str]:
+    """The seed's words on each design, as model/variants.py quotes them."""
+    import model.variants as variants
+
+    doc = variants.__doc__ or ""
+    out = {}
+    for name, text in re.findall(r"^- `([\w-]+)`: (.*?)(?=^- `|\Z)", doc, re.M | re.S):
+        out[name] = " ".join(text.split())
+    return out
+
+
+def _design_runs(name: str, chosen_runs: dict[str, Timeline]) -> tuple[list[Breach], dict]:
+    """Run every scenario under design `name`; keep the first breach of each invariant that
+    the chosen design keeps on that scenario. Returns (breaches, {scenario: timeline})."""
+    breaches: list[Breach] = []
+    runs: dict[str, Timeline] = {}
+    for sc in SCENARIOS.values():
+        tl = run_timeline(sc, name)
+        runs[sc.name] = tl
+        kept = chosen_runs[sc.name].violated() | {b.invariant for b in breaches}
+        found = [(s.line, s.op, inv, reason) for s in tl.steps for inv, reason in s.violations]
+        found += [(0, "(at the end)", inv, reason) for inv, reason in tl.end_violations]
+        for line, op, inv, reason in found:
+            if inv not in kept:
+                kept.add(inv)
+                breaches.append(Breach(name, inv, sc.name, line, op, reason))
+    return breaches, runs
+
+
+def collect_designs() -> list[Design]:
+    from model.variants import VARIANTS
+
+    clauses = design_clauses()
+    chosen_runs = {sc.name: run_timeline(sc, CHOSEN_DESIGN) for sc in SCENARIOS.values()}
+    designs = []
+    for name in VARIANTS:
+        if name == CHOSEN_DESIGN:
+            continue
+        breaches, runs = _design_runs(name, chosen_runs)
+        scenario = DESIGN_SCENARIOS.get(name)
+        if scenario not in SCENARIOS:
+            scenario = breaches[0].scenario if breaches else next(iter(SCENARIOS))
+        designs.append(Design(name, clauses.get(name, ""), scenario, chosen_runs[scenario],
+                              runs[scenario], breaches))
+    return designs
+
+
+def epoch_mutants() -> list[Mutant]:
+    """Mutants of the advance itself: the ones the state graph can show."""
+    return [m for m in MUTANTS.values() if any(p.module == "model.epoch" for p in m.patches)]
+
+
+def collect_graphs() -> list[GraphFigure]:
+    from purgecheck import advance_graph
+    from purgecheck.mutants import applied
+
+    out = []
+    for m in epoch_mutants():
+        with applied(m):
+            g = advance_graph.build()
+        if g.path:
+            failing = [inv for inv, _ in g.graph.nodes[g.path[-1]]["violations"]]
+            out.append(GraphFigure(m.name, g, failing))
+    return out
+
+
+def collect() -> Facts:
+    from purgecheck.engines import load_engines
+
+    engines = list(load_engines())  # engine modules may add invariants (proofs, glibc)
+    invariants = sorted(load_registry().values(), key=lambda i: i.id)
+    sources = {i.id: locate(i.implements) for i in invariants}
+    mutants = sorted(MUTANTS.values(), key=lambda m: m.name)
+    patch_sources = {(m.name, n): source_of(p.replacement, p.replacement.__name__)
+                     for m in mutants for n, p in enumerate(m.patches)}
+    return Facts(invariants, sources, mutants, patch_sources, collect_designs(),
+                 collect_graphs(), engines)

@@ -1,0 +1,73 @@
+"""The kill matrix for people (a table) and for the docs (merged into .purgecheck/mutants.json).
+
+A partial run (`--only`, `--engine`) replaces only the cells it ran, so the saved matrix is
+always the latest word of each engine on each mutant, each cell with its date.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict
+
+from purgecheck import store
+from purgecheck.mutation import CRASHED, KILLED, SURVIVED, TIMEOUT, Matrix
+
+STYLE = {KILLED: "green", SURVIVED: "dim", TIMEOUT: "yellow", CRASHED: "yellow"}
+
+
+def cell_text(verdict: str, seconds: float) -> str:
+    if verdict == KILLED:
+        return f"killed {seconds:.1f}s"
+    return verdict if verdict != SURVIVED else "."
+
+
+def print_matrix(matrix: Matrix, file=None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=file or sys.stdout, width=200)
+    table = Table(title="purgecheck mutants: which engine killed each mutant, and how fast")
+    table.add_column("mutant", no_wrap=True)
+    for e in matrix.engines:
+        table.add_column(e, no_wrap=True, justify="right")
+    table.add_column("killed by", justify="right")
+    for m in matrix.mutants:
+        row = [m]
+        for e in matrix.engines:
+            c = matrix.cells[(m, e)]
+            style = STYLE.get(c.verdict, "")
+            row.append(f"[{style}]{cell_text(c.verdict, c.seconds)}[/{style}]")
+        n = len(matrix.killers(m))
+        row.append(f"[bold red]0[/]" if not n else str(n))
+        table.add_row(*row)
+    console.print(table)
+    for e, c in matrix.baseline.items():
+        if e not in matrix.judges():
+            console.print(f"[yellow]WARNING[/] engine {e} does not hold on the clean model "
+                          f"({c.verdict}: {c.note or c.failures[:1]}); its kills are not "
+                          f"counted")
+    from purgecheck.mutants import MUTANTS
+    for m in matrix.survivors():
+        mut = MUTANTS.get(m)
+        expected = ", ".join(mut.catches) if mut else "?"
+        console.print(f"[bold red]SURVIVED[/] {m}: {mut.description if mut else ''} "
+                      f"(expected to be caught by {expected})")
+        console.print(f"  replay: purgecheck mutants --only {m}")
+    killed = len(matrix.mutants) - len(matrix.survivors())
+    several = sum(1 for m in matrix.mutants if len(matrix.killers(m)) > 1)
+    console.print(f"{len(matrix.mutants)} mutants: {killed} killed ({several} by more than one "
+                  f"engine), {len(matrix.survivors())} survived")
+
+
+def save_matrix(matrix: Matrix, quick: bool):
+    """Merge this run's cells and baselines into .purgecheck/mutants.json, dated now."""
+    date = store.now_stamp()
+    old = store.load(store.MUTANTS) or {}
+    cells = {(c["mutant"], c["engine"]): c for c in old.get("cells", [])}
+    for c in matrix.cells.values():
+        cells[(c.mutant, c.engine)] = {**asdict(c), "date": date, "quick": quick}
+    baseline = dict(old.get("baseline", {}))
+    for e, c in matrix.baseline.items():
+        baseline[e] = {**asdict(c), "date": date, "quick": quick}
+    return store.save(store.MUTANTS, {"saved": date, "baseline": baseline,
+                                      "cells": list(cells.values())})

@@ -1,0 +1,104 @@
+"""The kill matrix runner: kills a known mutant, reports a harmless one as surviving (exit 1),
+and survives runs that hang or crash without leaking a patch into the parent.
+
+Only the scenarios engine with the quick budget runs here, to keep the suite fast.
+"""
+
+import os
+import time
+
+import pytest
+
+import model.epoch as ep
+from purgecheck import store
+from purgecheck.cli import main
+from purgecheck.mutants import MUTANTS, Mutant, Patch
+from purgecheck.mutation import CRASHED, KILLED, SURVIVED, TIMEOUT, run_matrix
+
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("PURGECHECK_STATE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def _same_age(current, stamp):
+    """Harmless: the age written another way, equal for every input."""
+    return (current + (1 << 32) - stamp) & ((1 << 32) - 1)
+
+
+def _due_hangs(start, now, interval):
+    time.sleep(3600)
+
+
+def _due_exits(start, now, interval):
+    os._exit(3)
+
+
+HARMLESS = Mutant("test-harmless", "the epoch age computed another way (changes nothing)",
+                  ("EP-NO-SHORT-EPOCH",), (Patch("model.epoch", "compute_epoch_age", _same_age),))
+HANGS = Mutant("test-hangs", "the advance never returns", (),
+               (Patch("model.epoch", "is_epoch_due", _due_hangs),))
+EXITS = Mutant("test-exits", "the process dies in the advance", (),
+               (Patch("model.epoch", "is_epoch_due", _due_exits),))
+
+
+def test_a_known_mutant_is_killed_by_the_scenarios_engine_and_nothing_leaks():
+    original = ep.is_epoch_young
+    m = run_matrix([MUTANTS["age-lt-1"]], ["scenarios"], quick=True, timeout=300)
+    assert m.baseline["scenarios"].verdict == "held"
+    cell = m.cells[("age-lt-1", "scenarios")]
+    assert cell.verdict == KILLED and m.killers("age-lt-1") == ["scenarios"]
+    failed = {f["invariant"]: f for f in cell.failures}
+    assert set(MUTANTS["age-lt-1"].catches) <= set(failed)
+    young = failed["HD-YOUNG-KEPT"]
+    assert young["replay"].startswith("purgecheck scenario ")
+    # the step table ends at the op where the invariant first failed
+    assert any(inv == "HD-YOUNG-KEPT" for s in young["steps"] for inv, _ in s["violations"])
+    assert ep.is_epoch_young is original  # the mutant lived in the worker only
+    assert m.survivors() == []
+
+
+def test_a_harmless_mutant_survives_and_fails_the_run(monkeypatch, capsys):
+    monkeypatch.setitem(MUTANTS, HARMLESS.name, HARMLESS)
+    code = main(["mutants", "--only", HARMLESS.name, "--engine", "scenarios", "--quick"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "SURVIVED test-harmless" in out and "0 survived" not in out
+    saved = store.load(store.MUTANTS)
+    [cell] = [c for c in saved["cells"] if c["mutant"] == HARMLESS.name]
+    assert cell["verdict"] == SURVIVED and cell["date"]
+
+
+def test_a_hanging_run_is_killed_at_the_timeout_and_is_no_kill():
+    m = run_matrix([HANGS], ["scenarios"], quick=True, timeout=4)
+    assert m.cells[("test-hangs", "scenarios")].verdict == TIMEOUT
+    assert m.survivors() == ["test-hangs"]
+
+
+def test_a_crashing_run_is_reported_with_its_exit_code():
+    m = run_matrix([EXITS], ["scenarios"], quick=True, timeout=60)
+    cell = m.cells[("test-exits", "scenarios")]
+    assert cell.verdict == CRASHED and "exit code 3" in cell.note
+    assert m.survivors() == ["test-exits"]
+
+
+def test_an_engine_that_fails_on_the_clean_model_cannot_kill(monkeypatch):
+    from purgecheck import engines
+    from purgecheck.results import Result
+
+    load = engines.load_engines()
+    broken = engines.Engine("always-fails", "fails whatever it is given",
+                            lambda b: [Result("PG-UNIT", "always-fails", "fail", "")])
+    monkeypatch.setitem(load, "always-fails", broken)
+    m = run_matrix([HARMLESS], ["always-fails"], quick=True, timeout=60)
+    assert m.baseline["always-fails"].verdict == "failed"
+    assert m.cells[("test-harmless", "always-fails")].verdict == KILLED  # it "killed" it ...
+    assert m.killers("test-harmless") == []  # ... but an engine that cannot hold is no judge
+
+
+def test_unknown_mutant_or_engine_is_bad_usage(capsys):
+    assert main(["mutants", "--only", "no-such-mutant"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown mutant 'no-such-mutant'" in err
+    assert main(["mutants", "--engine", "no-such-engine"]) == 2
