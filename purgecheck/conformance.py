@@ -280,3 +280,56 @@ def explain_traces(div: Divergence, a_events: list[dict], header: dict) -> None:
         div.state = explain(div, ops_of_events(a_events), options_of(header["config"]))
     except Exception as e:  # a trace of a configuration the model cannot take
         div.state = f"(not replayable on the model: {e})"
+
+
+# -- stress scripts for the real-clock, concurrent mode (the sanitizer runs) -----------------
+
+STRESS_SIZES = (64, 3000, 40_000, 131_072, 262_144, 400_000)
+
+
+def stress_script(seed: int, threads: int = 4, ops: int = 400) -> str:
+    """A script whose threads run at the same time in the driver's concurrent mode: they
+    allocate, free their own blocks and each other's (a cross-thread free waits only for the
+    allocation it names), sweep inline, park and leave the park while the scavenger thread
+    sweeps, and at the end some exit and leave their pages to the others' sweeps."""
+    import random
+
+    rng = random.Random(seed)
+    live: dict[int, list[str]] = {t: [] for t in range(1, threads + 1)}
+    lines: list[str] = []
+    for n in range(ops):
+        t = rng.randint(1, threads)
+        r = rng.random()
+        if r < 0.35 or not any(live.values()):
+            name = f"s{n}"
+            lines.append(f"{t} {'zalloc' if rng.random() < 0.2 else 'malloc'} {name} "
+                         f"{rng.choice(STRESS_SIZES)}")
+            live[t].append(name)
+        elif r < 0.70:
+            owner = rng.choice([u for u in live if live[u]])
+            name = live[owner].pop(rng.randrange(len(live[owner])))
+            lines.append(f"{t} free {name}")  # the owner's free, or a cross-thread one
+        elif r < 0.78:
+            lines.append(f"{t} idle")
+        elif r < 0.84:
+            lines += [f"{t} park", f"{t} pending", f"{t} unpark"]
+        elif r < 0.88 and live[t]:
+            old = live[t].pop(rng.randrange(len(live[t])))
+            lines.append(f"{t} realloc {old} r{n} {rng.choice(STRESS_SIZES)}")
+            live[t].append(f"r{n}")
+        elif r < 0.92:
+            lines.append(f"{t} {rng.choice(['walk', 'collect'])}")
+        elif r < 0.96:
+            lines.append(f"clock {rng.randint(1, 3)}")
+        else:
+            lines.append("scavenge")
+    for t in range(1, threads + 1):
+        if t % 2 == 0:
+            lines.append(f"{t} abandon")
+    lines += [f"{t} idle" for t in range(1, threads + 1) if t % 2]
+    return "\n".join(lines) + "\n"
+
+
+def stress_options_line(interval_ms: int = 2) -> str:
+    """Real clock, threads at the same time, a short interval so epochs move during a run."""
+    return f"%options clock=real concurrent=1 interval={interval_ms} full_every=3"

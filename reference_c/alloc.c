@@ -107,7 +107,9 @@ int64_t mi_page_malloc(mi_page_t *p, bool zero) {
  * atomic, so two threads freeing one block find out which of them was second. */
 static bool check_free(mi_page_t *p, int64_t i) {
     bool live = false;
-    if (i >= 0 && i < p->capacity) {
+    /* Bounded by `reserved`, which never changes, not `capacity`, which the owner writes
+     * while another thread frees: a block at or past capacity has no live bit anyway. */
+    if (i >= 0 && i < p->geom.reserved) {
         uint64_t bit = UINT64_C(1) << (i % 64);
         live = atomic_fetch_and_explicit(&p->live[i / 64], ~bit, memory_order_relaxed) & bit;
     }

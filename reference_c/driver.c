@@ -656,6 +656,7 @@ static void *worker_lockstep(void *arg) {
         pthread_cond_broadcast(&w->cv);
     }
     pthread_mutex_unlock(&w->m);
+    tr_thread_exit();
     return NULL;
 }
 
@@ -672,6 +673,7 @@ static void *worker_concurrent(void *arg) {
         exec_op(op);
         atomic_store(&op_done[op - script_ops], true);
     }
+    tr_thread_exit();
     return NULL;
 }
 
@@ -752,8 +754,9 @@ static void run_real(op_t *ops, int nops, bool concurrent) {
                 while (w->op) pthread_cond_wait(&w->cv, &w->m);
                 pthread_mutex_unlock(&w->m);
             }
-            if (!atomic_load(&script_failed) && (mi_world->opt.observe_all || is_observed(ops[i].spec)))
-                observe_pages();
+            /* No observation here: the scavenger thread may be sweeping these very pages.
+             * With real threads the pages are observed once, at the end, after every
+             * thread has been joined. */
         }
         workers_stop(false);
     }

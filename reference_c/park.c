@@ -192,6 +192,7 @@ static void *scavenger_main(void *arg) {
         }
     }
     pthread_mutex_unlock(&scav_lock);
+    tr_thread_exit();
     return NULL;
 }
 

@@ -282,6 +282,7 @@ void tr_raw(const char *s);
 void tr_rawf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void tr_end(void);
 void tr_flush(void);
+void tr_thread_exit(void);
 void tr_header(const char *json);
 extern _Atomic int64_t tr_events;
 

@@ -17,6 +17,7 @@ static inline bool is_stamp(uint64_t state) {
     return (state & MI_PAGE_SWEPT_TAG_MASK) == MI_PAGE_SWEPT_STAMP_TAG;
 }
 
+#ifndef MI_NO_STAMP
 static void emit_stamp(mi_page_t *p, uint64_t value) {
     tr_begin("stamp");
     tr_int("page", p->id);
@@ -46,6 +47,7 @@ static bool stamp_is_slow(void) {
     const mi_options_t *o = &mi_world->opt;
     return o->stale_epochs > 0 || o->variant == V_CLOCK || mi_mutant == M_STAMP_NEVER_WRITTEN;
 }
+#endif
 
 /* mi_malloc_generic_fallback after a block was taken: behind the gate
  * `block_size > MI_MEDIUM_MAX_OBJ_SIZE && reserved > 1`, a relaxed load of the epoch, and a

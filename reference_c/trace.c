@@ -94,6 +94,13 @@ void tr_end(void) {
     write_line();
 }
 
+/* A thread that wrote events ends: its buffer goes with it. */
+void tr_thread_exit(void) {
+    free(buf);
+    buf = NULL;
+    len = cap = 0;
+}
+
 void tr_flush(void) {
     pthread_mutex_lock(&out_lock);
     fflush(stdout);
