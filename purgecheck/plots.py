@@ -30,6 +30,7 @@ STYLE = {
 }
 CHOSEN = "#4d4d4d"  # the seed's design (epoch)
 REJECTED = "#c0392b"  # the design under review
+OTHERS = ["#c0392b", "#2471a3", "#d68910", "#7d3c98", "#17a589"]  # several at once
 
 
 def _svg(fig) -> str:
@@ -44,51 +45,54 @@ def _mib(n: int) -> float:
 
 
 def _series(tl: Timeline) -> dict[str, list[float]]:
-    """Per step: time since the first op, epoch, cumulative discards, resident (MiB)."""
-    t0 = tl.steps[0].now if tl.steps else 0
+    """Per op of the script: epoch, cumulative discards, resident (MiB), and the ops that
+    swept. The x axis is the op, not the virtual time: many ops share a millisecond."""
     out: dict[str, list[float]] = defaultdict(list)
     total = 0
     for s in tl.steps:
         total += s.discarded
-        out["t"].append(s.now - t0)
+        out["x"].append(s.line)
         out["epoch"].append(s.epoch)
         out["discarded"].append(_mib(total))
         out["resident"].append(_mib(s.resident))
-        out["sweep_t"] += [s.now - t0] * bool(s.sweeps)
+        out["sweep_x"] += [s.line] * bool(s.sweeps)
     return out
 
 
-def timeline_svg(chosen: Timeline, rejected: Timeline, title: str) -> str:
-    """Epochs, sweeps, cumulative discards and residency over virtual time, the chosen design
-    against a rejected one, with the rejected design's first invariant violation marked."""
+def timeline_svg(chosen: Timeline, others: list[Timeline], title: str) -> str:
+    """Epochs, sweeps, cumulative discards and residency op by op: the chosen design (thick,
+    grey) against the others, each one's first invariant violation marked."""
+    colours = [REJECTED] if len(others) == 1 else OTHERS
     with plt.rc_context(STYLE):
-        fig, axes = plt.subplots(3, 1, figsize=(7.5, 5.6), sharex=True)
-        for tl, colour, width in ((chosen, CHOSEN, 2.2), (rejected, REJECTED, 1.2)):
+        fig, axes = plt.subplots(3, 1, figsize=(7.5, 5.8), sharex=True)
+        runs = [(chosen, CHOSEN, 2.6)] + [(tl, colours[n % len(colours)], 1.2)
+                                          for n, tl in enumerate(others)]
+        for row, (tl, colour, width) in enumerate(runs):
             s = _series(tl)
-            label = f"{tl.variant}"
-            axes[0].step(s["t"], s["epoch"], where="post", color=colour, lw=width, label=label)
-            axes[0].plot(s["sweep_t"], [-0.5 if tl is chosen else -1.0] * len(s["sweep_t"]),
-                         "|", color=colour, ms=6)
-            axes[1].step(s["t"], s["discarded"], where="post", color=colour, lw=width,
-                         label=label)
-            axes[2].step(s["t"], s["resident"], where="post", color=colour, lw=width,
-                         label=label)
+            axes[0].step(s["x"], s["epoch"], where="post", color=colour, lw=width,
+                         label=tl.variant)
+            axes[0].plot(s["sweep_x"], [-0.5 * (row + 1)] * len(s["sweep_x"]), "|",
+                         color=colour, ms=4)
+            axes[1].step(s["x"], s["discarded"], where="post", color=colour, lw=width)
+            axes[2].step(s["x"], s["resident"], where="post", color=colour, lw=width)
+            first = tl.first_violation()
+            if row and first is not None:
+                n, inv, _ = first
+                line = tl.steps[n].line
+                for ax in axes:
+                    ax.axvline(line, color=colour, ls="--", lw=0.8)
+                axes[0].annotate(f"{inv} fails at line {line}", (line, 1 - 0.13 * row),
+                                 xycoords=("data", "axes fraction"), xytext=(4, 0),
+                                 textcoords="offset points", color=colour, fontsize=7.5)
+        axes[0].set_yticks([t for t in axes[0].get_yticks() if t >= 0 and t == int(t)])
         axes[0].set_ylabel("epoch\n(ticks: sweeps)")
         axes[1].set_ylabel("discarded\n(MiB, total)")
         axes[2].set_ylabel("resident\n(MiB)")
-        axes[2].set_xlabel(f"virtual time (ms) since the first op of {chosen.scenario}")
-        first = rejected.first_violation()
-        if first is not None:
-            n, inv, _ = first
-            t = rejected.steps[n].now - (rejected.steps[0].now if rejected.steps else 0)
-            for ax in axes:
-                ax.axvline(t, color=REJECTED, ls="--", lw=0.8)
-            axes[0].annotate(f"{inv} fails\n(line {rejected.steps[n].line})", (t, 0),
-                             xytext=(6, 12), textcoords="offset points", color=REJECTED,
-                             fontsize=8)
-        axes[0].legend(loc="upper left", frameon=False, ncol=2)
+        axes[2].set_xlabel(f"op (line of the script of {chosen.scenario})")
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="upper center", frameon=False,
+                   ncol=len(runs), bbox_to_anchor=(0.5, 0.955))
         fig.suptitle(title, fontsize=10)
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0, 1, 0.93))
         return _svg(fig)
 
 

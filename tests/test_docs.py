@@ -26,13 +26,13 @@ DOCS = project_root() / "docs"
 
 
 @pytest.fixture(scope="module")
-def generated():
-    return docs.deterministic()
+def facts():
+    return facts_mod.collect()
 
 
 @pytest.fixture(scope="module")
-def facts():
-    return facts_mod.collect()
+def generated(facts):
+    return docs.deterministic(facts)
 
 
 def test_committed_docs_are_not_stale(generated):
@@ -171,7 +171,9 @@ def test_svgs_parse_and_label_what_they_show(generated, facts):
         assert any(d.name in t for t in labels) and "epoch" in labels
         first = d.rejected.first_violation()
         if first:
-            assert f"{first[1]} fails" in labels
+            assert f"{first[1]} fails at line {d.rejected.steps[first[0]].line}" in labels
+    overview = docs.svg_labels(svgs[f"img/{pages.OVERVIEW_IMAGE}"])
+    assert set(VARIANTS) <= set(overview)  # the legend names every design
     for g in facts.graphs:
         labels = docs.svg_labels(svgs[f"img/{pages.graph_image(g)}"])
         assert f"{len(g.graph.violating)} violating states" in labels

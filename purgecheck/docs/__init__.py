@@ -17,20 +17,24 @@ from purgecheck.docs.md import Links, slug
 INVARIANTS_NAV = [("invariants", "invariants.html"), ("results and mutants", "results.html")]
 
 
-def deterministic() -> dict[str, str]:
-    """{path under docs/: content} of everything derived from the registries."""
+def deterministic(facts=None) -> dict[str, str]:
+    """{path under docs/: content} of everything derived from the registries (from `facts`,
+    a purgecheck.docs.facts.Facts, when the caller collected them already)."""
     from purgecheck import plots
     from purgecheck.docs import html, pages
     from purgecheck.docs.facts import collect
 
-    facts = collect()
+    facts = facts or collect()
     files = {"invariants.md": pages.invariants_page(facts, Links(page="invariants.md"))}
     for d in facts.designs:
         files[f"designs/{slug(d.name)}.md"] = pages.design_page(
             facts, d, Links(depth=1, page=f"designs/{slug(d.name)}.md"))
         files[f"img/{pages.design_image(d)}"] = plots.timeline_svg(
-            d.chosen, d.rejected, f"{d.scenario}: {d.chosen.variant} (chosen) against "
-                                  f"{d.name}")
+            d.chosen, [d.rejected], f"{d.scenario}: {d.chosen.variant} (chosen) against "
+                                    f"{d.name}")
+    chosen, *others = facts.overview
+    files[f"img/{pages.OVERVIEW_IMAGE}"] = plots.timeline_svg(
+        chosen, others, f"{chosen.scenario}: every design of seed 000")
     for g in facts.graphs:
         files[f"img/{pages.graph_image(g)}"] = plots.state_graph_svg(
             g.graph, f"the epoch advance under {g.mutant}: {g.graph.config.describe()}")

@@ -80,6 +80,7 @@ class Facts:
     designs: list[Design]
     graphs: list[GraphFigure]
     engines: list[str]
+    overview: list[Timeline]  # every design on one scenario, the chosen design first
 
     def mutants_of(self, inv_id: str) -> list[Mutant]:
         return [m for m in self.mutants if inv_id in m.catches]
@@ -148,22 +149,35 @@ def _design_runs(name: str, chosen_runs: dict[str, Timeline]) -> tuple[list[Brea
     return breaches, runs
 
 
-def collect_designs() -> list[Design]:
+def _overview(chosen_runs: dict[str, Timeline], runs: dict[str, dict[str, Timeline]]
+              ) -> list[Timeline]:
+    """Every design on the scenario that tells the most of them from the chosen one."""
+    def told_apart(sc: str) -> int:
+        kept = chosen_runs[sc].violated()
+        return sum(1 for by_sc in runs.values() if by_sc[sc].violated() - kept)
+
+    best = max(SCENARIOS, key=lambda sc: (told_apart(sc), "variant" in SCENARIOS[sc].tags,
+                                          -list(SCENARIOS).index(sc)))
+    return [chosen_runs[best]] + [by_sc[best] for by_sc in runs.values()]
+
+
+def collect_designs() -> tuple[list[Design], list[Timeline]]:
     from model.variants import VARIANTS
 
     clauses = design_clauses()
     chosen_runs = {sc.name: run_timeline(sc, CHOSEN_DESIGN) for sc in SCENARIOS.values()}
-    designs = []
+    designs, all_runs = [], {}
     for name in VARIANTS:
         if name == CHOSEN_DESIGN:
             continue
         breaches, runs = _design_runs(name, chosen_runs)
+        all_runs[name] = runs
         scenario = DESIGN_SCENARIOS.get(name)
         if scenario not in SCENARIOS:
             scenario = breaches[0].scenario if breaches else next(iter(SCENARIOS))
         designs.append(Design(name, clauses.get(name, ""), scenario, chosen_runs[scenario],
                               runs[scenario], breaches))
-    return designs
+    return designs, _overview(chosen_runs, all_runs)
 
 
 def epoch_mutants() -> list[Mutant]:
@@ -194,5 +208,6 @@ def collect() -> Facts:
     mutants = sorted(MUTANTS.values(), key=lambda m: m.name)
     patch_sources = {(m.name, n): source_of(p.replacement, p.replacement.__name__)
                      for m in mutants for n, p in enumerate(m.patches)}
-    return Facts(invariants, sources, mutants, patch_sources, collect_designs(),
-                 collect_graphs(), engines)
+    designs, overview = collect_designs()
+    return Facts(invariants, sources, mutants, patch_sources, designs, collect_graphs(),
+                 engines, overview)

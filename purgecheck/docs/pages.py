@@ -23,6 +23,9 @@ SCOPES = {
 }
 
 
+OVERVIEW_IMAGE = "designs-overview.svg"
+
+
 def graph_image(g: GraphFigure) -> str:
     return f"advance-graph-{slug(g.mutant)}.svg"
 
@@ -70,9 +73,16 @@ def invariants_page(facts: Facts, links: Links) -> str:
         out += _invariant_section(facts, inv, links)
     out += _mutant_catalogue(facts, links)
     out += _graphs(facts, links)
+    chosen, *others = facts.overview
     out += ["## Rejected designs of seed 000", "",
             f"The seed chose `{CHOSEN_DESIGN}`; each rejected design has a page with the "
-            f"scenario that shows its defect.", ""]
+            f"scenario that shows its defect. All of them on `{chosen.scenario}`, the scenario "
+            f"that tells the most of them from the chosen one (dashed: where a design first "
+            f"breaks an invariant):", "",
+            f"![every design on {chosen.scenario}]({links.image(OVERVIEW_IMAGE)})", "",
+            table(["design", "discarded", "refaulted blocks", "first invariant violation"],
+                  [[f"`{t.variant}`", size(t.discarded) or "nothing", str(t.refaulted),
+                    _first(t)] for t in facts.overview]), ""]
     for d in facts.designs:
         broken = ", ".join(f"[{b.invariant}]({links.invariant(b.invariant)})"
                            for b in d.breaches) or "no invariant (see its page)"
@@ -171,21 +181,22 @@ def _first_divergence(a: Timeline, b: Timeline) -> int | None:
     return None
 
 
-def _figures(d: Design) -> str:
-    def first(tl: Timeline) -> str:
-        v = tl.first_violation()
-        if v is None:
-            return "none"
-        n, inv, _ = v
-        return f"{inv} at line {tl.steps[n].line}"
+def _first(tl: Timeline) -> str:
+    v = tl.first_violation()
+    if v is None:
+        return "none"
+    n, inv, _ = v
+    return f"{inv} at line {tl.steps[n].line}"
 
+
+def _figures(d: Design) -> str:
     rows = []
     for label, f in (("discarded", lambda t: f"{size(t.discarded)} by {t.discard_ops} ops"
                                              if t.discarded else "nothing"),
                      ("refaulted blocks (taken back after a discard)", lambda t: str(t.refaulted)),
                      ("sweeps", lambda t: str(t.sweeps)),
                      ("clock reads by the allocating side", lambda t: str(t.alloc_clock_reads)),
-                     ("first invariant violation", first)):
+                     ("first invariant violation", _first)):
         rows.append([label, f(d.chosen), f(d.rejected)])
     return table(["", f"`{CHOSEN_DESIGN}` (chosen)", f"`{d.name}`"], rows)
 
