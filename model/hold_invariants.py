@@ -51,11 +51,16 @@ def discard_after_interval(world) -> str | None:
     if interval <= 0 or world.options.stale_epochs or not world.options.clock_monotone:
         return None  # the bound is claimed for fresh reads and a monotone clock only
     for page in world.pages.values():
-        if page.last_walk is None or page.last_alloc_ms is None:
+        w = page.last_walk
+        if w is None:
             continue
-        now, dropped = page.last_walk.now, page.last_walk.dropped
-        if dropped and now - page.last_alloc_ms < interval:
-            return f"page {page.id}: blocks discarded {now - page.last_alloc_ms} ms after " \
+        # The last allocation BEFORE the walk, recorded with it: one after the walk (even in
+        # the same ms) is judged by the next walk. Records made without it use the page's.
+        last = w.last_alloc_ms if w.last_alloc_ms is not None else page.last_alloc_ms
+        if last is None:
+            continue
+        if w.dropped and w.now - last < interval:
+            return f"page {page.id}: blocks discarded {w.now - last} ms after " \
                    f"the last allocation (interval {interval} ms)"
     return None
 

@@ -40,9 +40,11 @@ INVARIANT_MODULES = [
 def load_registry() -> dict[str, Invariant]:
     """The whole registry (importing every module that adds to it)."""
     import importlib
+    import sys
 
     for mod in INVARIANT_MODULES:
-        importlib.import_module(mod)
+        if mod not in sys.modules:  # checked after every step of a machine: keep it cheap
+            importlib.import_module(mod)
     return REGISTRY
 
 

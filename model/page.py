@@ -107,10 +107,15 @@ class Page:
 
     def is_block_purged(self, i: int) -> bool:
         """Seed 000: "a block is purged exactly when it overlaps a discarded unit"."""
-        return any(self.purged >> k & 1 for k in self.units.units_of_block(i))
+        if not self.purged:
+            return False
+        units = self.units.units_of_block(i)  # consecutive: test them with one mask
+        return bool(self.purged >> units.start & ((1 << len(units)) - 1))
 
     def purged_blocks(self) -> set[int]:
         out: set[int] = set()
+        if not self.purged:
+            return out
         for k in self.purged_units():
             out.update(self.units.blocks_of_unit(k, self.capacity))
         return out

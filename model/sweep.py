@@ -29,6 +29,7 @@ class WalkRecord:
     state_after: int
     capacity: int
     used: int
+    last_alloc_ms: int | None = None  # page.last_alloc_ms when the walk ran
 
 
 OFF = "off"
@@ -67,7 +68,8 @@ def mi_page_purge_holes(world, page: Page, thread: ThreadState, ctx: SweepContex
     page.sweeping = False
     # Ghost: what the hold invariants need to judge this walk afterwards.
     page.last_walk = WalkRecord(state_before, ctx.epoch, ctx.now, result.dropped_blocks,
-                                result.complete, page.swept_state, page.capacity, page.used)
+                                result.complete, page.swept_state, page.capacity, page.used,
+                                page.last_alloc_ms)
     return _done(page, WALKED if result.complete else INCOMPLETE)
 
 

@@ -1,0 +1,242 @@
+"""Run the state machines of stateful_tests: one machine, one design of the seed, maybe under a
+mutant, with a Hypothesis profile; the outcome with what it covered and how to replay it.
+
+A failure carries the shrunk program as Hypothesis prints it, the `@reproduce_failure` blob,
+and one command that replays exactly that program (`purgecheck fuzz --replay BLOB ...`). The
+example database lives in the project's state directory, so a failure found once is tried
+first the next time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import hypothesis
+from hypothesis import reproduce_failure, seed as hypothesis_seed
+from hypothesis.errors import DidNotReproduce, InvalidArgument
+from hypothesis.reporting import with_reporter
+from hypothesis.stateful import get_state_machine_test
+
+from model.variants import EPOCH, VARIANTS
+from stateful_tests.failures import STATS, InvariantViolation
+from stateful_tests.profiles import PROFILES, profile_settings
+
+# name -> "module:class"; each runs under every design of the seed (Options(variant=...)).
+MACHINES = {
+    "page": "stateful_tests.page_machine:PageMachine",
+    "epoch": "stateful_tests.epoch_machine:EpochMachine",
+    "park": "stateful_tests.park_machine:ParkMachine",
+}
+# Machines of other parts of the project, run when their module exists; designs do not apply.
+FOREIGN_MACHINES = {
+    "glibc": "stateful_tests.glibc_machine:GlibcMachine",
+}
+MODEL_RAN = "MODEL-RAN"  # the model raised something other than an invariant failure
+_BLOB = re.compile(r"@reproduce_failure\('([^']+)', b'([^']+)'\)")
+_ID = re.compile(r"^([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+): (.*)", re.S)
+
+
+class FuzzUsageError(ValueError):
+    """A machine, design, mutant, profile or blob that does not exist."""
+
+
+def machine_names() -> list[str]:
+    """Every machine that can run here (foreign ones only when their module is present)."""
+    names = list(MACHINES)
+    for name, path in FOREIGN_MACHINES.items():
+        if importlib.util.find_spec(path.split(":")[0]) is not None:
+            names.append(name)
+    return names
+
+
+def takes_variant(name: str) -> bool:
+    return name in MACHINES
+
+
+def load_machine(name: str) -> type:
+    path = MACHINES.get(name) or FOREIGN_MACHINES.get(name)
+    if path is None or name not in machine_names():
+        raise FuzzUsageError(f"unknown machine {name!r}; expected one of "
+                             f"{', '.join(machine_names())}")
+    module, cls = path.split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def state_dir() -> Path:
+    """The project's state directory (.purgecheck at the project root, git-ignored): the root
+    is the nearest directory upwards from here that holds pyproject.toml, else the cwd."""
+    for d in (Path.cwd(), *Path.cwd().parents):
+        if (d / "pyproject.toml").is_file():
+            return d / ".purgecheck"
+    return Path.cwd() / ".purgecheck"
+
+
+@dataclass
+class Failure:
+    invariant: str
+    reason: str
+    program: str  # the shrunk program, one Hypothesis step per line
+    blob: str = ""  # base64 choices of @reproduce_failure ("" when Hypothesis gave none)
+    version: str = ""  # Hypothesis version of the blob
+
+
+@dataclass
+class FuzzRun:
+    machine: str
+    variant: str | None
+    mutant: str | None
+    profile: str
+    seed: int | None
+    examples: int = 0
+    steps: int = 0
+    seconds: float = 0.0
+    failure: Failure | None = None
+    found_after: int | None = None  # the example in which the first failure showed
+    replayed: bool = False  # a --replay run
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @property
+    def examples_per_s(self) -> float:
+        return self.examples / self.seconds if self.seconds else 0.0
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.steps / self.seconds if self.seconds else 0.0
+
+    def command(self, *extra: str) -> str:
+        """The `purgecheck fuzz` command line of this configuration."""
+        words = ["purgecheck", "fuzz", "--machine", self.machine]
+        if self.variant and self.variant != EPOCH:
+            words += ["--variant", self.variant]
+        if self.mutant:
+            words += ["--mutant", self.mutant]
+        return " ".join(words + list(extra))
+
+    def replay_command(self) -> str:
+        """One command that replays the failure exactly (its shrunk program)."""
+        if self.failure is None:
+            return ""
+        if self.failure.blob:
+            return self.command("--replay", self.failure.blob)
+        seed = [] if self.seed is None else ["--seed", str(self.seed)]
+        return self.command("--profile", self.profile, *seed)
+
+    def as_dict(self) -> dict:
+        d = {"machine": self.machine, "variant": self.variant, "mutant": self.mutant,
+             "profile": self.profile, "seed": self.seed, "examples": self.examples,
+             "steps": self.steps, "seconds": round(self.seconds, 3),
+             "examples_per_s": round(self.examples_per_s, 1),
+             "steps_per_s": round(self.steps_per_s, 1), "ok": self.ok,
+             "found_after": self.found_after, "notes": self.notes, "failure": None}
+        if self.failure is not None:
+            f = self.failure
+            d["failure"] = {"invariant": f.invariant, "reason": f.reason,
+                            "program": f.program, "replay": self.replay_command(),
+                            "reproduce_failure": reproduce_line(f)}
+        return d
+
+
+def reproduce_line(f: Failure) -> str:
+    return f"@reproduce_failure({f.version!r}, b{f.blob!r})" if f.blob else ""
+
+
+def machine_class(name: str, variant: str | None, mutant: str | None) -> type:
+    from stateful_tests.world_machine import configured
+
+    if variant is not None and variant not in VARIANTS:
+        raise FuzzUsageError(f"unknown variant {variant!r}; expected one of "
+                             f"{', '.join(VARIANTS)}")
+    return configured(load_machine(name), variant if takes_variant(name) else None, mutant)
+
+
+def run_machine(name: str, variant: str | None = EPOCH, mutant: str | None = None,
+                profile: str = "dev", examples: int | None = None, steps: int | None = None,
+                seed: int | None = None, replay: str | None = None, shrink: bool = True,
+                on_example: Callable[[], None] | None = None) -> FuzzRun:
+    """Run machine `name` once with the profile's budget (or `examples`), or replay a blob.
+    Every invariant is checked after every step; the first failure ends the run."""
+    from purgecheck.mutants import MUTANTS, applied
+
+    if profile not in PROFILES:
+        raise FuzzUsageError(f"unknown profile {profile!r}; expected one of "
+                             f"{', '.join(PROFILES)}")
+    if mutant is not None and mutant not in MUTANTS:
+        raise FuzzUsageError(f"unknown mutant {mutant!r}; expected one of "
+                             f"{', '.join(MUTANTS)}")
+    cls = machine_class(name, variant, mutant)
+    run = FuzzRun(name, variant if takes_variant(name) else None, mutant, profile, seed)
+    settings = profile_settings(profile, state_dir() / "hypothesis", max_examples=examples,
+                                step_count=steps, shrink=shrink)
+    test = get_state_machine_test(cls, settings=settings)
+    if replay is not None:
+        reproduce_failure(hypothesis.__version__, _blob_bytes(replay))(test)
+        run.replayed = True
+    elif seed is not None:
+        hypothesis_seed(seed)(test)
+    STATS.reset(on_example)
+    t0 = time.perf_counter()
+    try:
+        # Hypothesis prints a replayed program itself; the failure carries it anyway.
+        with applied(MUTANTS[mutant] if mutant else None), with_reporter(lambda _: None):
+            test()
+        if replay is not None:  # Hypothesis raises DidNotReproduce itself; be sure anyway
+            run.notes.append("the replayed program did not fail")
+    except DidNotReproduce as e:
+        run.notes.append(f"the replayed program did not fail: {e}")
+    except InvalidArgument as e:
+        if replay is not None:
+            raise FuzzUsageError(f"--replay: {e}")
+        raise
+    except Exception as e:  # an invariant failed, or the model raised
+        run.failure = _failure_of(e, cls)
+    run.seconds = time.perf_counter() - t0
+    run.examples, run.steps = STATS.examples, STATS.steps
+    run.found_after = STATS.first_failure_at if run.failure else None
+    return run
+
+
+def _blob_bytes(text: str) -> bytes:
+    """A blob as printed in @reproduce_failure, or that whole decorator line."""
+    m = _BLOB.search(text)
+    blob = m.group(2) if m else text.strip()
+    try:
+        from hypothesis.core import decode_failure
+        decode_failure(blob.encode())
+    except Exception:
+        raise FuzzUsageError(f"--replay: {blob[:40]!r} is not a blob printed by a failure "
+                             f"(expected base64 from @reproduce_failure)")
+    return blob.encode()
+
+
+def _failure_of(e: BaseException, cls: type) -> Failure:
+    notes = "\n".join(getattr(e, "__notes__", []))
+    if isinstance(e, InvariantViolation):
+        invariant, reason = e.invariant, e.reason
+    else:
+        m = _ID.match(str(e))
+        if isinstance(e, AssertionError) and m:
+            invariant, reason = m.group(1), m.group(2)
+        else:
+            invariant, reason = MODEL_RAN, f"{type(e).__name__}: {e}"
+    blob = _BLOB.search(notes)
+    checks = {inv.function.__name__ for inv in cls.setup_state().invariants}
+    return Failure(invariant, reason, _program_of(notes, checks),
+                   blob.group(2) if blob else "", blob.group(1) if blob else "")
+
+
+def _program_of(notes: str, checks: set[str]) -> str:
+    """The steps of the failing program from Hypothesis's report, without the calls of the
+    machine's invariant methods (`checks`) that it prints after each step."""
+    skip = {f"state.{name}()" for name in checks}
+    return "\n".join(s for s in (line.strip() for line in notes.splitlines())
+                     if s.startswith("state") and s not in skip)
