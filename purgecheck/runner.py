@@ -173,7 +173,7 @@ def _abandon(run: Run, op: Op) -> None:
 @handles("reclaim")
 def _reclaim(run: Run, op: Op) -> None:
     page = run.world.pages[run.ptr(op, op.args[0]).page]
-    if not page.abandoned:
+    if not page.abandoned or page.retired:  # a retired page is back in the arena
         raise OpScriptError(run.source, op.line, f"reclaim: the page of {op.args[0]!r} is "
                                                  f"not abandoned")
     mi_page_reclaim(run.world, page, run.world.heap(op.thread))
