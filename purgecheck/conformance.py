@@ -82,11 +82,16 @@ class CDriver:
     def __init__(self, build: str = "release", extra_args: tuple[str, ...] = ()) -> None:
         self.build = build
         self.path = driver_path(build)
+        self.extra_args = extra_args
+        self.scripts = 0
+        self.crashes = 0
+        self._start()
+
+    def _start(self) -> None:
         self.stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen([str(self.path), *extra_args], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([str(self.path), *self.extra_args], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.stderr, bufsize=1 << 16)
         self.stdout = self.proc.stdout
-        self.scripts = 0
 
     def run(self, text: str, options: Options, observe: str = "sweeps",
             mutant: str | None = None, clock: str = "virtual") -> tuple[dict, list[dict]]:
@@ -94,12 +99,21 @@ class CDriver:
                    + "---\n")
         self.scripts += 1
         source = f"{self.path.name} (script {self.scripts})"
+        if self.proc.poll() is not None:  # it crashed on an earlier script: start it again
+            self.close()
+            self._start()
         try:
             self.proc.stdin.write(payload.encode())
             self.proc.stdin.flush()
             return read_stream_trace(self._readline, source)
         except (BrokenPipeError, EOFError) as e:
-            raise DriverError(f"{source} stopped: {e}; exit status {self.proc.poll()}; "
+            self.crashes += 1
+            try:
+                status = self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                status = self.proc.wait()
+            raise DriverError(f"{source} stopped: {e}; exit status {status}; "
                               f"stderr: {self._stderr_tail()}") from None
 
     def _readline(self) -> bytes:
@@ -111,9 +125,11 @@ class CDriver:
 
     def close(self) -> str:
         """Stop the driver; returns what it wrote on stderr (sanitizer reports land there)."""
-        if self.proc.poll() is None:
+        try:
             self.proc.stdin.close()
-            self.proc.wait(timeout=60)
+        except BrokenPipeError:
+            pass
+        self.proc.wait(timeout=60)
         self.stdout.close()
         tail = self._stderr_tail()
         self.stderr.close()
@@ -333,3 +349,47 @@ def stress_script(seed: int, threads: int = 4, ops: int = 400) -> str:
 def stress_options_line(interval_ms: int = 2) -> str:
     """Real clock, threads at the same time, a short interval so epochs move during a run."""
     return f"%options clock=real concurrent=1 interval={interval_ms} full_every=3"
+
+
+# -- replay commands ------------------------------------------------------------------------------
+
+# Options field -> the `purgecheck diff` flag that sets it.
+DIFF_FLAGS = {"variant": "--variant", "purge_holes_min_interval": "--interval",
+              "os_page_size": "--os-page", "first_block_offset": "--offset",
+              "purge_holes_full_every": "--full-every", "sweep_ms": "--sweep-ms",
+              "stale_epochs": "--stale-epochs"}
+
+
+def option_flags(options: Options, base: Options | None = None) -> list[str]:
+    """The `purgecheck diff` flags that turn `base` (default Options) into `options`."""
+    base = base or Options()
+    flags = [f"{flag} {getattr(options, f)}" for f, flag in DIFF_FLAGS.items()
+             if getattr(options, f) != getattr(base, f)]
+    if options.arch != base.arch:
+        flags.append(f"--arch {options.arch.bits}")
+    return flags
+
+
+def replay_command(target: str, options: Options, base: Options | None = None,
+                   mutant: str | None = None, observe: str = "sweeps") -> str:
+    """One command that replays a diff: `target` is a script file or `--scenario NAME`."""
+    words = ["purgecheck diff", target, *option_flags(options, base)]
+    if mutant:
+        words.append(f"--mutant {mutant}")
+    if observe != "sweeps":
+        words.append(f"--observe {observe}")
+    return " ".join(words)
+
+
+def save_failure(text: str, options: Options, mutant: str | None = None,
+                 observe: str = "sweeps") -> tuple[Path, str]:
+    """Keep a script whose traces differ under the state directory; returns the file and
+    the command that replays it."""
+    import hashlib
+    from purgecheck.store import state_dir
+
+    folder = state_dir() / "failures"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"diff-{hashlib.sha1(text.encode()).hexdigest()[:12]}.ops"
+    path.write_text(text)
+    return path, replay_command(str(path), options, mutant=mutant, observe=observe)

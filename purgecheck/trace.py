@@ -180,38 +180,76 @@ class TraceValidator:
 _CHUNK = 1 << 20
 
 
-def _lines(f: IO[bytes], source: str) -> Iterator[tuple[int, bytes]]:
-    """(line number, line without newline), reading big chunks; a last line without its
-    newline is a truncated trace."""
-    n = 0
+def _batches(f: IO[bytes], source: str) -> Iterator[tuple[int, list[bytes]]]:
+    """(number of the first line, lines without their newline), a chunk of the file at a
+    time; a last line without its newline is a truncated trace."""
+    n = 1
     rest = b""
     while True:
         chunk = f.read(_CHUNK)
         if not chunk:
             break
-        parts = (rest + chunk).split(b"\n")
-        rest = parts.pop()
-        for part in parts:
-            n += 1
-            yield n, part
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        if lines:
+            yield n, lines
+            n += len(lines)
     if rest:
-        raise TraceError(source, n + 1, "truncated last line (no newline at the end): "
-                                        "expected a complete JSON line")
+        raise TraceError(source, n, "truncated last line (no newline at the end): "
+                                    "expected a complete JSON line")
 
 
-def _parse_batch(batch: list[tuple[int, bytes]], source: str) -> list:
+def _parse_batch(first: int, lines: list[bytes], source: str) -> list:
     """Parse many lines with one orjson call; on an error, find the bad line."""
     try:
-        return orjson.loads(b"[" + b",".join(line for _, line in batch) + b"]")
+        return orjson.loads(b"[" + b",".join(lines) + b"]")
     except orjson.JSONDecodeError:
-        for n, line in batch:
+        for n, line in enumerate(lines, first):
             try:
                 orjson.loads(line)
             except orjson.JSONDecodeError as e:
                 shown = line[:60].decode("utf-8", "replace")
                 raise TraceError(source, n, f"bad JSON ({e.msg}): expected one JSON object "
                                             f"per line, got {shown!r}") from None
-        raise TraceError(source, batch[0][0], "bad JSON in this batch of lines")
+        raise TraceError(source, first, "bad JSON in this batch of lines")
+
+
+def _fast_check(v: TraceValidator, objs: list) -> bool:
+    """TraceValidator.check_event over a whole batch in one loop (the reader's hot path);
+    False on anything odd, and the caller checks the batch again slowly to say what."""
+    required, pages, count, added = _REQUIRED, v.pages, v.count, []
+    ok = not v.ended
+    for obj in objs if ok else ():
+        if type(obj) is not dict:
+            ok = False
+            break
+        kind = obj.get("ev")
+        req = required.get(kind)
+        if req is None or not req <= obj.keys():
+            ok = False
+            break
+        page = obj.get("page")
+        if page is not None:
+            if kind == "page_new":
+                if page not in pages:
+                    pages.add(page)
+                    added.append(page)
+            elif page not in pages:
+                ok = False
+                break
+        if kind == "end":
+            if obj["events"] != count or obj is not objs[-1]:
+                ok = False
+                break
+            v.ended = True
+        else:
+            count += 1
+    if ok:
+        v.count = count
+    else:  # leave the validator as it was, for the slow pass
+        pages.difference_update(added)
+        v.ended = False
+    return ok
 
 
 @dataclass
@@ -227,36 +265,43 @@ class Trace:
         return self.header["config"]
 
 
-def read_trace(f: IO[bytes], source: str = "<trace>", batch: int = 4096) -> Trace:
+def read_trace(f: IO[bytes], source: str = "<trace>") -> Trace:
     """Start reading a trace from a binary file: checks the header now and each event as
     the iterator reaches it (raising TraceError). The `end` event is checked, not yielded."""
     v = TraceValidator(source)
-    lines = _lines(f, source)
-    first = next(lines, None)
+    batches = _batches(f, source)
+    first = next(batches, None)
     if first is None:
         raise TraceError(source, 1, "empty file: expected the trace header line")
+    _, lines = first
     try:
-        header = orjson.loads(first[1])
+        header = orjson.loads(lines[0])
     except orjson.JSONDecodeError as e:
         raise TraceError(source, 1, f"bad JSON ({e.msg}): expected the trace header") from None
     v.check_header(header, 1)
 
     def events() -> Iterator[dict]:
-        last = 1
+        start, body = 2, lines[1:]
         while True:
-            chunk = list(itertools.islice(lines, batch))
-            if not chunk:
+            for at in range(0, len(body), _BATCH):
+                part = body[at:at + _BATCH]
+                objs = _parse_batch(start + at, part, source)
+                if not _fast_check(v, objs):
+                    for n, obj in enumerate(objs, start + at):  # slowly, to word the error
+                        v.check_event(obj, n)
+                if v.ended:
+                    objs = [o for o in objs if o["ev"] != "end"]
+                yield from objs
+            nxt = next(batches, None)
+            if nxt is None:
                 break
-            objs = _parse_batch(chunk, source)
-            check = v.check_event
-            for (n, _), obj in zip(chunk, objs):
-                check(obj, n)
-                if obj["ev"] != "end":
-                    yield obj
-            last = chunk[-1][0]
-        v.finish(last + 1)
+            start, body = nxt
+        v.finish(start + len(body))
 
     return Trace(source, header, events())
+
+
+_BATCH = 4096
 
 
 def open_trace(path: str) -> tuple[IO[bytes], Trace]:

@@ -22,15 +22,25 @@ int64_t mi_block_index(const mi_page_t *p, const mi_block_t *b) {
     return ((const uint8_t *)b - p->slice - p->geom.offset) / p->geom.block_size;
 }
 
+/* The link of a free block. A link that does not point at a block of this page means the
+ * lists are broken (a mutant's absorbed double free lets the program write over a listed
+ * block): report it instead of following it, as a checking build of an allocator does. */
 mi_block_t *mi_block_next(const mi_page_t *p, const mi_block_t *b) {
+    mi_block_t *next;
     if (p->geom.arch_bits == 64) {
-        mi_block_t *next;
         memcpy(&next, b, sizeof next);
-        return next;
+    } else {
+        uint32_t v;
+        memcpy(&v, b, sizeof v);
+        next = v ? (mi_block_t *)(p->slice + v - 1) : NULL;
     }
-    uint32_t v;
-    memcpy(&v, b, sizeof v);
-    return v ? (mi_block_t *)(p->slice + v - 1) : NULL;
+    if (next != NULL) {
+        uintptr_t start = (uintptr_t)(p->slice + p->geom.offset), at = (uintptr_t)next;
+        if (at < start || (at - start) % (uintptr_t)p->geom.block_size != 0
+            || (int64_t)((at - start) / (uintptr_t)p->geom.block_size) >= p->geom.reserved)
+            mi_corrupt("a free-list link points outside the page's blocks");
+    }
+    return next;
 }
 
 void mi_block_set_next(const mi_page_t *p, mi_block_t *b, const mi_block_t *next) {

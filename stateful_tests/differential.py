@@ -1,0 +1,179 @@
+"""Differential fuzzing: Hypothesis writes op scripts, the model and the C reference run them.
+
+`differential_examples()` draws the options of a run (a design of the seed, the OS page, the
+target, the interval, ...) and an op script over several pages and threads on the virtual
+clock: allocations of every page kind, owner and cross-thread frees, double frees, walks,
+inline sweeps, parks and scavenger passes, abandoned and reclaimed pages, failed discards.
+`check_example` runs one through both sides and fails with the first divergence and a command
+that replays it; the traces include which OS pages are resident after every sweep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from hypothesis import strategies as st
+
+from model.geometry import ARCH32, ARCH64
+from model.variants import VARIANTS
+from model.world import Options
+from stateful_tests.world_machine import request_sizes
+
+THREADS = (1, 2, 3)
+CLOCK_STEPS_MS = (1, 10, 50, 99, 100, 101, 250)
+# Op kinds, most common first (Hypothesis shrinks toward the front of the list).
+KINDS = ("malloc",) * 4 + ("burst",) * 3 + ("free",) * 4 + ("free_some",) * 2 + (
+    "idle",) * 3 + ("clock",) * 3 + ("walk", "walk", "zalloc", "realloc", "collect", "pending",
+    "park", "unpark", "scavenge", "scavenger", "abandon", "reclaim", "double_free",
+    "fail_discard", "heap_destroy", "heap_delete", "epoch_skip", "fork")
+
+
+@dataclass
+class ScriptState:
+    """What the generator knows of the script so far, to write ops that mostly make sense
+    (a free names a live block, a reclaim an abandoned page)."""
+
+    owner: dict[str, int] = field(default_factory=dict)  # live name -> thread of its heap
+    freed: list[str] = field(default_factory=list)
+    abandoned: set[str] = field(default_factory=set)
+    parked: set[int] = field(default_factory=set)
+    bursts: list[list[str]] = field(default_factory=list)  # names allocated together
+    lines: list[str] = field(default_factory=list)
+
+
+def _draw_op(draw, s: ScriptState, n: int, sizes: tuple[int, ...]) -> None:
+    kind = draw(st.sampled_from(KINDS))
+    t = draw(st.sampled_from(THREADS))
+    live = sorted(s.owner)
+    if kind == "unpark" and s.parked:
+        t = draw(st.sampled_from(sorted(s.parked)))
+    if t in s.parked and kind not in ("unpark", "pending", "scavenge", "scavenger", "clock"):
+        kind = "unpark"  # a parked thread comes back before it does anything else
+    if kind == "burst":
+        # several blocks of one size: pages with live neighbours, where holes can open
+        size, count = draw(st.sampled_from(sizes)), draw(st.integers(2, 8))
+        names = [f"n{n}_{k}" for k in range(count)]
+        s.lines += [f"{t} malloc {name} {size}" for name in names]
+        s.owner.update({name: t for name in names})
+        s.bursts.append(names)
+    elif kind == "free_some" and s.bursts:
+        # every other (or every third) block of a burst, by its owner or another thread
+        names = draw(st.sampled_from(s.bursts))
+        step, by_owner = draw(st.sampled_from((2, 3))), draw(st.booleans())
+        for name in names[1::step]:
+            if name in s.owner:
+                s.lines.append(f"{s.owner[name] if by_owner else t} free {name}")
+                del s.owner[name]
+                s.abandoned.discard(name)
+                s.freed.append(name)
+    elif kind in ("malloc", "zalloc", "burst", "free_some") or (
+            kind in ("free", "realloc") and not live):
+        name = f"n{n}"
+        s.lines.append(f"{t} {'zalloc' if kind == 'zalloc' else 'malloc'} {name} "
+                       f"{draw(st.sampled_from(sizes))}")
+        s.owner[name] = t
+    elif kind == "free":
+        name = draw(st.sampled_from(live))
+        by = s.owner[name] if draw(st.booleans()) else t  # the owner, or maybe another thread
+        s.lines.append(f"{by} free {name}")
+        del s.owner[name]
+        s.abandoned.discard(name)
+        s.freed.append(name)
+    elif kind == "realloc":
+        name = draw(st.sampled_from(live))
+        s.lines.append(f"{t} realloc {name} n{n} {draw(st.sampled_from(sizes))}")
+        del s.owner[name]
+        s.abandoned.discard(name)
+        s.owner[f"n{n}"] = t
+    elif kind == "double_free" and s.freed:
+        s.lines.append(f"{t} free {draw(st.sampled_from(s.freed))}")
+    elif kind == "clock":
+        s.lines.append(f"clock {draw(st.sampled_from(CLOCK_STEPS_MS))}")
+    elif kind == "scavenger":
+        s.lines.append(f"scavenger {draw(st.sampled_from((50, 100, 400)))}")
+    elif kind == "fail_discard":
+        s.lines.append(f"fail_discard {draw(st.integers(1, 2))}")
+    elif kind == "epoch_skip":
+        s.lines.append(f"epoch_skip {draw(st.sampled_from((1, (1 << 32) - 1)))}")
+    elif kind == "scavenge":
+        s.lines.append("scavenge")
+    elif kind == "abandon":
+        s.lines.append(f"{t} abandon")
+        s.abandoned |= {name for name, o in s.owner.items() if o == t}
+    elif kind == "reclaim" and s.abandoned:
+        name = draw(st.sampled_from(sorted(s.abandoned)))
+        s.lines.append(f"{t} reclaim {name}")
+        s.abandoned.clear()  # other names may have shared that page: forget them all
+    elif kind == "heap_destroy":
+        s.lines.append(f"{t} heap_destroy")
+        for name in [name for name, o in s.owner.items() if o == t]:
+            del s.owner[name]
+            s.abandoned.discard(name)
+    elif kind == "heap_delete":
+        s.lines.append(f"{t} heap_delete")
+        s.owner.update({name: 0 for name, o in s.owner.items() if o == t})
+    elif kind == "park":
+        # park, and let the scavenger sweep the park a few times as time goes by
+        s.lines.append(f"{t} park")
+        s.parked.add(t)
+        for _ in range(draw(st.integers(0, 3))):
+            s.lines += [f"clock {draw(st.sampled_from(CLOCK_STEPS_MS))}", "scavenge"]
+        if draw(st.booleans()):
+            s.lines.append(f"scavenger {draw(st.sampled_from((100, 400)))}")
+    elif kind == "unpark":
+        s.lines.append(f"{t} unpark")
+        s.parked.discard(t)
+    elif kind in ("walk", "collect", "idle", "pending", "fork"):
+        s.lines.append(f"{t} {kind}")
+
+
+@st.composite
+def differential_options(draw) -> Options:
+    """The configuration of one run: mostly the defaults, sometimes a rejected design of the
+    seed, another OS page, 32-bit, an offset first block, the hold off, full sweeps often."""
+    return Options(
+        variant=draw(st.sampled_from(VARIANTS)),
+        os_page_size=draw(st.sampled_from((4096, 4096, 4096, 16384, 65536))),
+        arch=draw(st.sampled_from((ARCH64, ARCH64, ARCH64, ARCH32))),
+        first_block_offset=draw(st.sampled_from((0, 0, 192))),
+        purge_holes_min_interval=draw(st.sampled_from((100, 100, 50, 0))),
+        purge_holes_full_every=draw(st.sampled_from((64, 64, 2, 3))),
+        sweep_ms=draw(st.sampled_from((0, 0, 30))),
+        stale_epochs=draw(st.sampled_from((0, 0, 0, 1))),
+    )
+
+
+@st.composite
+def op_scripts(draw, options: Options, max_ops: int = 40) -> str:
+    """An op script for `options`: up to `max_ops` ops over THREADS."""
+    # a few sizes per script, so that blocks share pages
+    sizes = tuple(draw(st.lists(st.sampled_from(request_sizes(options.arch)), min_size=1,
+                                max_size=3, unique=True)))
+    s = ScriptState()
+    for n in range(draw(st.integers(1, max_ops))):
+        _draw_op(draw, s, n, sizes)
+    return "".join(line + "\n" for line in s.lines)
+
+
+@st.composite
+def differential_examples(draw, max_ops: int = 40, variant: str | None = None
+                          ) -> tuple[Options, str]:
+    """(options, script): one differential example. `variant` fixes the design."""
+    options = draw(differential_options())
+    if variant is not None:
+        options = replace(options, variant=variant)
+    return options, draw(op_scripts(options, max_ops))
+
+
+def check_example(driver, options: Options, text: str, observe: str = "sweeps",
+                  mutant: str | None = None) -> int:
+    """Run one script on the model and the C driver; AssertionError (with the divergence
+    and a replay command) when their traces differ. Returns the number of events."""
+    from purgecheck.conformance import diff_script, format_divergence, save_failure
+
+    result = diff_script(text, options, driver, mutant=mutant, observe=observe)
+    if not result.equal:
+        path, replay = save_failure(text, options, mutant, observe)
+        raise AssertionError(f"model and C differ on {path}:\n"
+                             f"{format_divergence(result.divergence)}\nreplay: {replay}")
+    return len(result.model[1])
