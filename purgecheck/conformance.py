@@ -51,7 +51,10 @@ def c_switch(mutant: str) -> str:
         if not m.c_switch:
             raise DriverError(f"mutant {mutant!r} has no C switch (c_switch is None)")
         return m.c_switch
-    return mutant
+    if mutant in {m.c_switch for m in MUTANTS.values()}:
+        return mutant
+    raise DriverError(f"unknown mutant {mutant!r}; expected one of "
+                      f"{', '.join(n for n, m in MUTANTS.items() if m.c_switch)}")
 
 
 def options_line(options: Options, observe: str = "sweeps", mutant: str | None = None,
@@ -124,7 +127,10 @@ class CDriver:
         return self.stderr.read()[-2000:].decode("utf-8", "replace").strip() or "(empty)"
 
     def close(self) -> str:
-        """Stop the driver; returns what it wrote on stderr (sanitizer reports land there)."""
+        """Stop the driver; returns what it wrote on stderr (sanitizer reports land there).
+        Closing twice is harmless."""
+        if self.stderr.closed:
+            return ""
         try:
             self.proc.stdin.close()
         except BrokenPipeError:
@@ -393,3 +399,21 @@ def save_failure(text: str, options: Options, mutant: str | None = None,
     path = folder / f"diff-{hashlib.sha1(text.encode()).hexdigest()[:12]}.ops"
     path.write_text(text)
     return path, replay_command(str(path), options, mutant=mutant, observe=observe)
+
+
+def run_stress(build: str, text: str, interval_ms: int = 2, timeout: float = 120) -> tuple[bool, str]:
+    """Run one stress script through a sanitizer build in the concurrent real-clock mode;
+    (clean, the first line of the report or of the problem)."""
+    path = driver_path(build)
+    proc = subprocess.run([str(path)], input=(stress_options_line(interval_ms) + "\n" + text
+                                              + "---\n").encode(),
+                          capture_output=True, timeout=timeout)
+    report = proc.stderr.decode("utf-8", "replace")
+    if proc.returncode != 0 or "WARNING: ThreadSanitizer" in report or "ERROR:" in report:
+        first = next((l for l in report.splitlines() if "WARNING" in l or "ERROR" in l),
+                     report.strip()[:200] or f"exit status {proc.returncode}")
+        return False, first.strip()
+    if b'"ev":"error"' in proc.stdout:
+        return False, "the driver reported an error event: " + next(
+            l for l in proc.stdout.decode().splitlines() if '"ev":"error"' in l)
+    return True, ""

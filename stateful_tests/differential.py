@@ -177,3 +177,38 @@ def check_example(driver, options: Options, text: str, observe: str = "sweeps",
         raise AssertionError(f"model and C differ on {path}:\n"
                              f"{format_divergence(result.divergence)}\nreplay: {replay}")
     return len(result.model[1])
+
+
+@dataclass
+class FuzzRun:
+    examples: int = 0
+    events: int = 0
+    failure: str | None = None  # the first divergence, with its replay command
+
+
+def run_fuzz(driver, examples: int, seed: int = 0, max_ops: int = 40,
+             observe: str = "sweeps", mutant: str | None = None,
+             progress=None) -> FuzzRun:
+    """Run `examples` differential examples (Hypothesis, seeded: the same examples for the
+    same seed) through the model and `driver`; stop at the first divergence, shrunk."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    run = FuzzRun()
+
+    @hypothesis_seed(seed)
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
+              suppress_health_check=list(HealthCheck), print_blob=False)
+    @given(differential_examples(max_ops=max_ops))
+    def one(example):
+        options, text = example
+        run.examples += 1
+        run.events += check_example(driver, options, text, observe, mutant)
+        if progress is not None:
+            progress(run)
+
+    try:
+        one()
+    except AssertionError as e:
+        run.failure = str(e)
+    return run
