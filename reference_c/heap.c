@@ -32,6 +32,7 @@ mi_world_t *mi_world_new(const mi_options_t *opt) {
     pthread_mutex_init(&w->abandoned_lock, NULL);
     atomic_init(&w->vclock, opt->clock_start_ms);
     w->real_page_size = sysconf(_SC_PAGESIZE);
+    mi_stamp_configure(opt);
     return w;
 }
 
@@ -214,6 +215,7 @@ mi_page_t *mi_world_new_page(mi_tld_t *heap, int64_t block_size) {
     p->purged = xcalloc((size_t)p->purged_words, sizeof(uint64_t));
     p->live = xcalloc((size_t)(g->reserved / 64 + 1), sizeof(uint64_t));
     p->swept_state = MI_PAGE_SWEPT_NONE;
+    p->stamp_gated = block_size > mi_medium_max_obj_size(o->arch_bits) && g->reserved > 1;
     atomic_init(&p->free_is_zero, true);   /* fresh memory from the OS is zero */
     atomic_init(&p->owner, heap->id);
     p->heap = heap->id;

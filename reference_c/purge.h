@@ -106,6 +106,7 @@ typedef struct mi_page_s {
     _Atomic bool free_is_zero;  /* atomic: a cross-thread free clears it (as the model does) */
     int64_t discarded_bytes, discarded_blocks;
     bool sweeping;
+    bool stamp_gated;           /* block_size > MI_MEDIUM_MAX_OBJ_SIZE && reserved > 1 */
     _Atomic int owner;
     int heap;
     _Atomic bool abandoned;
@@ -221,6 +222,31 @@ void mi_page_reclaim(mi_page_t *p, mi_tld_t *heap);
 int mi_heap_page_ids(mi_tld_t *heap, int **out);        /* a snapshot, queue order */
 bool mi_abandoned_remove(int id);
 
+/* -- the allocation stamp (model/stamp.py, model/world.py after_malloc) --------------------- */
+extern bool mi_stamp_slow_path;   /* stale-read emulation, the clock design, or its mutant */
+void mi_stamp_configure(const mi_options_t *o);
+void mi_stamp_slow(mi_tld_t *t, mi_page_t *p);
+void mi_stamp_store(mi_page_t *p, uint64_t stamp, uint64_t value);
+
+/* mi_malloc_generic_fallback after a block was taken: behind the gate, computed once per page
+ * as the real one compiles to a few instructions, a relaxed load of the epoch and a store only
+ * when the page does not carry that stamp already. Inline, so this is all the allocating side
+ * pays (docs/conformance.md measures it). */
+static inline void mi_after_malloc(mi_tld_t *t, mi_page_t *p) {
+#ifdef MI_NO_STAMP
+    (void)t; (void)p;
+#else
+    if (!p->stamp_gated) return;
+    if (__builtin_expect(mi_stamp_slow_path, 0)) {
+        mi_stamp_slow(t, p);
+        return;
+    }
+    uint64_t epoch = atomic_load_explicit(&mi_world->epoch, memory_order_relaxed);
+    uint64_t stamp = MI_PAGE_SWEPT_STAMP_TAG | (epoch & MI_EPOCH_MASK);
+    if (__builtin_expect(p->swept_state != stamp, 0)) mi_stamp_store(p, stamp, epoch);
+#endif
+}
+
 /* -- clock and epoch (model/clock.py, model/epoch.py) --------------------------------------- */
 int64_t mi_clock_now(void);
 bool mi_clock_advance(int64_t ms);                      /* false: a monotone clock went back */
@@ -235,7 +261,6 @@ void mi_epoch_skip(int64_t count);
 
 /* -- stamp, variants, the sweep and its drivers (model/stamp.py, variants.py, sweep.py,
  *    drivers.py) ----------------------------------------------------------------------------- */
-void mi_after_malloc(mi_tld_t *heap, mi_page_t *p);
 typedef struct { int64_t now; uint64_t epoch; int64_t interval; bool in_handoff; bool full; } mi_sweep_ctx_t;
 mi_sweep_ctx_t mi_holes_sweep_begin(mi_tld_t *t);
 const char *mi_page_purge_holes(mi_page_t *p, mi_tld_t *t, const mi_sweep_ctx_t *ctx);

@@ -17,8 +17,16 @@ static inline bool is_stamp(uint64_t state) {
     return (state & MI_PAGE_SWEPT_TAG_MASK) == MI_PAGE_SWEPT_STAMP_TAG;
 }
 
-#ifndef MI_NO_STAMP
-static void emit_stamp(mi_page_t *p, uint64_t value) {
+bool mi_stamp_slow_path;
+
+void mi_stamp_configure(const mi_options_t *o) {
+    mi_stamp_slow_path = o->stale_epochs > 0 || o->variant == V_CLOCK
+                         || mi_mutant == M_STAMP_NEVER_WRITTEN;
+}
+
+/* Write the stamp (it differs from what the page carries): once per epoch for a busy page. */
+void mi_stamp_store(mi_page_t *p, uint64_t stamp, uint64_t value) {
+    p->swept_state = stamp;
     tr_begin("stamp");
     tr_int("page", p->id);
     tr_u64("epoch", value);
@@ -26,49 +34,19 @@ static void emit_stamp(mi_page_t *p, uint64_t value) {
 }
 
 /* The stamp's slow path: an emulated stale epoch read (`stale_epochs`: a relaxed load may
- * return an epoch that old, never older than one this thread has seen), the clock design,
- * or the mutant that never writes it. */
-static void stamp_slow(mi_tld_t *t, mi_page_t *p, uint64_t epoch) {
+ * return an epoch that old, never older than one this thread has seen), the clock design
+ * (a clock reading instead of the epoch), or the mutant that never writes it. */
+void mi_stamp_slow(mi_tld_t *t, mi_page_t *p) {
     const mi_options_t *o = &mi_world->opt;
+    uint64_t epoch = atomic_load_explicit(&mi_world->epoch, memory_order_relaxed);
     if (o->stale_epochs > 0) {
         int64_t seen = (int64_t)t->epoch_seen, oldest = (int64_t)epoch - o->stale_epochs;
         epoch = (uint64_t)(seen > oldest ? seen : oldest);
         t->epoch_seen = epoch;
     }
     uint64_t value = o->variant == V_CLOCK ? (uint64_t)mi_clock_now() : epoch;
-    if (mi_mutant == M_STAMP_NEVER_WRITTEN) return;
     uint64_t stamp = MI_PAGE_SWEPT_STAMP_TAG | (value & MI_EPOCH_MASK);
-    if (p->swept_state == stamp) return;
-    p->swept_state = stamp;
-    emit_stamp(p, value);
-}
-
-static bool stamp_is_slow(void) {
-    const mi_options_t *o = &mi_world->opt;
-    return o->stale_epochs > 0 || o->variant == V_CLOCK || mi_mutant == M_STAMP_NEVER_WRITTEN;
-}
-#endif
-
-/* mi_malloc_generic_fallback after a block was taken: behind the gate
- * `block_size > MI_MEDIUM_MAX_OBJ_SIZE && reserved > 1`, a relaxed load of the epoch, and a
- * store only when the page does not carry that stamp already. */
-void mi_after_malloc(mi_tld_t *t, mi_page_t *p) {
-#ifdef MI_NO_STAMP
-    (void)t; (void)p;
-#else
-    if (!(p->geom.block_size > mi_medium_max_obj_size(p->geom.arch_bits) && p->geom.reserved > 1))
-        return;
-    uint64_t epoch = atomic_load_explicit(&mi_world->epoch, memory_order_relaxed);
-    if (__builtin_expect(stamp_is_slow(), 0)) {
-        stamp_slow(t, p, epoch);
-        return;
-    }
-    uint64_t stamp = MI_PAGE_SWEPT_STAMP_TAG | (epoch & MI_EPOCH_MASK);
-    if (p->swept_state != stamp) {
-        p->swept_state = stamp;
-        emit_stamp(p, epoch);
-    }
-#endif
+    if (mi_mutant != M_STAMP_NEVER_WRITTEN && p->swept_state != stamp) mi_stamp_store(p, stamp, value);
 }
 
 /* -- the designs (model/variants.py) --------------------------------------------------------- */
