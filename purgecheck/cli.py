@@ -11,7 +11,7 @@ import importlib
 import sys
 
 # Subcommand modules under purgecheck.commands; each has `add_parser(sub)` and `run(args)`.
-COMMANDS = ["check", "invariants", "scenario", "glibc", "mutants", "docs", "diff"]
+COMMANDS = ["check", "invariants", "scenario", "glibc", "mutants", "docs", "diff", "validate"]
 
 
 class UsageError(Exception):

@@ -49,6 +49,9 @@ EVENTS: dict[str, tuple[str, ...]] = {
     "stamp": ("page", "epoch"),
     "epoch_advance": ("thread", "epoch", "start"),
     "epoch_skip": ("epoch",),
+    # one atomic step of the advance, named by its program counter in model/epoch.py, with
+    # the value it read or wrote: only in linearized traces (docs/validation.md)
+    "advance_step": ("pc", "value"),
     "sweep_begin": ("thread", "seq", "full", "epoch"),
     "sweep_page": ("page", "outcome"),
     "idle": ("thread", "epoch", "handoff", "deferred", "full"),

@@ -53,32 +53,73 @@ static inline void cpu_pause(void) {
 #endif
 }
 
-/* _mi_page_purge_holes_epoch_advance (digest 7). One call moves the epoch by at most one. */
+/* _mi_page_purge_holes_epoch_advance (digest 7). One call moves the epoch by at most one.
+ * Each atomic access (and each clock read) is one step of model/epoch.py; in a linearized
+ * trace it is made under lin_lock with the advance_step event that reports it. */
 mi_advance_t mi_holes_epoch_advance(int64_t interval) {
     mi_world_t *w = mi_world;
     mi_advance_t r = {false, 0, 0};
     if (interval <= 0) return r;
+    lin_lock();
     int64_t start = atomic_load_explicit(&w->epoch_start, memory_order_acquire);
+    lin_step("load_start", start);
+    lin_unlock();
     if (start != MI_MOVING) {
+        lin_lock();
         int64_t now = mi_clock_now();
+        lin_step("read_clock", now);
+        lin_unlock();
         if (!mi_is_epoch_due(start, now, interval)) return r;
-        if (atomic_compare_exchange_strong_explicit(&w->epoch_start, &start, MI_MOVING,
-                                                    memory_order_acq_rel, memory_order_acquire)) {
+        mi_advance_delay(MI_DELAY_BEFORE_CAS);
+        lin_lock();
+        bool won;
+        if (mi_mutant == M_NO_CAS_EXCLUSION) {   /* broken: a plain store claims it */
+            atomic_store_explicit(&w->epoch_start, MI_MOVING, memory_order_release);
+            won = true;
+        } else {
+            won = atomic_compare_exchange_strong_explicit(&w->epoch_start, &start, MI_MOVING,
+                                                          memory_order_acq_rel, memory_order_acquire);
+        }
+        lin_step_bool("cas", won);
+        lin_unlock();
+        if (won) {
+            mi_advance_delay(MI_DELAY_BEFORE_INCREMENT);
             /* The epoch begins for everybody else at the increment ... */
+            lin_lock();
             r.epoch = atomic_fetch_add_explicit(&w->epoch, 1, memory_order_acq_rel) + 1;
-            if (mi_mutant == M_DOUBLE_INCREMENT)
+            lin_step("increment", (int64_t)r.epoch);
+            lin_unlock();
+            if (mi_mutant == M_DOUBLE_INCREMENT) {
+                lin_lock();
                 r.epoch = atomic_fetch_add_explicit(&w->epoch, 1, memory_order_acq_rel) + 1;
+                lin_step("increment", (int64_t)r.epoch);
+                lin_unlock();
+            }
             /* ... so its recorded beginning is read after it, never before. */
-            r.start = mi_clock_now();
+            lin_lock();
+            int64_t now2 = mi_clock_now();
+            lin_step("read_clock_again", now2);
+            lin_unlock();
+            r.start = mi_mutant == M_START_BEFORE_INCREMENT ? now : now2;   /* broken: early */
+            lin_lock();
             atomic_store_explicit(&w->epoch_start, r.start, memory_order_release);
+            lin_step("store_start", r.start);
+            lin_unlock();
             r.advanced = true;
             return r;
         }
     }
     /* Another sweeper holds MOVING: wait for it, bounded, then carry on either way. */
-    for (int spins = 0; spins < MI_EPOCH_SPIN_MAX
-         && atomic_load_explicit(&w->epoch_start, memory_order_acquire) == MI_MOVING; spins++)
+    int64_t seen = MI_MOVING;
+    for (int spins = 0;; spins++) {
+        lin_lock();
+        if (spins < MI_EPOCH_SPIN_MAX) seen = atomic_load_explicit(&w->epoch_start, memory_order_acquire);
+        bool stop = spins >= MI_EPOCH_SPIN_MAX || seen != MI_MOVING;
+        if (stop) lin_step_wait(spins, seen);
+        lin_unlock();
+        if (stop) break;
         cpu_pause();
+    }
     return r;
 }
 

@@ -32,6 +32,8 @@ const char *const mi_mutant_names[M_COUNT] = {
     [M_EPOCH_NOT_RATE_LIMITED] = "epoch_not_rate_limited",
     [M_DOUBLE_INCREMENT] = "double_increment",
     [M_NO_HOLD_INLINE] = "no_hold_inline",
+    [M_NO_CAS_EXCLUSION] = "no_cas_exclusion",
+    [M_START_BEFORE_INCREMENT] = "start_before_increment",
 };
 
 int mi_mutant_by_name(const char *name) {

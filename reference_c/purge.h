@@ -227,7 +227,7 @@ extern bool mi_stamp_slow_path;   /* stale-read emulation, the clock design, or 
 void mi_stamp_configure(const mi_options_t *o);
 void mi_stamp_slow(mi_tld_t *t, mi_page_t *p);
 void mi_stamp_store(mi_page_t *p, uint64_t stamp, uint64_t value);
-
+extern bool tr_linearized;
 /* mi_malloc_generic_fallback after a block was taken: behind the gate, computed once per page
  * as the real one compiles to a few instructions, a relaxed load of the epoch and a store only
  * when the page does not carry that stamp already. Inline, so this is all the allocating side
@@ -237,7 +237,7 @@ static inline void mi_after_malloc(mi_tld_t *t, mi_page_t *p) {
     (void)t; (void)p;
 #else
     if (!p->stamp_gated) return;
-    if (__builtin_expect(mi_stamp_slow_path, 0)) {
+    if (__builtin_expect(mi_stamp_slow_path | tr_linearized, 0)) {
         mi_stamp_slow(t, p);
         return;
     }
@@ -288,6 +288,7 @@ typedef enum {
     M_AGE_LT_1, M_AGE_NO_MODULO, M_STAMP_NEVER_WRITTEN, M_WALK_KEEPS_STAMP,
     M_PARK_DONE_FIRST, M_PARK_UNBOUNDED, M_PARK_IGNORES_EPOCHS, M_SWEEP_LAST_BEFORE_WORK,
     M_EPOCH_NOT_RATE_LIMITED, M_DOUBLE_INCREMENT, M_NO_HOLD_INLINE,
+    M_NO_CAS_EXCLUSION, M_START_BEFORE_INCREMENT,   /* the advance's broken variants (linearize.c) */
     M_COUNT
 } mi_mutant_t;
 extern mi_mutant_t mi_mutant;
@@ -310,6 +311,25 @@ void tr_flush(void);
 void tr_thread_exit(void);
 void tr_header(const char *json);
 extern _Atomic int64_t tr_events;
+
+/* -- linearized traces of the concurrent mode (linearize.c, docs/validation.md) ------------- */
+/* With tr_linearized, every event carries "lin" (one process-wide counter) and "tid" (the OS
+ * thread's label); each access to the epoch's shared state is made under lin_lock together
+ * with the event that reports it, so the order of lin is an order in which the accesses
+ * really happened. Both calls are no-ops when the trace is not linearized. */
+extern bool tr_linearized;
+extern _Thread_local int tr_tid;          /* the script thread an OS thread runs; -1: scavenger */
+extern _Atomic int64_t tr_lin;
+void lin_lock(void);
+void lin_unlock(void);
+void lin_step(const char *pc, int64_t value);          /* an advance_step event */
+void lin_step_bool(const char *pc, bool value);
+void lin_step_wait(int spins, int64_t value);
+enum { MI_DELAY_BEFORE_CAS, MI_DELAY_BEFORE_INCREMENT };
+extern _Atomic int64_t mi_advance_delay_us;           /* test hook: see mi_advance_delay */
+extern _Atomic int mi_advance_delay_at;
+extern _Thread_local bool mi_advance_never_delayed;
+void mi_advance_delay(int at);
 
 /* A broken internal state (a corrupted list under a mutant): report and stop the script. */
 _Noreturn void mi_corrupt(const char *what);

@@ -38,6 +38,7 @@ void mi_stamp_store(mi_page_t *p, uint64_t stamp, uint64_t value) {
  * (a clock reading instead of the epoch), or the mutant that never writes it. */
 void mi_stamp_slow(mi_tld_t *t, mi_page_t *p) {
     const mi_options_t *o = &mi_world->opt;
+    lin_lock();   /* linearized trace: the epoch read and its stamp event are one step */
     uint64_t epoch = atomic_load_explicit(&mi_world->epoch, memory_order_relaxed);
     if (o->stale_epochs > 0) {
         int64_t seen = (int64_t)t->epoch_seen, oldest = (int64_t)epoch - o->stale_epochs;
@@ -47,6 +48,7 @@ void mi_stamp_slow(mi_tld_t *t, mi_page_t *p) {
     uint64_t value = o->variant == V_CLOCK ? (uint64_t)mi_clock_now() : epoch;
     uint64_t stamp = MI_PAGE_SWEPT_STAMP_TAG | (value & MI_EPOCH_MASK);
     if (mi_mutant != M_STAMP_NEVER_WRITTEN && p->swept_state != stamp) mi_stamp_store(p, stamp, value);
+    lin_unlock();
 }
 
 /* -- the designs (model/variants.py) --------------------------------------------------------- */
@@ -139,16 +141,19 @@ mi_sweep_ctx_t mi_holes_sweep_begin(mi_tld_t *t) {
     }
     t->holes_sweep_seq++;
     t->holes_sweep_full = (int64_t)(t->holes_sweep_seq % (uint64_t)o->full_every) == 0;
+    lin_lock();   /* linearized trace: the epoch read, the clock read and the event are one step */
     t->holes_sweep_epoch = atomic_load_explicit(&mi_world->epoch, memory_order_acquire);
     if (t->holes_sweep_epoch > t->epoch_seen) t->epoch_seen = t->holes_sweep_epoch;
+    int64_t now = mi_clock_now();
     tr_begin("sweep_begin");
     tr_int("thread", t->id);
     tr_u64("seq", t->holes_sweep_seq);
     tr_bool("full", t->holes_sweep_full);
     tr_u64("epoch", t->holes_sweep_epoch);
+    if (tr_linearized) tr_int("now", now);
     tr_end();
-    return (mi_sweep_ctx_t){mi_clock_now(), t->holes_sweep_epoch, interval, false,
-                            t->holes_sweep_full};
+    lin_unlock();
+    return (mi_sweep_ctx_t){now, t->holes_sweep_epoch, interval, false, t->holes_sweep_full};
 }
 
 /* Collect (never unpurge) and sweep each page; a page left with no live block goes back to

@@ -89,6 +89,8 @@ static void write_line(void) {
 
 void tr_end(void) {
     if (!tr_enabled) return;
+    if (tr_linearized)   /* linearize.c: the lin number is taken here, inside the caller's lin_lock */
+        tr_rawf(",\"lin\":%lld,\"tid\":%d", (long long)atomic_fetch_add(&tr_lin, 1), tr_tid);
     tr_raw("}\n");
     atomic_fetch_add(&tr_events, 1);
     write_line();

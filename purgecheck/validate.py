@@ -1,0 +1,854 @@
+"""Trace validation: a trace is accepted when the model can reproduce it, event by event.
+
+A run on real threads has no order the model can predict, so it is checked the way TLA+
+trace validation checks an implementation: each event is replayed as a transition of the
+model (model/epoch.py's atomic steps of the advance, the stamp, the hold, the park handoff),
+with the nondeterminism (which sweeper won the CAS, what the clock read, which epoch a read
+returned) resolved by what the trace says; the first event that no enabled transition
+explains is the rejection. Linearized traces (the concurrent C runs, reference_c/stress.c)
+are replayed in the order of their `lin` numbers; other traces in file order, with each
+advance taken as one step. docs/validation.md says what is checked and what is not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import IO, Callable, Iterator
+
+from model.epoch import (MOVING, PC_CAS, PC_COMPARE, PC_DONE, PC_INCREMENT, PC_LOAD,
+                         PC_READ_CLOCK, PC_READ_CLOCK2, PC_STORE, PC_WAIT, AdvanceFrame,
+                         EpochState, advance_step, begin_advance, compute_interval,
+                         is_epoch_due, mi_holes_epoch_advance)
+from model.geometry import mi_page_can_purge_holes
+from model.page import (EPOCH_MASK, MI_PAGE_SWEPT_NONE, Page, encode_stamp, encode_walked,
+                        is_stamp, stamp_epoch)
+from model.park import compute_park_next
+from model.stamp import is_stamp_gated, read_epoch_relaxed
+from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, PARKED, RUNNING, SWEEPING, ThreadState
+from model.variants import CLOCK, SweepContext, is_page_held
+from model.world import World
+from purgecheck.trace import TraceError, options_of, read_trace
+
+import model.epoch as epoch_module  # spin_max is read at run time (engines may lower it)
+
+STEP_PCS = (PC_LOAD, PC_READ_CLOCK, PC_CAS, PC_INCREMENT, PC_READ_CLOCK2, PC_STORE, PC_WAIT)
+OUTCOMES = ("off", "all-free", "held", "ineligible", "unchanged", "walked", "incomplete")
+HANDOFF_OPS = frozenset({"scavenge", "scavenger"})
+SCAVENGER_TID = -1  # the label of the scavenger thread in linearized traces (linearize.c)
+MAIN_TID = 0
+
+
+class Rejection(Exception):
+    """The first event no transition of the model explains."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+@dataclass
+class Verdict:
+    """The outcome of validating one trace."""
+
+    source: str
+    accepted: bool
+    events: int  # events replayed (all of them when accepted)
+    line: int = 0  # the rejected event's line
+    event: dict | None = None
+    why: str = ""
+    state: list[str] = field(default_factory=list)  # the model's state before the event
+    enabled: list[str] = field(default_factory=list)  # what the model could do there
+    stats: dict = field(default_factory=dict)
+
+
+@dataclass
+class Sweep:
+    """A sweep in progress on one OS thread: from its sweep_begin to its idle."""
+
+    thread: int
+    ctx: SweepContext
+    decided: dict[int, bool] = field(default_factory=dict)  # page -> held
+    walked: set[int] = field(default_factory=set)
+
+
+@dataclass
+class Obligation:
+    """A malloc on a page behind the stamp's gate: the model then stores the epoch it read,
+    unless the page carries that stamp already (model/world.py after_malloc)."""
+
+    page: int
+    epoch_lo: int  # the epoch when the allocation took its block: the read is no older
+    line: int
+
+
+class Validator:
+    """The model's state as the trace has driven it so far, and one handler per event."""
+
+    def __init__(self, header: dict, source: str) -> None:
+        self.source = source
+        cfg = header["config"]
+        producer = header.get("producer") or {}
+        try:
+            self.options = options_of(cfg)
+            self.world = World(self.options)
+        except (TypeError, ValueError, KeyError) as e:
+            raise TraceError(source, 1, f"the header's config is not one the model takes: {e}")
+        self.interval = compute_interval(self.options.purge_holes_min_interval)
+        self.advancing = self.options.purge_holes and self.interval > 0
+        self.linearized = producer.get("linearized") is True
+        declared = producer.get("threads")
+        if self.linearized and (not isinstance(declared, list)
+                                or not all(type(t) is int for t in declared)):
+            raise TraceError(source, 1, "a linearized trace's producer must list its threads: "
+                                        '"threads": [1, 2, ...]')
+        if cfg.get("clock") == "real" and not self.linearized:
+            raise TraceError(source, 1, "a trace of real threads (config clock real) has no "
+                                        "order the model can replay unless it is linearized: "
+                                        'expected "linearized": true in the producer and lin '
+                                        "numbers (reference_c/stress)")
+        self.threads_declared = set(declared) if self.linearized else None
+        self.tids_seen: set = set()
+        self.line = 0
+        self.st = EpochState()
+        self.start_known = True  # st.start is exact (not after an epoch_skip)
+        self.monotone = self.options.clock_monotone
+        self.clock_lo: int | None = (self.options.clock_start_ms
+                                     if cfg.get("clock") == "virtual" else None)
+        self.threads: dict[int, ThreadState] = {}
+        self.frames: dict[int | None, AdvanceFrame] = {}
+        self.incremented: dict[int | None, int] = {}  # tid -> the epoch its advance made
+        self.advanced_seq: set[int] = set()  # threads whose sweep advanced (file-order traces)
+        self.sweeps: dict[int | None, Sweep] = {}
+        self.last_deferred: dict[int, bool] = {}
+        self.obligations: dict[int | None, Obligation] = {}
+        self.pages: dict[int, Page] = {}
+        self.walked_capacity: dict[int, int] = {}
+        self.op_thread: int | None = None
+        self.op_name: str | None = None
+        self.untouched: dict[int, int] = {}
+        self.handlers: dict[str, Callable[[dict, int | None], None]] = {
+            name[3:]: getattr(self, name) for name in dir(self) if name.startswith("on_")}
+
+    # -- helpers --------------------------------------------------------------------------
+
+    def bad(self, line: int, msg: str) -> TraceError:
+        return TraceError(self.source, line, msg)
+
+    def thread(self, tid, line: int) -> ThreadState:
+        """The state of a thread the trace has introduced (an op names it, or the header of a
+        linearized trace lists it)."""
+        t = self.threads.get(tid)
+        if t is None:
+            known = self.threads_declared if self.linearized else set()
+            if type(tid) is not int or (tid not in known and tid != MAIN_TID):
+                raise self.bad(line, f"an event for thread {tid!r}, which does not exist "
+                                     f"(expected one the header lists or an op names)")
+            t = self.threads[tid] = ThreadState(tid)
+        return t
+
+    def page(self, ev: dict, line: int) -> Page:
+        page = self.pages.get(ev["page"])
+        if page is None:  # the reader has checked page_new; this is a retired id reused
+            raise self.bad(line, f"an event for page {ev['page']!r}, which does not exist")
+        return page
+
+    def clock(self, now, line: int, what: str) -> int:
+        """A clock reading: never before the one before it, where the clock is monotone."""
+        if type(now) is not int:
+            raise self.bad(line, f"{what}: expected an integer clock reading in ms, got {now!r}")
+        if self.monotone and self.clock_lo is not None and now < self.clock_lo:
+            raise self.bad(line, f"{what}: the clock went back from {self.clock_lo} to {now} ms, "
+                                 f"but the header's config has clock_monotone true")
+        self.clock_lo = now
+        return now
+
+    def acting(self, tid) -> int | None:
+        """The script thread an event is done by: the event's tid, else the current op's."""
+        return tid if self.linearized else self.op_thread
+
+    def require_owner(self, page: Page, tid, what: str) -> None:
+        actor = self.acting(tid)
+        if actor is not None and (page.abandoned or page.owner != actor):
+            owner = "abandoned" if page.abandoned else f"owned by thread {page.owner}"
+            raise Rejection(f"{what} on page {page.id} by thread {actor}, but the page is "
+                            f"{owner}: only a page's owner allocates from it")
+
+    def live(self, page: Page) -> Page:
+        if page.retired:
+            raise Rejection(f"page {page.id} went back to the arena (retire) before this event")
+        return page
+
+    # -- the script ---------------------------------------------------------------------------
+
+    def on_op(self, ev: dict, tid) -> None:
+        thread = ev["thread"]
+        if thread is not None and type(thread) is not int:
+            raise Rejection(f"an op of thread {thread!r}: threads are integers")
+        self.op_thread, self.op_name = thread, ev["op"]
+        if thread is not None and thread not in self.threads:
+            self.threads[thread] = ThreadState(thread)  # an op introduces its thread
+        if ev["op"] == "heap_delete" and thread is not None:
+            # mi_heap_delete: the pages with live blocks move to the backing heap (thread 0)
+            self.threads.setdefault(MAIN_TID, ThreadState(MAIN_TID))
+            for page in self.pages.values():
+                if page.owner == thread and not page.abandoned:
+                    page.owner = MAIN_TID
+
+    def on_error(self, ev: dict, tid) -> None:
+        pass  # a script error: the trace says so and ends
+
+    def on_clock(self, ev: dict, tid) -> None:
+        self.clock(ev["now"], self.line, "clock")
+
+    def on_scavenge(self, ev: dict, tid) -> None:
+        pass
+
+    # -- pages and blocks -----------------------------------------------------------------------
+
+    def on_page_new(self, ev: dict, tid) -> None:
+        pid = ev["page"]
+        if pid in self.pages:
+            raise self.bad(self.line, f"page {pid} is introduced twice (page_new)")
+        bs = ev["block_size"]
+        if type(bs) is not int or bs <= 0:
+            raise self.bad(self.line, f"page_new: expected a positive block_size, got {bs!r}")
+        owner = self.acting(tid)
+        self.world.arena.next_id = pid  # the trace names the page; the model forms it
+        page = self.world.new_page(self.world.heap(owner if owner is not None else MAIN_TID), bs)
+        self.world.log.clear()
+        page.log = []
+        self.pages[pid] = page
+        want = (page.geom.kind.value, page.reserved, page.unit)
+        got = (ev["page_kind"], ev["reserved"], ev["unit"])
+        if want != got:
+            raise Rejection(f"page {pid} of blocks of {bs} B: the model forms a {want[0]} page "
+                            f"of {want[1]} blocks with a purge unit of {want[2]} B, the trace "
+                            f"a {got[0]} page of {got[1]} blocks and a unit of {got[2]} B")
+
+    def on_extend(self, ev: dict, tid) -> None:
+        from model.alloc import compute_extend_count
+        page = self.live(self.page(ev, self.line))
+        self.require_owner(page, tid, "extend")
+        want = (page.capacity, compute_extend_count(page))
+        if (ev["first"], ev["count"]) != want:
+            raise Rejection(f"extend of page {page.id}: the model forms {want[1]} blocks from "
+                            f"block {want[0]}, the trace {ev['count']!r} from {ev['first']!r}")
+        page.capacity += want[1]
+
+    def block(self, page: Page, ev: dict) -> int:
+        i = ev["block"]
+        if type(i) is not int or not 0 <= i < page.capacity:
+            raise Rejection(f"block {i!r} of page {page.id}: the page has formed "
+                            f"{page.capacity} blocks")
+        return i
+
+    def on_malloc(self, ev: dict, tid) -> None:
+        page = self.live(self.page(ev, self.line))
+        self.require_owner(page, tid, "malloc")
+        self.block(page, ev)
+        if is_stamp_gated(page):
+            self.obligations[tid] = Obligation(page.id, self.st.epoch, self.line)
+
+    def on_free(self, ev: dict, tid) -> None:
+        page = self.live(self.page(ev, self.line))
+        self.block(page, ev)
+        actor = self.acting(tid)
+        if ev["thread"] == "owner":
+            self.require_owner(page, tid, "a free by the owner")
+        elif actor is not None and actor == page.owner and not page.abandoned:
+            raise Rejection(f"thread {actor} frees block {ev['block']} of its own page "
+                            f"{page.id} as another thread would (xthread_free)")
+
+    def on_double_free(self, ev: dict, tid) -> None:
+        self.page(ev, self.line)
+
+    def on_realloc(self, ev: dict, tid) -> None:
+        self.block(self.live(self.page(ev, self.line)), ev)
+
+    def on_retire(self, ev: dict, tid) -> None:
+        self.live(self.page(ev, self.line)).retired = True
+
+    def on_abandon(self, ev: dict, tid) -> None:
+        page = self.live(self.page(ev, self.line))
+        page.abandoned, page.owner = True, -1
+
+    def on_reclaim(self, ev: dict, tid) -> None:
+        page = self.live(self.page(ev, self.line))
+        if not page.abandoned:
+            raise Rejection(f"reclaim of page {page.id}, which is not abandoned")
+        self.thread(ev["thread"], self.line)
+        page.abandoned, page.owner = False, ev["thread"]
+
+    # -- the walk, unpurge and the unformed tail ---------------------------------------------------
+
+    def in_sweep(self, page: Page, tid) -> Sweep | None:
+        """The sweep this page event belongs to, after the hold decision has let it in."""
+        sweep = self.sweeps.get(tid)
+        if sweep is None:
+            return None  # a `walk` op: no hold
+        if self.decide(sweep, page):
+            raise Rejection(f"the sweep of thread {sweep.thread} touches page {page.id}, which "
+                            f"the model holds: {self.describe_hold(page, sweep)}")
+        return sweep
+
+    def on_discard(self, ev: dict, tid) -> None:
+        page = self.live(self.page(ev, self.line))
+        self.in_sweep(page, tid)
+        if not mi_page_can_purge_holes(page.geom):
+            raise Rejection(f"a discard on page {page.id}, which cannot purge holes "
+                            f"({page.geom.kind.value}, {page.reserved} blocks)")
+        k0, k1 = ev["k0"], ev["k1"]
+        if type(k0) is not int or type(k1) is not int or not 0 <= k0 < k1 <= page.units.bits:
+            raise Rejection(f"a discard of units {k0!r}..{k1!r} of page {page.id}, which has "
+                            f"{page.units.bits} units")
+        for k in range(k0, k1):
+            if not page.units.is_unit_inside_blocks(k, page.capacity):
+                raise Rejection(f"unit {k} of page {page.id} is discarded but does not lie "
+                                f"wholly inside its {page.capacity} formed blocks")
+
+    def on_walk(self, ev: dict, tid) -> None:
+        page = self.live(self.page(ev, self.line))
+        sweep = self.in_sweep(page, tid)
+        if sweep is not None:
+            sweep.walked.add(page.id)
+        if ev["complete"] is True:  # mark_walked: (capacity, used) replaces a stamp
+            page.swept_state = encode_walked(page.capacity, 0)
+            self.walked_capacity[page.id] = page.capacity
+
+    def on_discard_tail(self, ev: dict, tid) -> None:
+        self.in_sweep(self.live(self.page(ev, self.line)), tid)
+
+    def on_reuse_tail(self, ev: dict, tid) -> None:
+        self.live(self.page(ev, self.line))
+
+    def on_unpurge(self, ev: dict, tid) -> None:
+        self.live(self.page(ev, self.line)).swept_state = MI_PAGE_SWEPT_NONE
+
+    def on_unpurge_all(self, ev: dict, tid) -> None:
+        self.live(self.page(ev, self.line)).swept_state = MI_PAGE_SWEPT_NONE
+
+    # -- the stamp ------------------------------------------------------------------------------
+
+    def stamp_range(self, ob: Obligation, t: ThreadState) -> tuple[int, int]:
+        """The epochs the stamp's relaxed read may return: not older than `stale_epochs`
+        before the epoch at the allocation, nor than one this thread has seen; not newer than
+        the current one."""
+        return read_epoch_relaxed(ob.epoch_lo, t.epoch_seen, self.options.stale_epochs), \
+            self.st.epoch
+
+    def on_stamp(self, ev: dict, tid) -> None:
+        ob = self.obligations.pop(tid, None)
+        page = self.live(self.page(ev, self.line))
+        if ob is None or ob.page != page.id:
+            raise Rejection(f"a stamp of page {page.id} with no allocation from it just before "
+                            f"(the allocating side stamps after taking a block)")
+        value = ev["epoch"]
+        if type(value) is not int:
+            raise self.bad(self.line, f"stamp: expected an integer epoch, got {value!r}")
+        t = self.thread(self.acting(tid), self.line) if self.acting(tid) is not None else None
+        if self.options.variant == CLOCK:
+            self.clock(value, self.line, "stamp (a clock reading in the clock design)")
+        elif t is not None:
+            lo, hi = self.stamp_range(ob, t)
+            if not lo <= value <= hi:
+                raise Rejection(f"page {page.id} is stamped with epoch {value}, but the read "
+                                f"of the epoch returns {lo}..{hi} here (the epoch is {hi}, "
+                                f"stale_epochs {self.options.stale_epochs}, thread {t.id} has "
+                                f"seen {t.epoch_seen})")
+            t.epoch_seen = value
+        stamp = encode_stamp(value)
+        if page.swept_state == stamp:
+            raise Rejection(f"page {page.id} already carries the stamp of epoch {value}: the "
+                            f"model writes a stamp only when it differs")
+        page.swept_state = stamp
+
+    def settle(self, tid) -> None:
+        """The allocation before this event wrote no stamp: the model agrees only if the
+        page carries the stamp of an epoch the read could return."""
+        ob = self.obligations.pop(tid)
+        page = self.pages[ob.page]
+        if self.options.variant == CLOCK and is_stamp(page.swept_state):
+            return
+        actor = self.acting(tid)
+        if actor is None:
+            return
+        lo, hi = self.stamp_range(ob, self.thread(actor, self.line))
+        if is_stamp(page.swept_state):  # is there an epoch in lo..hi with these 32 bits?
+            if lo + ((stamp_epoch(page.swept_state) - lo) & EPOCH_MASK) <= hi:
+                return
+        raise Rejection(f"the allocation from page {page.id} at line {ob.line} wrote no stamp, "
+                        f"but the page carries {describe_swept_state(page.swept_state)} and "
+                        f"the model stamps it with the epoch it reads ({lo}..{hi})")
+
+    # -- the advance, one atomic step at a time (model/epoch.py) -----------------------------------
+
+    def on_advance_step(self, ev: dict, tid) -> None:
+        if not self.linearized:
+            raise self.bad(self.line, "advance_step in a trace whose header does not say "
+                                      '"linearized": true')
+        pc, value = ev["pc"], ev["value"]
+        if pc not in STEP_PCS:
+            raise self.bad(self.line, f"advance_step: unknown pc {pc!r}; expected one of "
+                                      f"{', '.join(STEP_PCS)}")
+        f = self.frames.get(tid)
+        if f is None or f.done:
+            if pc != PC_LOAD:
+                if f is not None and not f.advanced and f.pc == PC_DONE and f.spins == 0 \
+                        and f.start != MOVING:
+                    raise Rejection(f"thread {tid}'s advance found the epoch not due (it began "
+                                    f"at {show_start(f.start)}, the clock read {f.now}, the "
+                                    f"interval is {self.interval} ms) and returned; the "
+                                    f"trace goes on to {pc}")
+                raise Rejection(f"thread {tid} has no advance in progress: its next step is "
+                                f"{PC_LOAD} of a new sweep, not {pc}")
+            if not self.advancing:
+                raise Rejection("the model does not advance the epoch: the hold is off "
+                                "(purge_holes false or interval 0)")
+            f = self.frames[tid] = begin_advance(self.interval)
+        if f.pc != pc:
+            raise Rejection(f"thread {tid}'s advance is at {f.pc}, not {pc}")
+        st = self.st
+        if pc == PC_LOAD:
+            if value != st.start:
+                raise Rejection(f"the load of start by thread {tid} returned {value!r}, but "
+                                f"start is {show_start(st.start)}")
+            advance_step(st, f, 0, self.interval)
+        elif pc in (PC_READ_CLOCK, PC_READ_CLOCK2):
+            now = self.clock(value, self.line, pc)
+            advance_step(st, f, now, self.interval)
+            if f.pc == PC_COMPARE:  # a local step: taken at once
+                advance_step(st, f, now, self.interval)
+        elif pc == PC_CAS:
+            if type(value) is not bool:
+                raise self.bad(self.line, f"advance_step cas: expected true or false, got {value!r}")
+            advance_step(st, f, 0, self.interval)
+            if (f.pc == PC_INCREMENT) != value:
+                raise Rejection(
+                    f"thread {tid}'s CAS of start from {show_start(f.start)} to MOVING "
+                    f"{'won' if value else 'lost'} in the trace, but start is "
+                    f"{show_start(st.start)}, so the model's CAS "
+                    f"{'wins' if f.pc == PC_INCREMENT else 'fails'}")
+        elif pc == PC_INCREMENT:
+            advance_step(st, f, self.clock_lo or 0, self.interval)
+            if value != st.epoch:
+                raise Rejection(f"thread {tid}'s increment made epoch {value!r}; the model's "
+                                f"makes {st.epoch}")
+            self.incremented[tid] = st.epoch
+            # the ghost history is not needed here; keep it bounded
+            st.history.real_begin.pop(st.epoch - 3, None)
+        elif pc == PC_STORE:
+            if value != f.now2:
+                raise Rejection(f"thread {tid} recorded {value!r} as the start of epoch "
+                                f"{st.epoch}; the model records {f.now2}, the clock read after "
+                                f"the increment")
+            advance_step(st, f, 0, self.interval)
+            st.history.recorded_begin.pop(st.epoch - 3, None)
+        else:  # PC_WAIT: the end of the bounded wait, with the last value loaded
+            spins = ev.get("spins")
+            if type(spins) is not int or not 0 <= spins <= epoch_module.spin_max:
+                raise self.bad(self.line, f"advance_step wait_moving: expected spins 0.."
+                                          f"{epoch_module.spin_max}, got {spins!r}")
+            f.spins = spins
+            if spins < epoch_module.spin_max and value != st.start:
+                raise Rejection(f"thread {tid}'s wait loaded {show_start(value)}, but start "
+                                f"is {show_start(st.start)}")
+            advance_step(st, f, 0, self.interval)
+            if not f.done:
+                raise Rejection(f"thread {tid} stopped waiting after {spins} spins while start "
+                                f"is MOVING; the model waits up to {epoch_module.spin_max}")
+
+    def on_epoch_advance(self, ev: dict, tid) -> None:
+        thread = self.thread(ev["thread"], self.line)
+        if self.linearized:
+            f = self.frames.get(tid)
+            if f is None or not f.done or not f.advanced:
+                raise Rejection(f"epoch_advance by thread {thread.id}, but its advance "
+                                f"{'has not moved the epoch' if f else 'never began'}")
+            want = (self.incremented[tid], f.now2)
+        else:
+            now = self.clock(ev["start"], self.line, "epoch_advance")
+            if not self.advancing:
+                raise Rejection("epoch_advance, but the hold is off (the model never advances)")
+            f = mi_holes_epoch_advance(self.st, now, self.interval)
+            if not f.advanced:
+                raise Rejection(f"epoch_advance at {now} ms, but the epoch began at "
+                                f"{show_start(f.start)}, less than the interval of "
+                                f"{self.interval} ms before")
+            self.start_known = True
+            self.advanced_seq.add(thread.id)
+            want = (self.st.epoch, self.st.start)
+        got = (ev["epoch"], ev["start"])
+        if got != want:
+            raise Rejection(f"epoch_advance says epoch {got[0]!r} began at {got[1]!r}; the "
+                            f"model's advance made epoch {want[0]}, begun at {want[1]}")
+
+    def on_epoch_skip(self, ev: dict, tid) -> None:
+        e = ev["epoch"]
+        if type(e) is not int or e < self.st.epoch:
+            raise Rejection(f"epoch_skip to epoch {e!r}, behind the current {self.st.epoch}")
+        self.st.epoch = e
+        self.st.start = self.clock_lo if self.clock_lo is not None else self.st.start
+        self.start_known = False  # it began "now", a reading the trace does not show
+
+    # -- the sweeps ------------------------------------------------------------------------------
+
+    def on_sweep_begin(self, ev: dict, tid) -> None:
+        t = self.thread(ev["thread"], self.line)
+        if tid in self.sweeps:
+            raise Rejection(f"a sweep of thread {t.id} begins while the one of thread "
+                            f"{self.sweeps[tid].thread} on the same OS thread has not ended")
+        handoff = (tid != t.id) if self.linearized else self.op_name in HANDOFF_OPS
+        if handoff:
+            if t.park_state != PARKED or t.park_swept == PARK_SWEPT_DONE:
+                raise Rejection(f"the scavenger sweeps thread {t.id}, which is "
+                                f"{t.park_state}{' and done' if t.park_swept == PARK_SWEPT_DONE else ''}: "
+                                f"it claims only parked threads whose park is not done")
+            t.park_state = SWEEPING
+        if self.advancing:
+            self.check_advance_before_sweep(t, tid)
+        seq = t.holes_sweep_seq + 1
+        full = seq % self.options.purge_holes_full_every == 0
+        if (ev["seq"], ev["full"], ev["epoch"]) != (seq, full, self.st.epoch):
+            raise Rejection(f"sweep_begin of thread {t.id}: the model's is sweep {seq} "
+                            f"({'full' if full else 'not full'}) in epoch {self.st.epoch}, the "
+                            f"trace's sweep {ev['seq']!r} (full {ev['full']!r}) in epoch "
+                            f"{ev['epoch']!r}")
+        now = ev.get("now")
+        now = self.clock(now, self.line, "sweep_begin") if now is not None else self.clock_lo
+        t.holes_sweep_seq, t.holes_sweep_full, t.holes_sweep_epoch = seq, full, self.st.epoch
+        t.epoch_seen = max(t.epoch_seen, self.st.epoch)
+        t.holes_sweep_deferred = False
+        self.sweeps[tid] = Sweep(t.id, SweepContext(now if now is not None else 0, self.st.epoch,
+                                                    self.interval, handoff, full))
+
+    def check_advance_before_sweep(self, t: ThreadState, tid) -> None:
+        """Each sweep advances the epoch first (mi_holes_sweep_begin)."""
+        if self.linearized:
+            f = self.frames.pop(tid, None)
+            if f is None or not f.done:
+                raise Rejection(f"sweep_begin of thread {t.id} before its advance "
+                                f"{'finished (at ' + f.pc + ')' if f else 'began'}")
+            return
+        if t.id in self.advanced_seq:
+            self.advanced_seq.discard(t.id)
+            return
+        # No epoch_advance: the model agrees if the clock can read a time at which the epoch
+        # is not due: no earlier than the last reading, where the clock is monotone.
+        if self.start_known and self.monotone and self.clock_lo is not None:
+            now = max(self.clock_lo, self.st.start)
+            if is_epoch_due(self.st.start, now, self.interval):
+                raise Rejection(f"the sweep of thread {t.id} does not move the epoch, but it "
+                                f"began at {show_start(self.st.start)} and the clock reads "
+                                f"{self.clock_lo} ms at least: the model's advance moves it "
+                                f"(interval {self.interval} ms)")
+
+    def sweep_of(self, tid, kind: str) -> Sweep:
+        sweep = self.sweeps.get(tid)
+        if sweep is None:
+            raise Rejection(f"{kind} outside a sweep (no sweep_begin on this thread before it)")
+        return sweep
+
+    def decide(self, sweep: Sweep, page: Page) -> bool:
+        """The hold decision for this page in this sweep (made once: two-untouched counts)."""
+        held = sweep.decided.get(page.id)
+        if held is None:
+            if not (page.owner == sweep.thread or page.abandoned):
+                raise Rejection(f"the sweep of thread {sweep.thread} reaches page {page.id}, "
+                                f"owned by thread {page.owner}: a sweep takes its own heap's "
+                                f"pages and the abandoned ones")
+            held = sweep.decided[page.id] = is_page_held(self.options.variant, page, sweep.ctx,
+                                                         self.untouched)
+        return held
+
+    def describe_hold(self, page: Page, sweep: Sweep) -> str:
+        return (f"it carries {describe_swept_state(page.swept_state)} and the sweep runs in "
+                f"epoch {sweep.ctx.epoch} (variant {self.options.variant})")
+
+    def on_sweep_page(self, ev: dict, tid) -> None:
+        sweep = self.sweep_of(tid, "sweep_page")
+        page = self.live(self.page(ev, self.line))
+        outcome = ev["outcome"]
+        if outcome not in OUTCOMES:
+            raise self.bad(self.line, f"sweep_page: unknown outcome {outcome!r}; expected one "
+                                      f"of {', '.join(OUTCOMES)}")
+        o = self.options
+        if outcome == "off":
+            if o.purge_holes and o.purge_delay >= 0:
+                raise Rejection(f"page {page.id} swept as 'off', but purge_holes is on")
+            return
+        if outcome == "all-free":
+            return  # before the hold; which blocks are free is not in the trace
+        held = self.decide(sweep, page)
+        if (outcome == "held") != held:
+            raise Rejection(f"page {page.id} is {outcome} by the sweep of thread "
+                            f"{sweep.thread}, but the model {'holds' if held else 'does not hold'}"
+                            f" it: {self.describe_hold(page, sweep)}")
+        if outcome == "ineligible" and mi_page_can_purge_holes(page.geom):
+            raise Rejection(f"page {page.id} swept as ineligible, but it can purge holes")
+        if outcome == "unchanged" and (sweep.ctx.full or is_stamp(page.swept_state)
+                                       or page.swept_state == MI_PAGE_SWEPT_NONE):
+            raise Rejection(f"page {page.id} skipped as unchanged, but "
+                            f"{'the sweep is full' if sweep.ctx.full else 'it carries ' + describe_swept_state(page.swept_state)}")
+        if outcome in ("walked", "incomplete") and page.id not in sweep.walked:
+            raise Rejection(f"page {page.id} swept as {outcome} without a walk event")
+
+    def on_idle(self, ev: dict, tid) -> None:
+        sweep = self.sweep_of(tid, "idle")
+        t = self.thread(ev["thread"], self.line)
+        ctx = sweep.ctx
+        want = (sweep.thread, ctx.epoch, ctx.in_handoff, ctx.full)
+        got = (ev["thread"], ev["epoch"], ev["handoff"], ev["full"])
+        if got != want:
+            raise Rejection(f"the idle event says thread {got[0]!r}, epoch {got[1]!r}, handoff "
+                            f"{got[2]!r}, full {got[3]!r}; the sweep it ends is thread "
+                            f"{want[0]}, epoch {want[1]}, handoff {want[2]}, full {want[3]}")
+        if ev["deferred"] is True and not any(sweep.decided.values()):
+            raise Rejection(f"the sweep of thread {t.id} says it left blocks behind "
+                            f"(deferred), but it held no page")
+        t.holes_sweep_deferred = ev["deferred"] is True
+        self.last_deferred[t.id] = t.holes_sweep_deferred
+        del self.sweeps[tid]
+
+    def on_pending(self, ev: dict, tid) -> None:
+        t = self.thread(ev["thread"], self.line)
+        if ev["value"] != t.holes_sweep_deferred:
+            raise Rejection(f"mi_on_thread_idle_pending of thread {t.id} says {ev['value']!r}; "
+                            f"its last sweep {'left' if t.holes_sweep_deferred else 'did not leave'}"
+                            f" blocks behind")
+
+    # -- the park handoff (model/park.py) -------------------------------------------------------
+
+    def on_park(self, ev: dict, tid) -> None:
+        t = self.thread(ev["thread"], self.line)
+        if t.park_state != RUNNING:
+            raise Rejection(f"thread {t.id} parks, but it is {t.park_state}")
+        t.park_state, t.park_swept, t.park_reclaim = PARKED, PARK_SWEPT_NONE, False
+
+    def on_unpark(self, ev: dict, tid) -> None:
+        t = self.thread(ev["thread"], self.line)
+        if t.park_state != PARKED:
+            raise Rejection(f"thread {t.id} leaves its park, but it is {t.park_state}"
+                            f"{': a sweep has its heap' if t.park_state == SWEEPING else ''}")
+        t.park_state = RUNNING
+
+    def on_park_sweep(self, ev: dict, tid) -> None:
+        t = self.thread(ev["thread"], self.line)
+        if t.park_state != SWEEPING:
+            raise Rejection(f"park_sweep of thread {t.id}, which no sweep has claimed "
+                            f"(it is {t.park_state})")
+        deferred = self.last_deferred.get(t.id)
+        if (ev["epoch"], ev["deferred"]) != (t.holes_sweep_epoch, deferred):
+            raise Rejection(f"park_sweep of thread {t.id} says epoch {ev['epoch']!r}, deferred "
+                            f"{ev['deferred']!r}; its sweep ran in epoch {t.holes_sweep_epoch} "
+                            f"and said deferred {deferred}")
+        swept = t.park_swept
+        if swept == PARK_SWEPT_NONE:
+            t.holes_park_epoch = t.holes_sweep_epoch
+        nxt = compute_park_next(t, swept, bool(deferred))
+        if (nxt == PARK_SWEPT_DONE) != (ev["done"] is True):
+            raise Rejection(f"park_sweep of thread {t.id} says done {ev['done']!r}; the model's "
+                            f"park is {'done' if nxt == PARK_SWEPT_DONE else 'not done'} (sweep "
+                            f"{1 if swept == PARK_SWEPT_NONE else swept}, epochs "
+                            f"{t.holes_park_epoch}..{t.holes_sweep_epoch}, deferred {deferred})")
+        t.park_swept, t.park_state = nxt, PARKED
+
+    # -- observations ---------------------------------------------------------------------------
+
+    def on_page_state(self, ev: dict, tid) -> None:
+        page = self.page(ev, self.line)
+        state = ev["swept_state"]
+        if ev["capacity"] != page.capacity or ev["reserved"] != page.reserved \
+                or ev["unit"] != page.unit:
+            raise Rejection(f"page {page.id} is observed with capacity {ev['capacity']!r} of "
+                            f"{ev['reserved']!r}, unit {ev['unit']!r}; the model has "
+                            f"{page.capacity} of {page.reserved}, unit {page.unit}")
+        mine = page.swept_state
+        if is_stamp(mine) or mine == MI_PAGE_SWEPT_NONE:
+            ok = state == mine
+        else:
+            ok = type(state) is int and state >> 32 == self.walked_capacity.get(page.id)
+        if not ok:
+            raise Rejection(f"page {page.id} is observed with swept_state "
+                            f"{describe_swept_state(state)}; the model's is "
+                            f"{describe_swept_state(mine)}")
+
+    def on_resident(self, ev: dict, tid) -> None:
+        self.page(ev, self.line)
+
+    # -- driving ---------------------------------------------------------------------------------
+
+    def step(self, ev: dict, line: int) -> None:
+        """Replay one event (raises Rejection, or TraceError for bad input)."""
+        self.line = line
+        tid = ev.get("tid") if self.linearized else None
+        if tid not in self.tids_seen:
+            if self.linearized and tid not in self.threads_declared \
+                    and tid not in (MAIN_TID, SCAVENGER_TID):
+                raise self.bad(line, f"tid {tid!r} is not a thread of this trace: expected one "
+                                     f"of {sorted(self.threads_declared)}, {MAIN_TID} (main) or "
+                                     f"{SCAVENGER_TID} (scavenger)")
+            self.tids_seen.add(tid)
+        if tid in self.obligations and not (ev["ev"] == "stamp"):
+            self.settle(tid)
+        self.handlers[ev["ev"]](ev, tid)
+
+    def finish(self) -> None:
+        for tid in list(self.obligations):
+            self.settle(tid)
+        open_ = [f"thread {s.thread}" for s in self.sweeps.values()]
+        if open_ and self.linearized:
+            raise Rejection(f"the trace ends inside a sweep ({', '.join(open_)})")
+
+    # -- what the rejection shows ---------------------------------------------------------------
+
+    def describe_state(self, ev: dict | None) -> list[str]:
+        st = self.st
+        out = [f"epoch {st.epoch}, start {show_start(st.start)}"
+               f"{'' if self.start_known else ' (at least)'}, clock "
+               f"{'unknown' if self.clock_lo is None else f'>= {self.clock_lo} ms'}, interval "
+               f"{self.interval} ms, variant {self.options.variant}"]
+        for tid, f in sorted(self.frames.items(), key=lambda kv: str(kv[0])):
+            if not f.done:
+                out.append(f"tid {tid}: advancing, at {f.pc} (loaded {show_start(f.start)}"
+                           f", read {f.now}{', claimed' if f.pc in (PC_INCREMENT, PC_READ_CLOCK2, PC_STORE) else ''})")
+        for tid, s in sorted(self.sweeps.items(), key=lambda kv: str(kv[0])):
+            held = [p for p, h in s.decided.items() if h]
+            out.append(f"tid {tid}: sweeping thread {s.thread}'s heap in epoch {s.ctx.epoch}"
+                       f"{' (handoff)' if s.ctx.in_handoff else ''}, holding pages {held}")
+        for t in sorted(self.threads.values(), key=lambda t: t.id):
+            if t.park_state != RUNNING or t.holes_sweep_seq:
+                out.append(f"thread {t.id}: {t.park_state}, park_swept {t.park_swept}, sweeps "
+                           f"{t.holes_sweep_seq}, last in epoch {t.holes_sweep_epoch}, "
+                           f"deferred {t.holes_sweep_deferred}")
+        pid = ev.get("page") if ev else None
+        if pid in self.pages:
+            p = self.pages[pid]
+            out.append(f"page {pid}: {p.geom.kind.value}, blocks of {p.block_size} B, "
+                       f"{p.capacity}/{p.reserved} formed, owner "
+                       f"{'abandoned' if p.abandoned else p.owner}"
+                       f"{', retired' if p.retired else ''}, swept_state "
+                       f"{describe_swept_state(p.swept_state)}")
+        return out
+
+    def enabled(self, ev: dict | None) -> list[str]:
+        """What the model could do next on the OS thread of the rejected event."""
+        tid = ev.get("tid") if (ev and self.linearized) else None
+        who = f"tid {tid}" if self.linearized else "the trace"
+        f = self.frames.get(tid)
+        if f is not None and not f.done:
+            nxt = {PC_READ_CLOCK: f"read_clock (any reading >= {self.clock_lo})",
+                   PC_READ_CLOCK2: f"read_clock_again (any reading >= {self.clock_lo})",
+                   PC_CAS: f"cas -> {'won' if self.st.start == f.start else 'lost'}",
+                   PC_INCREMENT: f"increment -> epoch {self.st.epoch + 1}",
+                   PC_STORE: f"store_start {f.now2}",
+                   PC_WAIT: "wait_moving -> " + ("done" if self.st.start != MOVING
+                                                 else "spin (start is MOVING)")}.get(f.pc, f.pc)
+            return [f"{who}: advance_step {nxt}"]
+        out = []
+        ob = self.obligations.get(tid)
+        if ob is not None:
+            out.append(f"{who}: stamp page {ob.page} (epoch read {ob.epoch_lo}..{self.st.epoch})")
+        sweep = self.sweeps.get(tid)
+        if sweep is not None:
+            out.append(f"{who}: sweep_page/walk/discard on pages of thread {sweep.thread} or "
+                       f"abandoned ones, held as the hold rule says; idle (ends the sweep)")
+        else:
+            if self.linearized and self.advancing:
+                out.append(f"{who}: advance_step load_start (a sweep begins; start is "
+                           f"{show_start(self.st.start)})")
+            out.append(f"{who}: malloc/free/extend on the pages its thread owns, park/unpark")
+        return out
+
+
+def show_start(start) -> str:
+    return "MOVING" if start == MOVING else f"{start!r}"
+
+
+def describe_swept_state(state) -> str:
+    if state == MI_PAGE_SWEPT_NONE:
+        return "NONE"
+    if type(state) is not int:
+        return repr(state)
+    if is_stamp(state):
+        return f"the stamp of epoch {stamp_epoch(state)}"
+    return f"walked(capacity={state >> 32})"
+
+
+# -- reading in lin order ------------------------------------------------------------------------
+
+def in_lin_order(events: Iterator[dict], source: str) -> Iterator[tuple[int, dict]]:
+    """(line, event) in the order of the events' `lin` numbers, which must be 0, 1, 2, ...
+    with none missing or repeated. Events come nearly in order (each thread writes its line
+    right after taking its number), so the buffer of early ones stays small."""
+    expect = 0
+    early: dict[int, tuple[int, dict]] = {}
+    for line, ev in enumerate(events, 2):
+        lin = ev.get("lin")
+        if lin == expect and type(lin) is int:
+            yield line, ev
+            expect += 1
+            while expect in early:
+                yield early.pop(expect)
+                expect += 1
+            continue
+        if type(lin) is not int or type(ev.get("tid")) is not int:
+            raise TraceError(source, line, f"expected integer lin and tid fields: the header "
+                                           f"says the trace is linearized, got lin {lin!r}, "
+                                           f"tid {ev.get('tid')!r}")
+        if lin < expect or lin in early:
+            raise TraceError(source, line, f"lin {lin} appears twice: expected each number once")
+        early[lin] = (line, ev)
+    if early:
+        raise TraceError(source, 0, f"the trace lacks lin {expect} (it has {len(early)} "
+                                    f"events after it): expected every number from 0")
+
+
+def validate_stream(f: IO[bytes], source: str, progress: Callable[[int], None] | None = None
+                    ) -> Verdict:
+    """Validate one trace from a binary file. Raises TraceError for bad input."""
+    trace = read_trace(f, source)
+    v = Validator(trace.header, source)
+    events = in_lin_order(trace.events, source) if v.linearized \
+        else enumerate(trace.events, 2)
+    n = 0
+    step = v.step
+    line, ev = 0, None
+    try:
+        for line, ev in events:
+            step(ev, line)
+            n += 1
+            if progress and not n & 0xFFFFF:
+                progress(n)
+        ev = None
+        v.finish()
+    except Rejection as r:
+        return Verdict(source, False, n, line, ev, r.why, v.describe_state(ev), v.enabled(ev))
+    except (TypeError, ValueError, KeyError, AttributeError) as e:  # a field of a wrong kind
+        raise TraceError(source, line, f"a field of this {ev.get('ev') if ev else ''} event "
+                                       f"has a value of the wrong kind ({e})") from None
+    return Verdict(source, True, n, stats={"threads": len(v.threads), "pages": len(v.pages),
+                                           "epochs": v.st.epoch})
+
+
+def validate_file(path: str, progress: Callable[[int], None] | None = None) -> Verdict:
+    """Validate a trace file. Raises TraceError for bad input, OSError if unreadable."""
+    with open(path, "rb") as f:
+        return validate_stream(f, path, progress)
+
+
+def format_verdict(v: Verdict) -> str:
+    import orjson
+    if v.accepted:
+        return f"accepted: {v.events:,} events of {v.source} replayed on the model"
+    shown = orjson.dumps(v.event).decode() if v.event else "(the end of the trace)"
+    out = [f"{v.source}:{v.line}: rejected: event {v.events} is not explained by the model",
+           f"  event:   {shown}", f"  why:     {v.why}", "  the model's state before it:"]
+    out += [f"    {s}" for s in v.state]
+    out.append("  enabled there:")
+    out += [f"    {s}" for s in v.enabled]
+    return "\n".join(out)
+
+
+def verdict_doc(v: Verdict) -> dict:
+    return dataclasses.asdict(v)

@@ -1,0 +1,87 @@
+/* linearize.c: a trace of the concurrent mode that the model can replay (docs/validation.md).
+ *
+ * Real threads have no order the model can predict, so `purgecheck validate` replays the
+ * trace in the order of its "lin" numbers and asks whether the model can take each event as
+ * a step. That works only if the lin order is an order in which the shared accesses really
+ * happened. Two rules make it so:
+ *   - every event takes its lin number from one process-wide counter (tr_end does it), so events
+ *     that are ordered by happens-before (program order, a release the other side acquired)
+ *     are ordered by lin as well;
+ *   - each access to the epoch's shared state (load, CAS, increment, store of `start`, the
+ *     epoch read of a stamp or of a sweep's begin) and each clock read of the advance is made
+ *     under lin_lock together with the event that reports it, so that racing accesses, which
+ *     happens-before does not order, are ordered by lin exactly as they took effect.
+ * The lock only serialises single atomic steps; it never spans two of them, so every
+ * interleaving of the advance's steps can still happen.
+ */
+#include <time.h>
+
+#include "purge.h"
+
+bool tr_linearized;
+_Thread_local int tr_tid = -1;
+_Atomic int64_t tr_lin;
+static pthread_mutex_t lin_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+void lin_lock(void) {
+    if (tr_linearized) pthread_mutex_lock(&lin_mutex);
+}
+
+void lin_unlock(void) {
+    if (tr_linearized) pthread_mutex_unlock(&lin_mutex);
+}
+
+/* One atomic step of mi_holes_epoch_advance, named by the model's program counter
+ * (model/epoch.py PC_*), with the value it read or wrote. Only linearized traces have them;
+ * the caller holds lin_lock. */
+static void step_begin(const char *pc) {
+    tr_begin("advance_step");
+    tr_str("pc", pc);
+}
+
+void lin_step(const char *pc, int64_t value) {
+    if (!tr_linearized) return;
+    step_begin(pc);
+    tr_int("value", value);
+    tr_end();
+}
+
+void lin_step_bool(const char *pc, bool value) {
+    if (!tr_linearized) return;
+    step_begin(pc);
+    tr_bool("value", value);
+    tr_end();
+}
+
+/* The end of the bounded wait on MOVING: the last value loaded and how many loads before it
+ * saw MOVING (the loads in between change nothing, so they are not events). */
+void lin_step_wait(int spins, int64_t value) {
+    if (!tr_linearized) return;
+    step_begin("wait_moving");
+    tr_int("value", value);
+    tr_int("spins", spins);
+    tr_end();
+}
+
+/* Test hook: a sweeper sleeps mi_advance_delay_us at one point of the advance, when the
+ * epoch it is leaving is even, so that the races of the advance are hit every time:
+ *   - before the CAS (after the clock read found the epoch due): without the CAS's exclusion
+ *     two sweepers that both found it due both claim it and both move the epoch;
+ *   - before the increment (after the CAS won): with the start recorded from the first clock
+ *     read, the epoch begins (the increment) the delay later than recorded, so the next one,
+ *     whose sweeper is not delayed, comes early.
+ * Every other epoch, so that a delayed epoch is followed by one that is not. The correct code
+ * is unaffected apart from the delay. A thread with mi_advance_never_delayed (the thread
+ * under test, whose clock readings must keep coming) is never held up. */
+_Atomic int64_t mi_advance_delay_us;
+_Atomic int mi_advance_delay_at;
+_Thread_local bool mi_advance_never_delayed;
+
+void mi_advance_delay(int at) {
+    int64_t us = atomic_load_explicit(&mi_advance_delay_us, memory_order_relaxed);
+    if (us <= 0 || mi_advance_never_delayed
+        || at != atomic_load_explicit(&mi_advance_delay_at, memory_order_relaxed)
+        || atomic_load_explicit(&mi_world->epoch, memory_order_relaxed) % 2) return;
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}

@@ -1,0 +1,414 @@
+/* stress.c: the seed's concurrent tests on real threads and the real clock, with a trace that
+ * `purgecheck validate` replays on the model (docs/validation.md).
+ *
+ * Scenario `sweepers` (seed 000, tests: "sweepers at the same time: four threads that
+ * allocate from a large page of their own and sweep without a pause, next to the thread under
+ * test, which does the same and checks (a) from readings of the clock that lie around its
+ * readings of the epoch that no epoch is shorter than the interval, to the millisecond, and
+ * (b) that a page it allocated from before a sweep keeps its blocks in that sweep").
+ *
+ * Scenario `park`: the park handoff with the real scavenger thread. Several threads allocate
+ * from large pages, free most of it, park, and wait (bounded) until the scavenger has marked
+ * their park done; (c) it does, and (d) then the blocks they freed are no longer resident,
+ * while one more thread sweeps inline beside them.
+ *
+ * Every check is a lower bound on time, or an upper bound against a clock reading taken
+ * before the event in question, so it holds on a machine of any load; the one liveness
+ * check (the epoch moves, the park gets done) waits for it, 10 s at the most.
+ *
+ * Exit: 0 every check held, 1 a check failed (one line each on stderr), 2 bad usage,
+ * 3 broken state.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "purge.h"
+
+#ifndef BUILD_NAME
+#define BUILD_NAME "release"
+#endif
+#define BLOCK (256 * KiB)         /* a large-page block (seed: 96..512 KiB) */
+#define LIVENESS_EPOCHS 3         /* the epoch must move this often in a run */
+
+static const char *USAGE =
+    "usage: stress [OPTIONS]\n"
+    "The seed's concurrent tests on real threads and CLOCK_MONOTONIC; writes a linearized\n"
+    "trace for `purgecheck validate` with --trace.\n\n"
+    "  --scenario sweepers|park  four sweepers beside the thread under test (default), or the\n"
+    "                            park handoff with the scavenger thread\n"
+    "  --interval MS          purge_holes_min_interval (default 10)\n"
+    "  --ms MS                how long to run at least (default 300)\n"
+    "  --max-ms MS            the bound of the liveness waits (default 10000)\n"
+    "  --sweepers N           sweeping threads beside the thread under test (default 4)\n"
+    "  --parked N             park scenario: parking threads (default 3)\n"
+    "  --cycles N             park scenario: parks per thread (default 2)\n"
+    "  --mutant NAME          a run-time switch of reference_c/mutants.c\n"
+    "  --delay-us US          a sweeper leaving an even epoch sleeps this long in the advance\n"
+    "  --delay-at cas|increment  ... before its CAS (default) or before its increment: hits\n"
+    "                         the advance's races every time (reference_c/linearize.c)\n"
+    "  --until-violation      stop at the first failed check\n"
+    "  --trace FILE           write the linearized trace there\n"
+    "  --summary FILE         write the figures and verdicts as JSON there\n\n"
+    "examples:\n"
+    "  stress --trace run.jsonl && purgecheck validate run.jsonl\n"
+    "  stress --mutant no_cas_exclusion --delay-us 2000 --until-violation   # exits 1\n";
+
+static struct {
+    const char *scenario;
+    int64_t interval, ms, max_ms, delay_us;
+    int sweepers, parked, cycles, mutant, delay_at;
+    bool until_violation;
+    const char *trace, *summary;
+} cfg = {"sweepers", 10, 300, 10000, 0, 4, 3, 2, 0, MI_DELAY_BEFORE_CAS, false, NULL, NULL};
+
+static _Atomic bool stop;
+static _Atomic int64_t violations_a, violations_b, violations_c, violations_d;
+static _Atomic int64_t observations, checked_b, sweeps, parks;
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+
+_Noreturn void mi_corrupt(const char *what) {
+    fprintf(stderr, "stress: broken state: %s\n", what);
+    fflush(stdout);
+    _exit(3);
+}
+
+static void violation(_Atomic int64_t *counter, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void violation(_Atomic int64_t *counter, const char *fmt, ...) {
+    if (atomic_fetch_add(counter, 1) < 5) {   /* the first few of each kind are enough */
+        pthread_mutex_lock(&report_lock);
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "stress: ");
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, "\n");
+        va_end(ap);
+        pthread_mutex_unlock(&report_lock);
+    }
+    if (cfg.until_violation) atomic_store(&stop, true);
+}
+
+static uint64_t epoch_now(void) { return atomic_load_explicit(&mi_world->epoch, memory_order_acquire); }
+
+/* Is any OS page of the block resident (mincore)? */
+static bool block_resident(mi_ptr_t b) {
+    mi_page_t *p = mi_page_of(b.page);
+    uint8_t *a = mi_block_addr(p, b.block);
+    int64_t real = mi_world->real_page_size;
+    size_t n = (size_t)((p->geom.block_size + real - 1) / real);
+    unsigned char vec[BLOCK / 4096 + 1];
+    if (n > sizeof vec || mincore(a, (size_t)p->geom.block_size, vec) != 0) mi_corrupt("mincore failed");
+    for (size_t i = 0; i < n; i++)
+        if (vec[i] & 1) return true;
+    return false;
+}
+
+/* -- scenario sweepers ------------------------------------------------------------------------ */
+
+/* A sweeper: a large page of its own (one block stays live), then allocate, free and sweep
+ * without a pause. */
+static void *sweeper_main(void *arg) {
+    int tid = (int)(intptr_t)arg;
+    tr_tid = tid;
+    mi_tld_t *t = mi_thread(tid);
+    mi_heap_malloc(t, BLOCK, false, true);
+    bool beside_parks = !strcmp(cfg.scenario, "park");   /* there it sweeps now and then */
+    while (!atomic_load(&stop)) {
+        mi_ptr_t b = mi_heap_malloc(t, BLOCK, false, true);
+        mi_free(b, tid);
+        mi_on_thread_idle(tid, false);
+        atomic_fetch_add(&sweeps, 1);
+        if (beside_parks) {
+            struct timespec ts = {0, (long)(cfg.interval * 1000000 / 4)};
+            nanosleep(&ts, NULL);
+        }
+    }
+    tr_thread_exit();
+    return NULL;
+}
+
+/* (a) Epochs strictly between two epochs the thread read began after the clock reading c1
+ * before the read of the older one and ended before the reading c2 after the read of the
+ * newer one; each lasts the interval at least, to the millisecond, because its recorded
+ * beginning is read after its increment and the next one waits for that plus the interval. */
+typedef struct { uint64_t epoch; int64_t before; } seen_t;
+
+static void observe(seen_t *last) {
+    int64_t c1 = mi_clock_now();
+    uint64_t e = epoch_now();
+    int64_t c2 = mi_clock_now();
+    atomic_fetch_add(&observations, 1);
+    if (e > last->epoch) {
+        int64_t between = (int64_t)(e - last->epoch) - 1;
+        if (between > 0 && c2 - last->before < between * cfg.interval)
+            violation(&violations_a, "(a) epochs %llu..%llu lasted %lld ms together at most "
+                      "(clock %lld before a read of epoch %llu, %lld after a read of epoch %llu): "
+                      "less than %lld x the interval of %lld ms",
+                      (unsigned long long)last->epoch + 1, (unsigned long long)e - 1,
+                      (long long)(c2 - last->before), (long long)last->before,
+                      (unsigned long long)last->epoch, (long long)c2, (unsigned long long)e,
+                      (long long)between, (long long)cfg.interval);
+        last->epoch = e;
+    }
+    if (e == last->epoch) last->before = c1;   /* the latest reading before a read of it */
+}
+
+/* The thread under test sweeps like the others and checks (a) and (b). (b): a page stamped
+ * at a clock reading c0 can be two epochs old only when a whole epoch lies after c0, so a
+ * sweep that ends less than an interval after c0 must leave the freed block where it is. */
+static void *under_test_main(void *arg) {
+    int tid = (int)(intptr_t)arg;
+    tr_tid = tid;
+    mi_advance_never_delayed = true;   /* its readings of the clock must keep coming */
+    mi_tld_t *t = mi_thread(tid);
+    mi_heap_malloc(t, BLOCK, false, true);
+    seen_t last = {epoch_now(), mi_clock_now()};
+    while (!atomic_load(&stop)) {
+        observe(&last);
+        int64_t c0 = mi_clock_now();
+        mi_ptr_t b = mi_heap_malloc(t, BLOCK, false, true);
+        mi_free(b, tid);
+        observe(&last);
+        mi_on_thread_idle(tid, false);
+        int64_t c1 = mi_clock_now();
+        atomic_fetch_add(&sweeps, 1);
+        if (c1 - c0 < cfg.interval) {
+            atomic_fetch_add(&checked_b, 1);
+            if (!block_resident(b))
+                violation(&violations_b, "(b) page %d: the block freed after an allocation at "
+                          "clock %lld was discarded by the sweep that ended at %lld, less than "
+                          "the interval of %lld ms later (epoch now %llu)", b.page, (long long)c0,
+                          (long long)c1, (long long)cfg.interval, (unsigned long long)epoch_now());
+        }
+        observe(&last);
+    }
+    tr_thread_exit();
+    return NULL;
+}
+
+/* -- scenario park ------------------------------------------------------------------------------ */
+
+/* A parking thread: per cycle, allocate a few blocks of a large page and free all but the
+ * first, park, wait for the scavenger to finish the park (c), check the freed blocks went (d),
+ * come back. */
+static void *parker_main(void *arg) {
+    int tid = (int)(intptr_t)arg;
+    tr_tid = tid;
+    mi_tld_t *t = mi_thread(tid);
+    mi_heap_malloc(t, BLOCK, false, true);   /* the page stays in use */
+    for (int cycle = 0; cycle < cfg.cycles && !atomic_load(&stop); cycle++) {
+        mi_ptr_t b[3];
+        for (int i = 0; i < 3; i++) b[i] = mi_heap_malloc(t, BLOCK, false, true);
+        for (int i = 0; i < 3; i++) mi_free(b[i], tid);
+        int64_t parked_at = mi_clock_now();
+        mi_on_thread_idle_start(tid);
+        atomic_fetch_add(&parks, 1);
+        while (atomic_load(&t->park_swept) != PARK_SWEPT_DONE
+               && mi_clock_now() - parked_at < cfg.max_ms && !atomic_load(&stop)) {
+            struct timespec ts = {0, 200000};
+            nanosleep(&ts, NULL);
+        }
+        bool done = atomic_load(&t->park_swept) == PARK_SWEPT_DONE;
+        if (!done && !atomic_load(&stop))
+            violation(&violations_c, "(c) thread %d: its park was not done %lld ms after it "
+                      "parked", tid, (long long)cfg.max_ms);
+        mi_on_thread_idle_end(tid);
+        for (int i = 0; done && i < 3; i++)
+            if (block_resident(b[i]))
+                violation(&violations_d, "(d) thread %d: block %lld of page %d is still resident "
+                          "after its park was done", tid, (long long)b[i].block, b[i].page);
+    }
+    tr_thread_exit();
+    return NULL;
+}
+
+/* -- the run ------------------------------------------------------------------------------------ */
+
+static void write_header(const mi_options_t *o, int nthreads) {
+    char threads[512] = "";
+    for (int i = 1; i <= nthreads; i++)
+        snprintf(threads + strlen(threads), sizeof threads - strlen(threads), "%s%d", i > 1 ? "," : "", i);
+    char mutant[64] = "null";
+    if (cfg.mutant) snprintf(mutant, sizeof mutant, "\"%s\"", mi_mutant_names[cfg.mutant]);
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"format\":\"purgecheck-trace\",\"version\":1,\"config\":{"
+             "\"page_kinds\":{\"small\":%lld,\"medium\":%lld,\"large\":%lld},"
+             "\"os_page_size\":%lld,\"arch\":%d,\"first_block_offset\":0,\"interval_ms\":%lld,"
+             "\"purge_holes\":true,\"full_every\":%lld,\"purge_delay\":%lld,\"variant\":\"epoch\","
+             "\"stale_epochs\":0,\"sweep_ms\":0,\"clock\":\"real\",\"clock_monotone\":true,"
+             "\"clock_start_ms\":0,\"observe\":\"sweeps\"},"
+             "\"producer\":{\"name\":\"stress\",\"build\":\"%s\",\"scenario\":\"%s\",\"mutant\":%s,"
+             "\"linearized\":true,\"threads\":[%s],\"delay_us\":%lld,\"delay_at\":\"%s\"}}",
+             (long long)mi_page_size_of(MI_SMALL, 64), (long long)mi_page_size_of(MI_MEDIUM, 64),
+             (long long)mi_page_size_of(MI_LARGE, 64), (long long)o->os_page_size, o->arch_bits,
+             (long long)o->interval_ms, (long long)o->full_every, (long long)o->purge_delay,
+             BUILD_NAME, cfg.scenario, mutant, threads, (long long)cfg.delay_us,
+             cfg.delay_at == MI_DELAY_BEFORE_CAS ? "cas" : "increment");
+    tr_header(json);
+}
+
+static void sleep_ms(int64_t ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static int64_t parse_int(const char *flag, const char *v) {
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (errno || *end || n < 0) {
+        fprintf(stderr, "stress: %s: expected a non-negative integer, got '%s'\n%s", flag, v, USAGE);
+        exit(2);
+    }
+    return n;
+}
+
+static void parse_args(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool valued = true;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(USAGE, stdout); exit(0); }
+        else if (!strcmp(a, "--until-violation")) { cfg.until_violation = true; valued = false; }
+        else if (!v) { fprintf(stderr, "stress: unknown option or missing value: %s\n%s", a, USAGE); exit(2); }
+        else if (!strcmp(a, "--scenario")) {
+            if (strcmp(v, "sweepers") && strcmp(v, "park")) {
+                fprintf(stderr, "stress: --scenario: expected sweepers or park, got '%s'\n", v);
+                exit(2);
+            }
+            cfg.scenario = v;
+        } else if (!strcmp(a, "--interval")) cfg.interval = parse_int(a, v);
+        else if (!strcmp(a, "--ms")) cfg.ms = parse_int(a, v);
+        else if (!strcmp(a, "--max-ms")) cfg.max_ms = parse_int(a, v);
+        else if (!strcmp(a, "--delay-us")) cfg.delay_us = parse_int(a, v);
+        else if (!strcmp(a, "--delay-at")) {
+            if (strcmp(v, "cas") && strcmp(v, "increment")) {
+                fprintf(stderr, "stress: --delay-at: expected cas or increment, got '%s'\n", v);
+                exit(2);
+            }
+            cfg.delay_at = !strcmp(v, "cas") ? MI_DELAY_BEFORE_CAS : MI_DELAY_BEFORE_INCREMENT;
+        }
+        else if (!strcmp(a, "--sweepers")) cfg.sweepers = (int)parse_int(a, v);
+        else if (!strcmp(a, "--parked")) cfg.parked = (int)parse_int(a, v);
+        else if (!strcmp(a, "--cycles")) cfg.cycles = (int)parse_int(a, v);
+        else if (!strcmp(a, "--trace")) cfg.trace = v;
+        else if (!strcmp(a, "--summary")) cfg.summary = v;
+        else if (!strcmp(a, "--mutant")) {
+            cfg.mutant = mi_mutant_by_name(v);
+            if (cfg.mutant < 0) {
+                fprintf(stderr, "stress: unknown mutant '%s'; expected one of", v);
+                for (int m = 1; m < M_COUNT; m++) fprintf(stderr, " %s", mi_mutant_names[m]);
+                fprintf(stderr, "\n");
+                exit(2);
+            }
+        } else { fprintf(stderr, "stress: unknown option %s\n%s", a, USAGE); exit(2); }
+        i += valued;
+    }
+    if (cfg.interval <= 0 || cfg.sweepers + cfg.parked + 1 >= 64) {
+        fprintf(stderr, "stress: expected --interval > 0 and fewer than 63 threads\n");
+        exit(2);
+    }
+}
+
+int main(int argc, char **argv) {
+    parse_args(argc, argv);
+    mi_options_t o;
+    memset(&o, 0, sizeof o);
+    o.purge_holes = true;
+    o.interval_ms = cfg.interval;
+    o.full_every = 64;
+    o.purge_delay = 100;
+    o.os_page_size = 4 * KiB;
+    o.arch_bits = 64;
+    o.variant = V_EPOCH;
+    o.clock_monotone = true;
+    o.clock_real = true;
+    static char outbuf[1 << 20];
+    if (cfg.trace) {
+        if (!freopen(cfg.trace, "w", stdout)) {
+            fprintf(stderr, "stress: cannot write %s: %s\n", cfg.trace, strerror(errno));
+            return 2;
+        }
+        setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
+    }
+    tr_enabled = tr_linearized = cfg.trace != NULL;
+    mi_mutant = (mi_mutant_t)cfg.mutant;
+    atomic_store(&mi_advance_delay_us, cfg.delay_us);
+    atomic_store(&mi_advance_delay_at, cfg.delay_at);
+    mi_world = mi_world_new(&o);
+    bool park = !strcmp(cfg.scenario, "park");
+    int nthreads = park ? cfg.parked + 1 : cfg.sweepers + 1;
+    if (cfg.trace) write_header(&o, nthreads);
+    tr_tid = 0;
+    if (park) mi_scavenger_start();
+    pthread_t th[64];
+    int64_t t0 = mi_clock_now();
+    uint64_t e0 = epoch_now();
+    for (int i = 0; i < nthreads; i++) {
+        void *(*fn)(void *) = park ? (i < cfg.parked ? parker_main : sweeper_main)
+                                   : (i < cfg.sweepers ? sweeper_main : under_test_main);
+        if (pthread_create(&th[i], NULL, fn, (void *)(intptr_t)(i + 1)) != 0) mi_corrupt("pthread_create failed");
+    }
+    /* Run for --ms, and on until the epoch has moved (liveness), --max-ms at the most. */
+    bool moved = false;
+    while (!atomic_load(&stop)) {
+        int64_t ran = mi_clock_now() - t0;
+        moved = epoch_now() >= e0 + LIVENESS_EPOCHS;
+        /* --until-violation runs until a check fails, --max-ms at the most */
+        if ((ran >= cfg.ms && moved && !cfg.until_violation) || ran >= cfg.max_ms) break;
+        sleep_ms(1);
+    }
+    if (park) {   /* the parkers end by themselves (or at --max-ms) */
+        for (int i = 0; i < cfg.parked; i++) pthread_join(th[i], NULL);
+        atomic_store(&stop, true);
+        pthread_join(th[cfg.parked], NULL);
+        mi_scavenger_stop();
+    } else {
+        atomic_store(&stop, true);
+        for (int i = 0; i < nthreads; i++) pthread_join(th[i], NULL);
+    }
+    int64_t ran = mi_clock_now() - t0;
+    uint64_t epochs = epoch_now() - e0;
+    bool live = moved || epochs >= LIVENESS_EPOCHS || cfg.until_violation;
+    if (!live)
+        fprintf(stderr, "stress: liveness: the epoch moved %llu times in %lld ms (expected %d)\n",
+                (unsigned long long)epochs, (long long)ran, LIVENESS_EPOCHS);
+    if (cfg.trace) {
+        tr_begin("end");
+        tr_int("events", atomic_load(&tr_events));
+        tr_end();
+        tr_flush();
+    }
+    int64_t failed = atomic_load(&violations_a) + atomic_load(&violations_b)
+                     + atomic_load(&violations_c) + atomic_load(&violations_d) + !live;
+    fprintf(stderr, "stress %s (%s%s%s): %llu epochs in %lld ms, interval %lld ms, %lld sweeps, "
+            "(a) %lld epoch readings, (b) %lld sweeps checked, %lld parks: %s\n",
+            cfg.scenario, BUILD_NAME, cfg.mutant ? ", mutant " : "",
+            cfg.mutant ? mi_mutant_names[cfg.mutant] : "", (unsigned long long)epochs,
+            (long long)ran, (long long)cfg.interval, (long long)atomic_load(&sweeps),
+            (long long)atomic_load(&observations), (long long)atomic_load(&checked_b),
+            (long long)atomic_load(&parks), failed ? "FAILED" : "every check held");
+    if (cfg.summary) {
+        FILE *f = fopen(cfg.summary, "w");
+        if (!f) { fprintf(stderr, "stress: cannot write %s\n", cfg.summary); return 2; }
+        fprintf(f, "{\"scenario\":\"%s\",\"build\":\"%s\",\"mutant\":\"%s\",\"ms\":%lld,"
+                "\"interval_ms\":%lld,\"epochs\":%llu,\"sweeps\":%lld,\"observations\":%lld,"
+                "\"checked_b\":%lld,\"parks\":%lld,\"violations\":{\"a\":%lld,\"b\":%lld,\"c\":%lld,"
+                "\"d\":%lld,\"liveness\":%d},\"trace_events\":%lld}\n",
+                cfg.scenario, BUILD_NAME, mi_mutant_names[cfg.mutant], (long long)ran,
+                (long long)cfg.interval, (unsigned long long)epochs, (long long)atomic_load(&sweeps),
+                (long long)atomic_load(&observations), (long long)atomic_load(&checked_b),
+                (long long)atomic_load(&parks), (long long)atomic_load(&violations_a),
+                (long long)atomic_load(&violations_b), (long long)atomic_load(&violations_c),
+                (long long)atomic_load(&violations_d), !live, (long long)atomic_load(&tr_events));
+        fclose(f);
+    }
+    mi_world_free(mi_world);
+    return failed ? 1 : 0;
+}
