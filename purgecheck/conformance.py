@@ -98,26 +98,44 @@ class CDriver:
 
     def run(self, text: str, options: Options, observe: str = "sweeps",
             mutant: str | None = None, clock: str = "virtual") -> tuple[dict, list[dict]]:
+        """Run one script; its trace (header, events)."""
+        self.send(text, options, observe, mutant, clock)
+        return self.receive()
+
+    def send(self, text: str, options: Options, observe: str = "sweeps",
+             mutant: str | None = None, clock: str = "virtual") -> None:
+        """Hand the driver a script; it runs while the caller does something else (the
+        model's run of the same script), and `receive` collects the trace."""
         payload = (options_line(options, observe, mutant, clock) + "\n" + script_payload(text)
                    + "---\n")
         self.scripts += 1
-        source = f"{self.path.name} (script {self.scripts})"
         if self.proc.poll() is not None:  # it crashed on an earlier script: start it again
             self.close()
             self._start()
         try:
             self.proc.stdin.write(payload.encode())
             self.proc.stdin.flush()
-            return read_stream_trace(self._readline, source)
-        except (BrokenPipeError, EOFError) as e:
-            self.crashes += 1
-            try:
-                status = self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                status = self.proc.wait()
-            raise DriverError(f"{source} stopped: {e}; exit status {status}; "
-                              f"stderr: {self._stderr_tail()}") from None
+        except BrokenPipeError as e:
+            self._crashed(e)
+
+    def receive(self) -> tuple[dict, list[dict]]:
+        try:
+            return read_stream_trace(self._readline, self._source())
+        except EOFError as e:
+            self._crashed(e)
+
+    def _source(self) -> str:
+        return f"{self.path.name} (script {self.scripts})"
+
+    def _crashed(self, e: Exception):
+        self.crashes += 1
+        try:
+            status = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            status = self.proc.wait()
+        raise DriverError(f"{self._source()} stopped: {e}; exit status {status}; "
+                          f"stderr: {self._stderr_tail()}") from None
 
     def _readline(self) -> bytes:
         return self.stdout.readline()
@@ -286,8 +304,9 @@ def diff_script(text: str, options: Options, driver: CDriver, mutant: str | None
     """Run the script on the model and on the C driver; compare. Raises OpScriptError for a
     script that does not parse. `model_cached`: the model's trace when already known."""
     ops = parse_script(text, source)
+    driver.send(text, options, observe, mutant)  # the C side runs meanwhile
     model = model_cached or model_trace(ops, options, observe, source)
-    c = driver.run(text, options, observe, mutant)
+    c = driver.receive()
     div = compare(model[0], model[1], c[0], c[1], context)
     if div is not None and div.index >= 0:
         div.state = explain(div, ops, options)

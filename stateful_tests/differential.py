@@ -26,6 +26,25 @@ KINDS = ("malloc",) * 4 + ("burst",) * 3 + ("free",) * 4 + ("free_some",) * 2 + 
     "idle",) * 3 + ("clock",) * 3 + ("walk", "walk", "zalloc", "realloc", "collect", "pending",
     "park", "unpark", "scavenge", "scavenger", "abandon", "reclaim", "double_free",
     "fail_discard", "heap_destroy", "heap_delete", "epoch_skip", "fork")
+# The strategies are made once: a strategy made anew for every draw costs Hypothesis more
+# than the draw. A choice among what the script has so far is an index modulo its length
+# (it shrinks toward the first).
+KIND = st.sampled_from(KINDS)
+THREAD = st.sampled_from(THREADS)
+CLOCK_STEP = st.sampled_from(CLOCK_STEPS_MS)
+INDEX = st.integers(0, 1 << 16)
+BOOL = st.booleans()
+BURST = st.integers(2, 8)
+PARK_PASSES = st.integers(0, 3)
+SCAVENGER_MS = st.sampled_from((50, 100, 400))
+FAILURES = st.integers(1, 2)
+SKIP = st.sampled_from((1, (1 << 32) - 1))
+STEP = st.sampled_from((2, 3))
+
+
+def _pick(draw, items):
+    """One of `items` (a sequence the script built so far)."""
+    return items[draw(INDEX) % len(items)]
 
 
 @dataclass
@@ -42,24 +61,24 @@ class ScriptState:
 
 
 def _draw_op(draw, s: ScriptState, n: int, sizes: tuple[int, ...]) -> None:
-    kind = draw(st.sampled_from(KINDS))
-    t = draw(st.sampled_from(THREADS))
+    kind = draw(KIND)
+    t = draw(THREAD)
     live = sorted(s.owner)
     if kind == "unpark" and s.parked:
-        t = draw(st.sampled_from(sorted(s.parked)))
+        t = _pick(draw, sorted(s.parked))
     if t in s.parked and kind not in ("unpark", "pending", "scavenge", "scavenger", "clock"):
         kind = "unpark"  # a parked thread comes back before it does anything else
     if kind == "burst":
         # several blocks of one size: pages with live neighbours, where holes can open
-        size, count = draw(st.sampled_from(sizes)), draw(st.integers(2, 8))
+        size, count = _pick(draw, sizes), draw(BURST)
         names = [f"n{n}_{k}" for k in range(count)]
         s.lines += [f"{t} malloc {name} {size}" for name in names]
         s.owner.update({name: t for name in names})
         s.bursts.append(names)
     elif kind == "free_some" and s.bursts:
         # every other (or every third) block of a burst, by its owner or another thread
-        names = draw(st.sampled_from(s.bursts))
-        step, by_owner = draw(st.sampled_from((2, 3))), draw(st.booleans())
+        names = _pick(draw, s.bursts)
+        step, by_owner = draw(STEP), draw(BOOL)
         for name in names[1::step]:
             if name in s.owner:
                 s.lines.append(f"{s.owner[name] if by_owner else t} free {name}")
@@ -70,38 +89,38 @@ def _draw_op(draw, s: ScriptState, n: int, sizes: tuple[int, ...]) -> None:
             kind in ("free", "realloc") and not live):
         name = f"n{n}"
         s.lines.append(f"{t} {'zalloc' if kind == 'zalloc' else 'malloc'} {name} "
-                       f"{draw(st.sampled_from(sizes))}")
+                       f"{_pick(draw, sizes)}")
         s.owner[name] = t
     elif kind == "free":
-        name = draw(st.sampled_from(live))
-        by = s.owner[name] if draw(st.booleans()) else t  # the owner, or maybe another thread
+        name = _pick(draw, live)
+        by = s.owner[name] if draw(BOOL) else t  # the owner, or maybe another thread
         s.lines.append(f"{by} free {name}")
         del s.owner[name]
         s.abandoned.discard(name)
         s.freed.append(name)
     elif kind == "realloc":
-        name = draw(st.sampled_from(live))
-        s.lines.append(f"{t} realloc {name} n{n} {draw(st.sampled_from(sizes))}")
+        name = _pick(draw, live)
+        s.lines.append(f"{t} realloc {name} n{n} {_pick(draw, sizes)}")
         del s.owner[name]
         s.abandoned.discard(name)
         s.owner[f"n{n}"] = t
     elif kind == "double_free" and s.freed:
-        s.lines.append(f"{t} free {draw(st.sampled_from(s.freed))}")
+        s.lines.append(f"{t} free {_pick(draw, s.freed)}")
     elif kind == "clock":
-        s.lines.append(f"clock {draw(st.sampled_from(CLOCK_STEPS_MS))}")
+        s.lines.append(f"clock {draw(CLOCK_STEP)}")
     elif kind == "scavenger":
-        s.lines.append(f"scavenger {draw(st.sampled_from((50, 100, 400)))}")
+        s.lines.append(f"scavenger {draw(SCAVENGER_MS)}")
     elif kind == "fail_discard":
-        s.lines.append(f"fail_discard {draw(st.integers(1, 2))}")
+        s.lines.append(f"fail_discard {draw(FAILURES)}")
     elif kind == "epoch_skip":
-        s.lines.append(f"epoch_skip {draw(st.sampled_from((1, (1 << 32) - 1)))}")
+        s.lines.append(f"epoch_skip {draw(SKIP)}")
     elif kind == "scavenge":
         s.lines.append("scavenge")
     elif kind == "abandon":
         s.lines.append(f"{t} abandon")
         s.abandoned |= {name for name, o in s.owner.items() if o == t}
     elif kind == "reclaim" and s.abandoned:
-        name = draw(st.sampled_from(sorted(s.abandoned)))
+        name = _pick(draw, sorted(s.abandoned))
         s.lines.append(f"{t} reclaim {name}")
         s.abandoned.clear()  # other names may have shared that page: forget them all
     elif kind == "heap_destroy":
@@ -116,10 +135,10 @@ def _draw_op(draw, s: ScriptState, n: int, sizes: tuple[int, ...]) -> None:
         # park, and let the scavenger sweep the park a few times as time goes by
         s.lines.append(f"{t} park")
         s.parked.add(t)
-        for _ in range(draw(st.integers(0, 3))):
-            s.lines += [f"clock {draw(st.sampled_from(CLOCK_STEPS_MS))}", "scavenge"]
-        if draw(st.booleans()):
-            s.lines.append(f"scavenger {draw(st.sampled_from((100, 400)))}")
+        for _ in range(draw(PARK_PASSES)):
+            s.lines += [f"clock {draw(CLOCK_STEP)}", "scavenge"]
+        if draw(BOOL):
+            s.lines.append(f"scavenger {draw(SCAVENGER_MS)}")
     elif kind == "unpark":
         s.lines.append(f"{t} unpark")
         s.parked.discard(t)
