@@ -158,6 +158,7 @@ def run_matrix(mutants: list[Mutant], engines: list[str], quick: bool, timeout: 
                 try:
                     cell = conn.recv()
                 except (EOFError, OSError):
+                    proc.join(5)  # the pipe closes before the exit status is known
                     cell = Cell(name, e, CRASHED, time.monotonic() - start,
                                 note=f"the worker died (exit code {proc.exitcode})")
                 finish(conn, cell)

@@ -10,10 +10,12 @@ import time
 import pytest
 
 import model.epoch as ep
-from purgecheck import store
+from purgecheck import docs, store
 from purgecheck.cli import main
 from purgecheck.mutants import MUTANTS, Mutant, Patch
 from purgecheck.mutation import CRASHED, KILLED, SURVIVED, TIMEOUT, run_matrix
+
+from html_check import check_html
 
 
 @pytest.fixture(autouse=True)
@@ -59,7 +61,7 @@ def test_a_known_mutant_is_killed_by_the_scenarios_engine_and_nothing_leaks():
     assert m.survivors() == []
 
 
-def test_a_harmless_mutant_survives_and_fails_the_run(monkeypatch, capsys):
+def test_a_harmless_mutant_survives_and_fails_the_run(monkeypatch, capsys, tmp_path):
     monkeypatch.setitem(MUTANTS, HARMLESS.name, HARMLESS)
     code = main(["mutants", "--only", HARMLESS.name, "--engine", "scenarios", "--quick"])
     out = capsys.readouterr().out
@@ -68,6 +70,11 @@ def test_a_harmless_mutant_survives_and_fails_the_run(monkeypatch, capsys):
     saved = store.load(store.MUTANTS)
     [cell] = [c for c in saved["cells"] if c["mutant"] == HARMLESS.name]
     assert cell["verdict"] == SURVIVED and cell["date"]
+    # the report in the docs says so, in a page that stands on its own
+    files = docs.from_results()
+    [row] = [r for r in files["mutants.md"].splitlines() if r.startswith("| [`test-harmless`]")]
+    assert row.endswith("| **0: survived** |")
+    check_html(files["results.html"], tmp_path, {"invariants.html", "results.html"})
 
 
 def test_a_hanging_run_is_killed_at_the_timeout_and_is_no_kill():

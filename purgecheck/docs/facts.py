@@ -90,7 +90,17 @@ class Facts:
 
 
 def locate(dotted: str) -> Source:
-    """Import the longest module prefix of `dotted`, getattr the rest, find its source."""
+    """Where `dotted` is defined: a file of the project ("reference_c/driver.c", optionally
+    ":name" of a function in it), or a Python name (import the longest module prefix,
+    getattr the rest)."""
+    path, _, name = dotted.partition(":")
+    if "/" in path and (project_root() / path).is_file():
+        line = None
+        if name:
+            lines = (project_root() / path).read_text(errors="replace").splitlines()
+            line = next((n + 1 for n, text in enumerate(lines)
+                         if re.match(rf"^\w.*\b{re.escape(name)}\s*\(", text)), None)
+        return Source(dotted, path, line)
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
         try:

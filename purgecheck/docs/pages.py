@@ -20,6 +20,10 @@ SCOPES = {
     "final": "the end of the liveness scenarios (their schedules meet the premise)",
     "proof": "no single state: the proof engines establish it for every geometry or time",
     "epoch-graph": "the state graph of the advance (the interleaving explorer)",
+    "conformance": "the C reference on real memory, against the traces the model predicts "
+                   "(the conformance engine)",
+    "glibc-arena": "every glibc arena (heaps, chunks, top, the trim records), after every op "
+                   "of every glibc workload for every modelled version",
 }
 
 
@@ -38,7 +42,8 @@ def _function(facts: Facts, inv_id: str, links: Links) -> str:
     src = facts.sources[inv_id]
     if src.path is None:
         return f"`{src.name}` (not found in the sources)"
-    return f"[`{src.name}`]({links.source(src.path, src.line)}) ({src.path}, line {src.line})"
+    where = f"{src.path}, line {src.line}" if src.line else src.path
+    return f"[`{src.name}`]({links.source(src.path, src.line)}) ({where})"
 
 
 def _short(statement: str, width: int = 110) -> str:
