@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import io
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -117,8 +116,7 @@ def bench_reader(events: int) -> None:
         n = sum(1 for _ in read_trace(io.BytesIO(data)).events)
         wall, cpu = time.perf_counter() - t, time.process_time() - c
         print(f"trace reader, {label}: {n:,} events ({len(data) / n:.0f} B each) in {wall:.2f} s "
-              f"wall / {cpu:.2f} s CPU = {n / cpu / 1e6:.2f} M events/s (CPU), "
-              f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+              f"wall / {cpu:.2f} s CPU = {n / cpu / 1e6:.2f} M events/s (CPU)")
 
 
 def _renumber(pages: list[dict]) -> list[dict]:
