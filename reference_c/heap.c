@@ -24,6 +24,15 @@ static void *xcalloc(size_t n, size_t size) {
     return p;
 }
 
+/* Room for one more element in a growing array of `*cap` elements of `size` bytes. */
+static void *grow(void *arr, int n, int *cap, size_t size) {
+    if (n < *cap) return arr;
+    *cap = *cap ? 2 * *cap : 8;
+    arr = realloc(arr, (size_t)*cap * size);
+    if (!arr) mi_corrupt("out of memory");
+    return arr;
+}
+
 mi_world_t *mi_world_new(const mi_options_t *opt) {
     mi_world_t *w = xcalloc(1, sizeof *w);
     w->opt = *opt;
@@ -90,11 +99,7 @@ static mi_queue_t *queue_of(mi_tld_t *h, int64_t bs, bool create) {
     for (int q = 0; q < h->nq; q++)
         if (h->queues[q].block_size == bs) return &h->queues[q];
     if (!create) return NULL;
-    if (h->nq == h->capq) {
-        h->capq = h->capq ? 2 * h->capq : 8;
-        h->queues = realloc(h->queues, (size_t)h->capq * sizeof *h->queues);
-        if (!h->queues) mi_corrupt("out of memory");
-    }
+    h->queues = grow(h->queues, h->nq, &h->capq, sizeof *h->queues);
     mi_queue_t *q = &h->queues[h->nq++];
     memset(q, 0, sizeof *q);
     q->block_size = bs;
@@ -104,11 +109,7 @@ static mi_queue_t *queue_of(mi_tld_t *h, int64_t bs, bool create) {
 static void queue_append(mi_tld_t *h, int64_t bs, int id) {
     pthread_mutex_lock(&h->heap_lock);
     mi_queue_t *q = queue_of(h, bs, true);
-    if (q->n == q->cap) {
-        q->cap = q->cap ? 2 * q->cap : 8;
-        q->ids = realloc(q->ids, (size_t)q->cap * sizeof *q->ids);
-        if (!q->ids) mi_corrupt("out of memory");
-    }
+    q->ids = grow(q->ids, q->n, &q->cap, sizeof *q->ids);
     q->ids[q->n++] = id;
     pthread_mutex_unlock(&h->heap_lock);
 }
@@ -152,11 +153,7 @@ int mi_heap_page_ids(mi_tld_t *h, int **out) {
 static void abandoned_append(int id) {
     mi_world_t *w = mi_world;
     pthread_mutex_lock(&w->abandoned_lock);
-    if (w->nab == w->capab) {
-        w->capab = w->capab ? 2 * w->capab : 16;
-        w->abandoned = realloc(w->abandoned, (size_t)w->capab * sizeof *w->abandoned);
-        if (!w->abandoned) mi_corrupt("out of memory");
-    }
+    w->abandoned = grow(w->abandoned, w->nab, &w->capab, sizeof *w->abandoned);
     w->abandoned[w->nab++] = id;
     pthread_mutex_unlock(&w->abandoned_lock);
 }
