@@ -124,6 +124,8 @@ def test_malformed_trace_is_one_line_and_exit_2(good_traces, tmp_path, case):
     (["--scenario", "every-third", "--variant", "nope"], "unknown variant 'nope'"),
     (["--scenario", "every-third", "--mutant", "nope"], "unknown mutant 'nope'"),
     ([], "give an op script"),
+    (["--scenario", "every-third", "--os-page", "5000"], "--os-page: expected a power of two"),
+    (["--scenario", "every-third", "--offset", "3"], "--offset: expected a multiple of 8"),
 ])
 def test_bad_usage_is_one_line_and_exit_2(args, words):
     r = _run_cli(*args)

@@ -77,6 +77,12 @@ def _options(args, base):
         changes["arch"] = ARCH32 if args.arch == 32 else ARCH64
     if changes.get("purge_holes_full_every", 1) <= 0:
         raise UsageError("--full-every: expected a positive integer")
+    page = changes.get("os_page_size", 4096)
+    if page < 4096 or page & (page - 1):
+        raise UsageError(f"--os-page: expected a power of two of 4096 or more, got {page}")
+    offset = changes.get("first_block_offset", 0)
+    if offset < 0 or offset % 8 or offset >= 65536:
+        raise UsageError(f"--offset: expected a multiple of 8 below 65536, got {offset}")
     return dataclasses.replace(base, **changes)
 
 
