@@ -54,7 +54,7 @@ static const char *USAGE =
     "  printf '1 malloc a 262144\\n1 free a\\n---\\n%%options variant=no-hold\\n1 idle\\n' | driver\n";
 
 /* -- the op grammar (purgecheck/ops.py SPECS) ------------------------------------------------- */
-typedef enum { A_INT, A_STR } argtype_t;
+typedef enum { A_INT, A_STR, A_COUNT } argtype_t;   /* A_COUNT: an integer >= 0 */
 typedef struct {
     const char *name;
     bool threaded;
@@ -70,26 +70,26 @@ enum {
 };
 
 static const opspec_t SPECS[OP_COUNT] = {
-    [OP_MALLOC] = {"malloc", true, 2, {A_STR, A_INT}, {"name", "size"}},
-    [OP_ZALLOC] = {"zalloc", true, 2, {A_STR, A_INT}, {"name", "size"}},
+    [OP_MALLOC] = {"malloc", true, 2, {A_STR, A_COUNT}, {"name", "size"}},
+    [OP_ZALLOC] = {"zalloc", true, 2, {A_STR, A_COUNT}, {"name", "size"}},
     [OP_FREE] = {"free", true, 1, {A_STR}, {"name"}},
-    [OP_REALLOC] = {"realloc", true, 3, {A_STR, A_STR, A_INT}, {"name", "new", "size"}},
+    [OP_REALLOC] = {"realloc", true, 3, {A_STR, A_STR, A_COUNT}, {"name", "new", "size"}},
     [OP_COLLECT] = {"collect", true, 0, {0}, {0}},
     [OP_WALK] = {"walk", true, 0, {0}, {0}},
     [OP_HEAP_DESTROY] = {"heap_destroy", true, 0, {0}, {0}},
     [OP_HEAP_DELETE] = {"heap_delete", true, 0, {0}, {0}},
-    [OP_FAIL_DISCARD] = {"fail_discard", false, 1, {A_INT}, {"count"}},
+    [OP_FAIL_DISCARD] = {"fail_discard", false, 1, {A_COUNT}, {"count"}},
     [OP_CLOCK] = {"clock", false, 1, {A_INT}, {"ms"}},
     [OP_IDLE] = {"idle", true, 0, {0}, {0}},
     [OP_PENDING] = {"pending", true, 0, {0}, {0}},
     [OP_PARK] = {"park", true, 0, {0}, {0}},
     [OP_UNPARK] = {"unpark", true, 0, {0}, {0}},
     [OP_SCAVENGE] = {"scavenge", false, 0, {0}, {0}},
-    [OP_SCAVENGER] = {"scavenger", false, 1, {A_INT}, {"ms"}},
+    [OP_SCAVENGER] = {"scavenger", false, 1, {A_COUNT}, {"ms"}},
     [OP_ABANDON] = {"abandon", true, 0, {0}, {0}},
     [OP_RECLAIM] = {"reclaim", true, 1, {A_STR}, {"name"}},
     [OP_FORK] = {"fork", true, 0, {0}, {0}},
-    [OP_EPOCH_SKIP] = {"epoch_skip", false, 1, {A_INT}, {"count"}},
+    [OP_EPOCH_SKIP] = {"epoch_skip", false, 1, {A_COUNT}, {"count"}},
 };
 
 /* Ops after which the pages are observed (residency and state): those that sweep, walk or
@@ -296,7 +296,10 @@ static int parse_line(char *text, int line, op_t *op, char *err, size_t errlen) 
     op->producer = -1;
     int w = 0;
     const char *d = words[0];
-    while (*d == '-') d++;
+    if (d[0] == '-' && d[1] && strspn(d + 1, "0123456789") == strlen(d + 1)) {
+        snprintf(err, errlen, "thread %s: thread numbers are 0 or more", d);
+        return -1;
+    }
     if (*d && strspn(d, "0123456789") == strlen(d)) {
         char *end;
         errno = 0;
@@ -351,7 +354,7 @@ static int parse_line(char *text, int line, op_t *op, char *err, size_t errlen) 
             char ints[128] = "[";
             bool first = true;
             for (int b = 0; b < sp->nargs; b++)
-                if (sp->types[b] == A_INT) {
+                if (sp->types[b] != A_STR) {
                     strcat(ints, first ? "'" : ", '");
                     strcat(ints, sp->argnames[b]);
                     strcat(ints, "'");
@@ -362,6 +365,12 @@ static int parse_line(char *text, int line, op_t *op, char *err, size_t errlen) 
             return -1;
         }
     }
+    for (int a = 0; a < sp->nargs; a++)
+        if (sp->types[a] == A_COUNT && op->ival[a] < 0) {
+            snprintf(err, errlen, "%s: %s must be 0 or more, got %lld", sp->name, sp->argnames[a],
+                     (long long)op->ival[a]);
+            return -1;
+        }
     return 1;
 }
 
@@ -464,7 +473,7 @@ static void emit_op(const op_t *op) {
     tr_raw("[");
     for (int a = 0; a < sp->nargs; a++) {
         if (a) tr_raw(",");
-        if (sp->types[a] == A_INT) tr_rawf("%lld", (long long)op->ival[a]);
+        if (sp->types[a] != A_STR) tr_rawf("%lld", (long long)op->ival[a]);
         else {
             tr_raw("\"");
             for (const char *c = op->sval[a]; *c; c++) {   /* names are words: escape quotes only */
@@ -910,7 +919,8 @@ int main(int argc, char **argv) {
             for (int s = 0; s < OP_COUNT; s++) {
                 printf("%s %s", SPECS[s].name, SPECS[s].threaded ? "threaded" : "global");
                 for (int k = 0; k < SPECS[s].nargs; k++)
-                    printf(" %s:%s", SPECS[s].argnames[k], SPECS[s].types[k] == A_INT ? "int" : "str");
+                    printf(" %s:%s", SPECS[s].argnames[k], SPECS[s].types[k] == A_STR ? "str"
+                                                           : SPECS[s].types[k] == A_COUNT ? "count" : "int");
                 printf("\n");
             }
             return 0;

@@ -40,13 +40,28 @@ def model_traces():
 
 
 def test_driver_knows_every_op_of_the_grammar():
+    """The C parser's table is ops.py's: names, threaded or global, argument kinds."""
     out = subprocess.run([str(driver_path()), "--list-ops"], capture_output=True, text=True,
                          check=True).stdout.split("\n")
     c_ops = {line.split()[0]: line.split()[1:] for line in out if line}
     py_ops = {name: ["threaded" if s.threaded else "global"]
-              + [f"{n}:{'int' if t is int else 'str'}" for n, t in zip(s.arg_names, s.arg_types)]
+              + [f"{n}:{'str' if t is str else 'count' if c else 'int'}"
+                 for n, t, c in zip(s.arg_names, s.arg_types, s.nonnegative)]
               for name, s in SPECS.items()}
     assert c_ops == py_ops
+
+
+@pytest.mark.parametrize("line", ["1 malloc a -5", "-1 idle", "fail_discard -1", "clock x",
+                                  "1 mallok a 5", "idle", "1 clock 5", "1 free"])
+def test_driver_refuses_what_the_parser_refuses_at_the_same_line(line):
+    from purgecheck.ops import OpScriptError, parse_script
+    with pytest.raises(OpScriptError) as e:
+        parse_script("1 malloc ok 8\n" + line + "\n")
+    out = subprocess.run([str(driver_path())], input="1 malloc ok 8\n" + line + "\n",
+                         capture_output=True, text=True)
+    error = orjson.loads(out.stdout.splitlines()[-2])
+    assert out.returncode == 2 and error["ev"] == "error"
+    assert (error["line"], error["msg"]) == (e.value.line, e.value.msg)
 
 
 def test_driver_has_a_switch_for_every_mutant_that_names_one():
