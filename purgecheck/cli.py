@@ -11,7 +11,8 @@ import importlib
 import sys
 
 # Subcommand modules under purgecheck.commands; each has `add_parser(sub)` and `run(args)`.
-COMMANDS = ["check", "invariants", "scenario", "glibc", "mutants", "docs", "diff", "validate"]
+COMMANDS = ["check", "invariants", "scenario", "glibc", "mutants", "docs", "diff", "fuzz",
+            "validate"]
 
 
 class UsageError(Exception):

@@ -55,6 +55,7 @@ def load_engines() -> dict[str, Engine]:
 ENGINE_MODULES = [
     "purgecheck.engines",
     "purgecheck.glibc.engine",
+    "purgecheck.fuzz_engine",
     "purgecheck.conformance_engine",
 ]
 

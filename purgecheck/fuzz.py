@@ -9,16 +9,17 @@ first the next time.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import hypothesis
-from hypothesis import reproduce_failure, seed as hypothesis_seed
+from hypothesis import reproduce_failure
 from hypothesis.errors import DidNotReproduce, InvalidArgument
 from hypothesis.reporting import with_reporter
 from hypothesis.stateful import get_state_machine_test
@@ -69,12 +70,11 @@ def load_machine(name: str) -> type:
 
 
 def state_dir() -> Path:
-    """The project's state directory (.purgecheck at the project root, git-ignored): the root
-    is the nearest directory upwards from here that holds pyproject.toml, else the cwd."""
-    for d in (Path.cwd(), *Path.cwd().parents):
-        if (d / "pyproject.toml").is_file():
-            return d / ".purgecheck"
-    return Path.cwd() / ".purgecheck"
+    """The project's state directory (`.purgecheck/` at the project root, git-ignored, or
+    $PURGECHECK_STATE_DIR): the example database is its `hypothesis/`."""
+    from purgecheck import store
+
+    return store.state_dir()
 
 
 @dataclass
@@ -98,7 +98,9 @@ class FuzzRun:
     seconds: float = 0.0
     failure: Failure | None = None
     found_after: int | None = None  # the example in which the first failure showed
+    events: dict[str, int] = field(default_factory=dict)  # model events, by kind
     replayed: bool = False  # a --replay run
+    shrunk: bool = True  # the failing program was shrunk (not with --no-shrink)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -174,20 +176,24 @@ def run_machine(name: str, variant: str | None = EPOCH, mutant: str | None = Non
         raise FuzzUsageError(f"unknown mutant {mutant!r}; expected one of "
                              f"{', '.join(MUTANTS)}")
     cls = machine_class(name, variant, mutant)
-    run = FuzzRun(name, variant if takes_variant(name) else None, mutant, profile, seed)
+    run = FuzzRun(name, variant if takes_variant(name) else None, mutant, profile, seed,
+                  shrunk=shrink)
     settings = profile_settings(profile, state_dir() / "hypothesis", max_examples=examples,
                                 step_count=steps, shrink=shrink)
     test = get_state_machine_test(cls, settings=settings)
     if replay is not None:
-        reproduce_failure(hypothesis.__version__, _blob_bytes(replay))(test)
+        reproduce_failure(hypothesis.__version__, replay_blob(replay))(test)
         run.replayed = True
     elif seed is not None:
-        hypothesis_seed(seed)(test)
+        # What @seed does, but keeping the example database: a seeded run still tries the
+        # failures found before first, and saves the ones it finds.
+        test._hypothesis_internal_use_seed = seed
     STATS.reset(on_example)
+    reported: list[str] = []  # what Hypothesis prints (a replayed program goes there)
     t0 = time.perf_counter()
     try:
-        # Hypothesis prints a replayed program itself; the failure carries it anyway.
-        with applied(MUTANTS[mutant] if mutant else None), with_reporter(lambda _: None):
+        with applied(MUTANTS[mutant] if mutant else None), with_reporter(reported.append), \
+                independent_of_imports():
             test()
         if replay is not None:  # Hypothesis raises DidNotReproduce itself; be sure anyway
             run.notes.append("the replayed program did not fail")
@@ -198,15 +204,39 @@ def run_machine(name: str, variant: str | None = EPOCH, mutant: str | None = Non
             raise FuzzUsageError(f"--replay: {e}")
         raise
     except Exception as e:  # an invariant failed, or the model raised
-        run.failure = _failure_of(e, cls)
+        run.failure = _failure_of(e, cls, reported)
     run.seconds = time.perf_counter() - t0
     run.examples, run.steps = STATS.examples, STATS.steps
     run.found_after = STATS.first_failure_at if run.failure else None
+    run.events = dict(STATS.events)
     return run
 
 
-def _blob_bytes(text: str) -> bytes:
-    """A blob as printed in @reproduce_failure, or that whole decorator line."""
+@contextlib.contextmanager
+def independent_of_imports() -> Iterator[None]:
+    """Hypothesis draws, now and then, an integer constant found in the source of the
+    project's loaded modules, so the examples of a seed change with what else was imported
+    (another test, a new module). The machines' arguments are small indices that gain nothing
+    from those constants: without them a seed means the same examples wherever it runs."""
+    from hypothesis.internal.conjecture import providers
+
+    get = getattr(providers, "_get_local_constants", None)
+    cache = getattr(providers, "CONSTANTS_CACHE", None)
+    if get is None or cache is None:  # another Hypothesis version: nothing to pin
+        yield
+        return
+    cache.cache.clear()
+    providers._get_local_constants = lambda: providers.Constants()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = get
+        cache.cache.clear()
+
+
+def replay_blob(text: str) -> bytes:
+    """A blob as printed in @reproduce_failure, or that whole decorator line; FuzzUsageError
+    when it is neither."""
     m = _BLOB.search(text)
     blob = m.group(2) if m else text.strip()
     try:
@@ -218,8 +248,15 @@ def _blob_bytes(text: str) -> bytes:
     return blob.encode()
 
 
-def _failure_of(e: BaseException, cls: type) -> Failure:
+def _failure_of(e: BaseException, cls: type, reported: list[str]) -> Failure:
+    """The failure's invariant and reason, and its program and blob from Hypothesis's notes
+    on the exception (or, for a replay, from what it printed)."""
     notes = "\n".join(getattr(e, "__notes__", []))
+    checks = {inv.function.__name__ for inv in cls.setup_state().invariants}
+    program = _program_of(notes, checks)
+    if not program:
+        notes = "\n".join(reported)
+        program = _program_of(notes, checks)
     if isinstance(e, InvariantViolation):
         invariant, reason = e.invariant, e.reason
     else:
@@ -229,9 +266,8 @@ def _failure_of(e: BaseException, cls: type) -> Failure:
         else:
             invariant, reason = MODEL_RAN, f"{type(e).__name__}: {e}"
     blob = _BLOB.search(notes)
-    checks = {inv.function.__name__ for inv in cls.setup_state().invariants}
-    return Failure(invariant, reason, _program_of(notes, checks),
-                   blob.group(2) if blob else "", blob.group(1) if blob else "")
+    return Failure(invariant, reason, program, blob.group(2) if blob else "",
+                   blob.group(1) if blob else "")
 
 
 def _program_of(notes: str, checks: set[str]) -> str:

@@ -49,6 +49,7 @@ class EpochMachine(WorldMachine):
     def teardown(self):
         if self.world is not None:
             model.epoch.spin_max = self.spin_max
+        super().teardown()
 
     def free_threads(self) -> list[int]:
         """Threads not inside a sweep: they may allocate, free, fork or exit."""
@@ -56,22 +57,23 @@ class EpochMachine(WorldMachine):
 
     # -- the scheduler -----------------------------------------------------------------------
 
-    @rule(t=INDEX)
-    def step(self, t):
-        """Thread t moves by one atomic step: it begins an idle sweep (its advance), makes the
-        next access of the advance, or, the advance done, sweeps its pages and the abandoned
-        ones in the epoch it now reads."""
+    @rule(t=INDEX, n=st.integers(1, 8))
+    def step(self, t, n):
+        """Thread t makes n atomic steps in a row (the others wait): each begins an idle sweep
+        (its advance), makes the next access of the advance, or, the advance done, sweeps the
+        thread's pages and the abandoned ones in the epoch it reads then."""
         tid = SWEEPERS[t % len(SWEEPERS)]
-        frame = self.frames[tid]
         world = self.world
-        if frame is None:
-            frame = self.frames[tid] = begin_advance(self.interval)
-            world.thread(tid).last_advance = frame  # the epoch invariants watch it in flight
-        elif not frame.done:
-            advance_step(world.epoch, frame, world.clock.read(), self.interval)
-        else:
-            mi_on_thread_idle(world, tid, frame=frame)
-            self.frames[tid] = None
+        for _ in range(n):
+            frame = self.frames[tid]
+            if frame is None:
+                frame = self.frames[tid] = begin_advance(self.interval)
+                world.thread(tid).last_advance = frame  # the epoch invariants watch it
+            elif not frame.done:
+                advance_step(world.epoch, frame, world.clock.read(), self.interval)
+            else:
+                mi_on_thread_idle(world, tid, frame=frame)
+                self.frames[tid] = None
 
     @precondition(lambda self: self.free_threads())
     @rule(t=INDEX)

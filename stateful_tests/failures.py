@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Callable
 
 
 @dataclass
 class RunStats:
-    """Examples (machine instances) and steps run so far, and the example in which the first
-    check failed; `on_example` lets the runner show progress."""
+    """Examples (machine instances) and steps run so far, the example in which the first
+    check failed, and how often each kind of model event happened (what the machines reached);
+    `on_example` lets the runner show progress."""
 
     examples: int = 0
     steps: int = 0
     first_failure_at: int | None = None
+    events: Counter = field(default_factory=Counter)
     on_example: Callable[[], None] | None = None
 
     def reset(self, on_example: Callable[[], None] | None = None) -> None:
         self.examples = self.steps = 0
         self.first_failure_at = None
+        self.events = Counter()
         self.on_example = on_example
 
 

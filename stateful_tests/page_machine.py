@@ -28,8 +28,12 @@ from stateful_tests.failures import InvariantViolation
 from stateful_tests.shadow import DOUBLE_FREE, Shadow
 from stateful_tests.world_machine import WorldMachine, request_sizes
 
-THREADS = (0, 1, 2, 3)  # thread 0 is the main thread, the heap mi_heap_delete hands pages to
+THREADS = (0, 1, 2)  # thread 0 is the main thread, the heap mi_heap_delete hands pages to
 CLOCK_STEPS_MS = (1, 10, 50, 99, 100, 101, 250)  # around the interval (100 ms)
+# Time before an idle sweep: mostly less than the interval, as in a loop that goes idle
+# between requests (0 twice: sweeps that follow each other at once are what some designs get
+# wrong); the interval and more now and then, so that epochs move.
+IDLE_AFTER_MS = (0, 0, 1, 10, 50, 100, 250)
 INDEX = st.integers(0, 63)  # an index into a list that the machine keeps, taken modulo its length
 
 
@@ -47,11 +51,16 @@ class Handle:
 
 class PageMachine(WorldMachine):
     @initialize(os_page_size=st.sampled_from((4 * KiB, 16 * KiB, 64 * KiB)),
-                arch=st.sampled_from((ARCH64, ARCH32)), offset=st.sampled_from((0, 192)))
-    def init_world(self, os_page_size, arch, offset):
+                arch=st.sampled_from((ARCH64, ARCH32)), offset=st.sampled_from((0, 192)),
+                classes=st.lists(INDEX, min_size=1, max_size=4))
+    def init_world(self, os_page_size, arch, offset, classes):
+        """The target, and the few request sizes this program uses (of every kind over the
+        runs): a program that keeps to a few classes reuses its pages, and their holes."""
         world = self.make_world(Options(os_page_size=os_page_size, arch=arch,
                                         first_block_offset=offset))
-        self.sizes = request_sizes(arch)
+        every = request_sizes(arch)
+        self.huge = every[-1]
+        self.sizes = tuple(dict.fromkeys(nth(every, k) for k in classes))
         self.shadow = Shadow()
         self.shadow.attach(world.mem)
         self.held: list[Handle] = []
@@ -62,6 +71,12 @@ class PageMachine(WorldMachine):
         """The threads that are not parked (a parked thread neither allocates nor frees)."""
         threads = self.world.threads
         return [t for t in THREADS if t not in threads or threads[t].park_state == RUNNING]
+
+    def sweepers(self) -> list[int]:
+        """Running threads that own pages, else any running one: an idle sweep or a collect
+        is about a thread's own pages (though any sweep also moves the epoch)."""
+        running = self.running()
+        return [t for t in running if self.world.heap_pages(t)] or running
 
     def page(self, ptr: Ptr) -> Page:
         return self.world.pages[ptr.page]
@@ -84,7 +99,10 @@ class PageMachine(WorldMachine):
         return ptr
 
     def release(self, h: Handle, thread: int) -> None:
-        mi_free(self.world, h.ptr, thread)
+        try:
+            mi_free(self.world, h.ptr, thread)
+        except DoubleFree as e:
+            self.shadow.refused(h.ptr, e)
         self.held.remove(h)
         self.shadow.freed(h.ptr)
 
@@ -110,7 +128,7 @@ class PageMachine(WorldMachine):
         thread = nth(self.running(), t)
         size = nth(self.sizes, size)
         run = []
-        for _ in range(n):
+        for _ in range(1 if size == self.huge else n):  # a huge page per huge block
             self.allocate(thread, size, False)
             run.append(self.held[-1])
         for j, h in enumerate(run):
@@ -157,7 +175,10 @@ class PageMachine(WorldMachine):
         """Shrink in place, or move (grow, or into another class: maybe into a hole)."""
         h = nth(self.held, k)
         thread = h.thread if h.thread in self.running() else self.running()[0]
-        new = mi_realloc(self.world, self.world.heap(thread), h.ptr, nth(self.sizes, size))
+        try:
+            new = mi_realloc(self.world, self.world.heap(thread), h.ptr, nth(self.sizes, size))
+        except DoubleFree as e:  # realloc checks, as free does, that the block is live
+            self.shadow.refused(h.ptr, e)
         if new != h.ptr:
             self.shadow.moved(h.ptr, new, self.page(new))
             self.held.remove(h)
@@ -180,13 +201,18 @@ class PageMachine(WorldMachine):
     @precondition(lambda self: self.running())
     @rule(t=INDEX)
     def collect(self, t):
-        for page in self.world.heap_pages(nth(self.running(), t)):
+        for page in self.world.heap_pages(nth(self.sweepers(), t)):
             mi_page_free_collect(page)
 
     @precondition(lambda self: self.running())
-    @rule(t=INDEX)
-    def idle(self, t):
-        mi_on_thread_idle(self.world, nth(self.running(), t))
+    @rule(t=INDEX, ms=st.sampled_from(IDLE_AFTER_MS), times=st.integers(1, 3))
+    def idle(self, t, ms, times):
+        """The thread's inline idle sweep (mi_on_thread_idle), `times` times, each after ms:
+        a loop that goes idle between requests, or polls _pending."""
+        tid = nth(self.sweepers(), t)
+        for _ in range(times):
+            self.world.clock.advance(ms)
+            mi_on_thread_idle(self.world, tid)
         self.drop_retired()
 
     @precondition(lambda self: self.running())

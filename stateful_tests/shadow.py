@@ -32,7 +32,9 @@ _CHECKS = (
                   "clears, or the allocation zeroes all of it.",
      "seed 000 (1): \"mi_zalloc of a block that was purged zeroes it like any reused block and "
      "never sees stale bytes\"", "model.alloc.mi_page_malloc"),
-    (NO_BLOCK_TWICE, "No block is handed out while the program still holds it.",
+    (NO_BLOCK_TWICE, "No block is handed out while the program still holds it, nor is "
+                     "on a free list meanwhile (so the program's free of it is never "
+                     "refused as a double free).",
      "seed 000 tests: \"no block handed out twice\"", "model.alloc.mi_page_malloc"),
     (DOUBLE_FREE, "A free of a block the program does not hold raises DoubleFree and counts it "
                   "in page.double_frees; it is never absorbed.",
@@ -106,6 +108,13 @@ class Shadow:
         self.handed_out(page, new.block)
         self.live[(new.page, new.block)].token = token
         self.freed(old)
+
+    def refused(self, ptr: Ptr, err: Exception) -> None:
+        """The allocator refused the program's free of a block it holds: it had the block on
+        a free list already (to hand it out a second time)."""
+        raise InvariantViolation(NO_BLOCK_TWICE, f"page {ptr.page}: the free of block "
+                                                 f"{ptr.block}, which the program holds, was "
+                                                 f"refused ({err})")
 
     def freed(self, ptr: Ptr) -> None:
         del self.live[(ptr.page, ptr.block)]

@@ -82,6 +82,7 @@ def run(args) -> int:
     if args.replay and (len(machines) != 1 or args.variant == "all"):
         raise UsageError("--replay replays one program: give one --machine (and the --variant "
                          "and --mutant of the failure)")
+    check_names(args)
     variants = list(VARIANTS) if args.variant == "all" else [args.variant]
     jobs = [(m, v) for m in machines for v in (variants if takes_variant(m) else [None])]
 
@@ -102,6 +103,24 @@ def run(args) -> int:
     return 0 if all(r.ok for r in runs) else 1
 
 
+def check_names(args) -> None:
+    """The mutant and the replay blob, before anything runs."""
+    from purgecheck.fuzz import FuzzUsageError, replay_blob
+    from purgecheck.mutants import MUTANTS
+
+    if args.mutant and args.mutant not in MUTANTS:
+        raise UsageError(f"unknown mutant {args.mutant!r}; expected one of "
+                         f"{', '.join(MUTANTS)}")
+    if args.replay:
+        try:
+            replay_blob(args.replay)
+        except FuzzUsageError as e:
+            raise UsageError(str(e))
+
+
+BATCH_EXAMPLES = 50  # with --minutes: examples per batch, each batch with a new seed
+
+
 def run_job(machine, variant, args, share, progress, run_machine):
     """One machine under one design: the profile's budget, or batches until `share` seconds
     are spent (each batch a new seed) or something fails."""
@@ -116,7 +135,7 @@ def run_job(machine, variant, args, share, progress, run_machine):
     end, batch, total = time.monotonic() + share, 0, None
     base = args.seed if args.seed is not None else random.randrange(1 << 32)
     while True:
-        r = run_machine(machine, examples=200, seed=base + batch, **common)
+        r = run_machine(machine, examples=BATCH_EXAMPLES, seed=base + batch, **common)
         if total is not None:
             r.examples += total.examples
             r.steps += total.steps
@@ -167,6 +186,8 @@ class Progress:
 
 def print_report(runs) -> None:
     from rich.console import Console
+
+    from purgecheck.fuzz import reproduce_line
     from rich.table import Table
 
     console = Console(width=160)
@@ -188,15 +209,15 @@ def print_report(runs) -> None:
         if r.ok:
             continue
         f = r.failure
+        plain = dict(highlight=False, markup=False, soft_wrap=True)
         console.print(f"[bold red]FAIL[/] {f.invariant} ({r.command()}): {f.reason}",
-                      markup=True, highlight=False)
-        console.print("  shrunk program (every invariant is checked after every step):",
                       highlight=False)
+        kind = "shrunk program" if r.shrunk and not r.replayed else "program"
+        console.print(f"  {kind} (every invariant is checked after every step):", **plain)
         for line in f.program.splitlines():
-            console.print(f"    {line}", highlight=False, markup=False)
-        console.print(f"  replay: {r.replay_command()}", highlight=False, markup=False)
+            console.print(f"    {line}", **plain)
+        console.print(f"  replay: {r.replay_command()}", **plain)
         if f.blob:
-            console.print(f"  or add {f'@reproduce_failure({f.version!r}, b{f.blob!r})'} to "
-                          f"the machine's test", highlight=False, markup=False)
+            console.print(f"  or add {reproduce_line(f)} to the machine's test", **plain)
     failed = sum(not r.ok for r in runs)
     console.print(f"{len(runs) - failed} held, {failed} failed")
