@@ -31,7 +31,7 @@ CHECKED_BY = {"page": ("page", "world", "epoch", "fuzz"), "epoch": ("page", "wor
 def budgets(budget: Budget) -> tuple[int, int]:
     """Examples per machine for the chosen design, and at most per machine for a rejected one
     (the runs are derandomized: the same examples every time)."""
-    return (20, 150) if budget.quick else (300, 600)
+    return (20, 150) if budget.quick else (1000, 600)
 
 
 @engine("fuzz", "Hypothesis state machines (page, epoch, park): every invariant after every "

@@ -22,18 +22,13 @@ from model.epoch import mi_page_purge_holes_forked_child
 from model.geometry import ARCH64, KiB, large_size_classes
 from model.heap import Ptr, mi_free, mi_heap_abandon, mi_heap_malloc
 from model.world import Options
-from stateful_tests.world_machine import WorldMachine
+from stateful_tests.world_machine import INDEX, WorldMachine, nth
 
 SWEEPERS = (1, 2, 3)
 CLOCK_STEPS_MS = (1, 10, 50, 99, 100, 101)
 # A sweeper that finds MOVING waits this many pauses (the real code: 1,000); a few are
 # enough for every interleaving of the wait with the advance it waits for.
 SPIN_MAX = 2
-INDEX = st.integers(0, 63)
-
-
-def nth(items: list, k: int):
-    return items[k % len(items)]
 
 
 class EpochMachine(WorldMachine):

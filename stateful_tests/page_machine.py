@@ -26,7 +26,7 @@ from model.thread import PARKED, RUNNING
 from model.world import Options
 from stateful_tests.failures import InvariantViolation
 from stateful_tests.shadow import DOUBLE_FREE, Shadow
-from stateful_tests.world_machine import WorldMachine, request_sizes
+from stateful_tests.world_machine import INDEX, WorldMachine, nth, request_sizes
 
 THREADS = (0, 1, 2)  # thread 0 is the main thread, the heap mi_heap_delete hands pages to
 CLOCK_STEPS_MS = (1, 10, 50, 99, 100, 101, 250)  # around the interval (100 ms)
@@ -34,11 +34,6 @@ CLOCK_STEPS_MS = (1, 10, 50, 99, 100, 101, 250)  # around the interval (100 ms)
 # between requests (0 twice: sweeps that follow each other at once are what some designs get
 # wrong); the interval and more now and then, so that epochs move.
 IDLE_AFTER_MS = (0, 0, 1, 10, 50, 100, 250)
-INDEX = st.integers(0, 63)  # an index into a list that the machine keeps, taken modulo its length
-
-
-def nth(items: list, k: int):
-    return items[k % len(items)]
 
 
 @dataclass
@@ -107,7 +102,9 @@ class PageMachine(WorldMachine):
         self.shadow.freed(h.ptr)
 
     def drop_retired(self) -> None:
-        """Blocks of pages that went back to the arena with them are the program's no more."""
+        """mi_heap_destroy: the blocks of the pages that went back to the arena with it are
+        the program's no more. (Nothing else may retire a page the program holds a block of:
+        its free would then be refused, which the shadow reports.)"""
         for h in [h for h in self.held if self.page(h.ptr).retired]:
             self.held.remove(h)
             self.shadow.dropped_page(h.ptr.page)
@@ -213,7 +210,6 @@ class PageMachine(WorldMachine):
         for _ in range(times):
             self.world.clock.advance(ms)
             mi_on_thread_idle(self.world, tid)
-        self.drop_retired()
 
     @precondition(lambda self: self.running())
     @rule(t=INDEX)
@@ -229,7 +225,6 @@ class PageMachine(WorldMachine):
     @rule()
     def scavenge(self):
         mi_theap_sweep_parked(self.world)
-        self.drop_retired()
 
     @rule(ms=st.sampled_from(CLOCK_STEPS_MS))
     def clock(self, ms):
@@ -253,7 +248,6 @@ class PageMachine(WorldMachine):
         """mi_heap_delete: the live pages go to the main thread's heap."""
         tid = nth([x for x in self.running() if x], t)
         mi_heap_delete(self.world, self.world.heap(tid), self.world.heap(0))
-        self.drop_retired()
 
     @precondition(lambda self: self.running())
     @rule(t=INDEX)

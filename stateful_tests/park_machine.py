@@ -26,15 +26,10 @@ from model.park import (mi_on_thread_idle_end, mi_on_thread_idle_start, mi_theap
                         run_scavenger)
 from model.thread import MI_PARK_SWEEPS_MAX, PARKED, RUNNING
 from model.world import Options
-from stateful_tests.world_machine import InvariantViolation, WorldMachine
+from stateful_tests.world_machine import INDEX, InvariantViolation, WorldMachine, nth
 
 THREADS = (1, 2, 3)
 CLOCK_STEPS_MS = (1, 10, 50, 99, 100, 101, 250)
-INDEX = st.integers(0, 63)
-
-
-def nth(items: list, k: int):
-    return items[k % len(items)]
 
 
 def whole_unit_large_classes(options: Options) -> tuple[int, ...]:

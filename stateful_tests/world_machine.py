@@ -1,13 +1,16 @@
 """What every machine over the model shares: a World under test, the invariant registry checked
 after every step, the request sizes of each page kind, and counters for the runner.
 
-A machine class is configured by two class attributes, the design under test (`VARIANT`, one of
-model.variants.VARIANTS) and the profile of its options; `configured()` makes the subclass the
-runner runs, so each configuration has its own entry in the example database.
+A machine class names the design of seed 000 it runs (`VARIANT`, one of model.variants.VARIANTS);
+`configured()` makes the subclass the runner runs, so that each configuration has its own entry
+in the example database.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant
 
 from model.geometry import Arch, large_size_classes
@@ -15,6 +18,15 @@ from model.invariants import check_world, load_registry
 from model.world import Options, World
 from stateful_tests.failures import STATS, InvariantViolation
 from stateful_tests.shadow import ShadowMemory
+
+
+# Rules pick among what the machine keeps (threads, blocks, sizes) by an index taken modulo the
+# length: any index is valid whatever the state, and shrinking moves it to the first one.
+INDEX = st.integers(0, 63)
+
+
+def nth(items, k: int):
+    return items[k % len(items)]
 
 
 def request_sizes(arch: Arch) -> tuple[int, ...]:
@@ -38,8 +50,6 @@ class WorldMachine(RuleBasedStateMachine):
 
     def make_world(self, options: Options) -> World:
         """A world of `options` under this machine's design, whose memory reports to a shadow."""
-        import dataclasses
-
         world = World(dataclasses.replace(options, variant=self.VARIANT))
         world.mem = ShadowMemory(world.mem.os_page_size)
         self.world = world
