@@ -13,8 +13,6 @@ from typing import Callable
 
 import z3
 
-from purgecheck.results import Result
-
 PROVED = "proved"
 REFUTED = "refuted"
 UNKNOWN = "unknown"
@@ -45,7 +43,9 @@ class Proof:
 
 @dataclass(frozen=True)
 class Twin:
-    """A broken twin of a proof: one rule broken, expected to be refuted."""
+    """A broken twin of a proof: one rule broken, expected to be refuted. When `mutant` names
+    one of the project's mutants (purgecheck.mutants), the runner applies it to the model
+    around `run`: the proof itself is unchanged and runs the broken model."""
 
     name: str
     proof: str  # the proof it is a twin of
@@ -53,6 +53,7 @@ class Twin:
     engine: str
     run: Callable[[bool], Outcome]
     summary: str
+    mutant: str | None = None
 
 
 @dataclass
@@ -112,14 +113,15 @@ def val(model: z3.ModelRef, term) -> int | bool:
     return v.as_long()
 
 
-def proof_result(inv: str, p: Proof | Twin, out: Outcome, twin: bool) -> Result:
-    """A Result row. A twin passes when refuted; a proof passes when proved or bounded."""
+def proof_result(inv: str, p: Proof | Twin, out: Outcome, twin: bool):
+    """A purgecheck Result row. A twin passes when refuted; a proof passes when proved or
+    bounded. (purgecheck is imported here, not at the top: proofs/ itself needs only model/.)"""
+    from purgecheck.results import Result
+
     if twin:
-        status = "refuted-as-expected" if out.status == REFUTED else "not-refuted"
+        status = "refuted-as-expected" if out.status == REFUTED else \
+            ("not-refuted" if out.status in (PROVED, "bounded") else out.status)
     else:
         status = out.status
-    detail = out.detail
-    if twin and out.status == REFUTED:
-        detail = out.detail  # the counterexample is the point of a twin; keep it
-    return Result(inv, f"{p.engine}:{p.name}", status, out.figure, out.seconds, detail,
+    return Result(inv, f"{p.engine}:{p.name}", status, out.figure, out.seconds, out.detail,
                   replay=f"purgecheck prove --only {p.name}" + (" --mutants" if twin else ""))

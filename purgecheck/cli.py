@@ -13,6 +13,7 @@ import sys
 # Subcommand modules under purgecheck.commands; each has `add_parser(sub)` and `run(args)`.
 COMMANDS = ["check", "invariants", "scenario", "glibc", "mutants", "docs", "diff", "fuzz",
             "validate"]
+COMMANDS.append("prove")  # purgecheck/commands/prove.py
 
 
 class UsageError(Exception):

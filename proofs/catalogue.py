@@ -1,0 +1,94 @@
+"""Every proof and every broken twin, by name: what `purgecheck prove` runs.
+
+Z3 proofs (unit, walk, age, advance, hold), the explorer's configurations (one proof each)
+and the CrossHair contracts; each proof's broken twins must be refuted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from proofs import advance_z3, age_z3, hold_z3, unit_z3, walk_z3
+from proofs.core import REFUTED, Outcome, Proof, Twin
+
+Z3_MODULES = (unit_z3, walk_z3, age_z3, advance_z3, hold_z3)
+
+
+def explorer_outcome(rep, manifest: bool = True, expected: tuple[str, ...] = ()) -> Outcome:
+    from proofs.explorer_configs import compare_with_manifest
+
+    if rep.violations:
+        wanted = [i for i in expected if i in rep.violations]
+        v = rep.violations[wanted[0]] if wanted else next(iter(rep.violations.values()))
+        if expected and not wanted:  # refuted, but not by what the twin is about
+            return Outcome("refuted-otherwise", rep.figure(), v.table(rep.config),
+                           rep.seconds)
+        return Outcome(REFUTED, rep.figure(), v.table(rep.config), rep.seconds)
+    changed = compare_with_manifest(rep) if manifest else None
+    if changed:
+        return Outcome("changed", rep.figure(), changed + " (re-run `python -m "
+                       "proofs.explorer_configs --write` if the change is meant)", rep.seconds)
+    return Outcome("bounded", f"{rep.figure()}; {len(rep.checked)} invariants checked",
+                   "", rep.seconds)
+
+
+def explorer_proof(name: str) -> Proof:
+    from proofs.explorer import explore
+    from proofs.explorer_configs import CONFIGS
+
+    cfg = CONFIGS[name]
+    invs = ("EP-NO-SHORT-EPOCH", "EP-RECORDED-NOT-BEFORE-REAL", "EP-ONE-PER-SWEEP",
+            "EP-EPOCH-MOVES")
+    if cfg.parked:
+        invs += ("HD-INTERVAL", "HD-YOUNG-KEPT", "PK-MAX-SWEEPS", "PK-DONE-TWO-EPOCHS",
+                 "PK-SPACING", "SW-WALK-SETS-STATE", "PK-DONE-WITHIN-MAX")
+    if cfg.graph:
+        invs += ("PK-NO-STUCK-CYCLE",)
+    return Proof(f"explore-{name}", invs, "explorer",
+                 lambda quick: explorer_outcome(explore(cfg)), cfg.describe())
+
+
+def explorer_twin(name: str, base: str, invariants: tuple[str, ...], mutant: str,
+                  summary: str, max_states: int | None = None, **changes) -> Twin:
+    """The explorer on configuration `base` with `mutant` applied, without the dead-locals
+    reduction (a mutant may read a local the real advance never reads again), stopping at
+    the first violation (the shortest counterexample, breadth first). A twin about the state
+    graph explores `max_states` states (its ghosts grow without end) and then judges."""
+    from proofs.explorer import explore
+    from proofs.explorer_configs import CONFIGS
+
+    cfg = replace(CONFIGS[base], name=name, reduce_dead=False, **changes)
+
+    def run(quick: bool) -> Outcome:
+        rep = explore(cfg, stop_at_first=max_states is None, max_states=max_states)
+        return explorer_outcome(rep, manifest=False, expected=invariants)
+    return Twin(name, f"explore-{base}", invariants, "explorer", run, summary, mutant=mutant)
+
+
+def proofs(quick: bool) -> list[Proof]:
+    from proofs import crosshair_contracts
+    from proofs.explorer_configs import CONFIGS, QUICK
+
+    out = [m.PROOF for m in Z3_MODULES]
+    out += [explorer_proof(n) for n in (QUICK if quick else CONFIGS)]
+    out.append(crosshair_contracts.PROOF)
+    return out
+
+
+def twins(quick: bool) -> list[Twin]:
+    from proofs import crosshair_contracts
+
+    out = [t for m in Z3_MODULES for t in m.TWINS]
+    out += [
+        explorer_twin("explore-no-cas-exclusion", "bare-2", ("EP-NO-SHORT-EPOCH",),
+                      "no-cas-exclusion", "the explorer finds two sweepers moving the epoch"),
+        explorer_twin("explore-start-before-increment", "bare-2",
+                      ("EP-NO-SHORT-EPOCH", "EP-RECORDED-NOT-BEFORE-REAL"),
+                      "start-before-increment", "the explorer finds a start recorded early"),
+        explorer_twin("explore-stuck-park", "park-1", ("PK-NO-STUCK-CYCLE",),
+                      "park-swept-reset", "a scavenger that ignores the due time, with a park "
+                      "that forgets its sweeps: swept for ever, never done",
+                      max_states=20_000, ignore_due=True, graph=True),
+    ]
+    out += crosshair_contracts.TWINS
+    return out

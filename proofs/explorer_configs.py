@@ -1,0 +1,69 @@
+"""The configurations the explorer checks, and the manifest of their state counts.
+
+proofs/manifest.json holds, per configuration, the states, transitions and depth that the
+explorer found when the manifest was last written (`python -m proofs.explorer_configs
+--write`); a run that finds other numbers reports the difference, so a change in the size of
+a state space is noticed (as tlaplus/Examples does with its manifest).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from proofs.explorer import Config
+
+MANIFEST = Path(__file__).with_name("manifest.json")
+
+# interval 3 ms, clock to 9 ms: three intervals, as in the scale figures of docs/proofs.md.
+CONFIGS = {c.name: c for c in [
+    Config("bare-1", sweepers=1),
+    Config("bare-2", sweepers=2),
+    Config("bare-3", sweepers=3),
+    Config("bare-4", sweepers=4),
+    Config("park-1-short", sweepers=1, owner=True, parked=True, graph=True, clock_bound=6),
+    Config("park-1", sweepers=1, owner=True, parked=True, graph=True),
+    Config("park-2", sweepers=2, owner=True, parked=True, interval=2, clock_bound=6),
+]}
+# Too big for `purgecheck prove` (minutes): run by the benchmark, bench/explorer.py.
+BENCH_ONLY = {c.name: c for c in [
+    Config("park-3", sweepers=3, owner=True, parked=True, interval=2, clock_bound=6),
+]}
+QUICK = ("bare-1", "bare-2", "bare-3", "park-1-short")  # what the test suite and --quick run
+
+
+def load_manifest() -> dict:
+    return json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {}
+
+
+def manifest_entry(rep) -> dict:
+    return {"states": rep.states, "transitions": rep.transitions, "depth": rep.depth,
+            "describe": rep.config.describe()}
+
+
+def compare_with_manifest(rep) -> str | None:
+    """None when the run matches the manifest; else what changed."""
+    want = load_manifest().get(rep.config.name)
+    if want is None:
+        return f"configuration {rep.config.name} is not in proofs/manifest.json"
+    got = manifest_entry(rep)
+    diffs = [f"{k} {want[k]:,} -> {got[k]:,}" for k in ("states", "transitions", "depth")
+             if want[k] != got[k]]
+    return ("state space changed: " + ", ".join(diffs)) if diffs else None
+
+
+if __name__ == "__main__":
+    import sys
+
+    from proofs.explorer import explore
+
+    names = [a for a in sys.argv[1:] if not a.startswith("-")] or list(CONFIGS)
+    if "--write" in sys.argv:
+        data = load_manifest()
+        for name in names:
+            rep = explore(CONFIGS[name])
+            if rep.violations:
+                sys.exit(f"{name}: violations {list(rep.violations)}; manifest not written")
+            data[name] = manifest_entry(rep)
+            print(name, rep.figure(), f"{rep.seconds:.1f}s", flush=True)
+        MANIFEST.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,84 @@
+"""The `prove` engine: every proof of proofs/ (Z3, the explorer, CrossHair) as Results.
+
+`run_proofs` runs the proofs (each must be proved, or bounded: explored or not falsified);
+`run_twins` runs the broken twins (each must be refuted; a twin that is not refuted is a
+failure). A twin that names a mutant runs with that mutant applied to the model. The glibc
+throttle proofs (proofs/glibc_throttle.py, by another engineer) join when present.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from purgecheck.engines import Budget, engine
+from purgecheck.mutants import MUTANTS, applied
+from purgecheck.results import Result
+from proofs.core import proof_result
+
+
+def _row(p, out, twin: bool) -> Result:
+    return proof_result(",".join(p.invariants), p, out, twin)
+
+
+def _progress(name: str, quiet: bool) -> None:
+    if not quiet:
+        print(f"  proving {name} ...", file=sys.stderr, flush=True)
+
+
+def run_proofs(quick: bool, only: list[str] | None = None, quiet: bool = True) -> list[Result]:
+    from proofs.catalogue import proofs
+    from proofs.registry import proof_registry
+
+    proof_registry()
+    out = []
+    for p in proofs(quick):
+        if only and p.name not in only:
+            continue
+        _progress(p.name, quiet)
+        out.append(_row(p, p.run(quick), twin=False))
+    out += _glibc("run_proofs", quick, only)
+    return out
+
+
+def run_twins(quick: bool, only: list[str] | None = None, quiet: bool = True) -> list[Result]:
+    from proofs.catalogue import twins
+
+    out = []
+    for t in twins(quick):
+        if only and t.name not in only and t.proof not in only:
+            continue
+        _progress(t.name, quiet)
+        if t.mutant:
+            with applied(MUTANTS[t.mutant]):
+                res = t.run(quick)
+        else:
+            res = t.run(quick)
+        out.append(_row(t, res, twin=True))
+    out += _glibc("run_mutant_proofs", quick, only)
+    return out
+
+
+def _glibc(fn: str, quick: bool, only: list[str] | None) -> list[Result]:
+    """The glibc throttle proofs, when that module exists (another engineer's)."""
+    if only and "glibc" not in only:
+        return []
+    try:
+        mod = importlib.import_module("proofs.glibc_throttle")
+    except ModuleNotFoundError as e:
+        if e.name != "proofs.glibc_throttle":
+            raise
+        return []
+    return list(getattr(mod, fn)(quick))
+
+
+def names(quick: bool = False) -> list[str]:
+    """Every name `--only` accepts."""
+    from proofs.catalogue import proofs, twins
+    return [p.name for p in proofs(quick)] + [t.name for t in twins(quick)] + ["glibc"]
+
+
+@engine("prove", "Z3 proofs, the exhaustive interleaving explorer, CrossHair contracts, and "
+                 "their broken twins")
+def run_prove_engine(budget: Budget) -> list[Result]:
+    return run_proofs(budget.quick) + run_twins(budget.quick)
