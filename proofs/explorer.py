@@ -574,7 +574,7 @@ def system_part(s: tuple) -> tuple:
     allocation's time): a cycle of the system is a cycle of this projection, whatever the
     ghosts, which only grow, say."""
     owner, page = s[7], s[8]
-    if owner is None:
+    if owner is None or len(owner) == 7:  # no owner, or projected already
         return s
     return s[:7] + (owner[:6] + owner[7:], page[:2])
 

@@ -1,0 +1,108 @@
+"""`purgecheck prove`: the table, --json, --only, --mutants (a twin that is not refuted fails),
+bad usage, DOT output; the prove engine of `check`; CrossHair finds the broken contract."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from proofs import crosshair_contracts
+from proofs.core import Outcome
+from purgecheck.cli import main
+
+
+def run(capsys, *argv):
+    rc = main(list(argv))
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_prove_only_json(capsys):
+    rc, out, _ = run(capsys, "prove", "--quick", "--only", "age", "--only", "hold", "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["ok"] and doc["command"] == "prove"
+    assert {r["engine"] for r in doc["results"]} == {"z3:age", "z3:hold"}
+    assert all(r["status"] == "proved" for r in doc["results"])
+
+
+def test_prove_table_names_property_engine_result_time(capsys):
+    rc, out, _ = run(capsys, "prove", "--quick", "--only", "explore-bare-2")
+    assert rc == 0
+    assert "EP-NO-SHORT-EPOCH" in out and "explorer:explore-bare-2" in out and "bounded" in out
+    assert "2,897 states" in out
+
+
+def test_mutants_are_refuted_and_shown(capsys):
+    rc, out, _ = run(capsys, "prove", "--quick", "--mutants", "--only", "no-cas-exclusion",
+                     "--only", "explore-no-cas-exclusion")
+    assert rc == 0
+    assert out.count("refuted-as-expected") == 2
+    assert "shortest violating trace" in out and "shortest path" in out
+
+
+def test_a_twin_that_is_not_refuted_fails(capsys, monkeypatch):
+    from proofs import catalogue
+    twins = catalogue.twins
+
+    def fake(quick):
+        out = twins(quick)
+        t = out[0]
+        return [type(t)(t.name, t.proof, t.invariants, t.engine,
+                        lambda q: Outcome("proved", "nothing found"), t.summary)]
+    monkeypatch.setattr(catalogue, "twins", fake)
+    rc, out, _ = run(capsys, "prove", "--quick", "--mutants", "--json")
+    doc = json.loads(out)
+    assert rc == 1 and doc["results"][0]["status"] == "not-refuted"
+
+
+def test_bad_only_is_one_line_exit_2(capsys):
+    rc, out, err = run(capsys, "prove", "--only", "no-such-proof")
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and "no such proof or twin" in err
+
+
+def test_list_names_proofs_and_twins(capsys):
+    rc, out, _ = run(capsys, "prove", "--list", "--quick")
+    assert rc == 0
+    for name in ("unit", "walk", "age", "advance", "hold", "contracts", "explore-bare-1",
+                 "no-cas-exclusion", "start-before-increment", "stale-read-1"):
+        assert name in out
+
+
+def test_dot_of_an_explorer_counterexample(capsys, tmp_path):
+    path = tmp_path / "cex.dot"
+    rc, _, _ = run(capsys, "prove", "--quick", "--mutants", "--only",
+                   "explore-start-before-increment", "--dot", str(path))
+    assert rc == 0
+    text = path.read_text()
+    assert text.startswith("digraph") and "EP-RECORDED-NOT-BEFORE-REAL" in text
+
+
+def test_crosshair_falsifies_the_broken_contract():
+    out = crosshair_contracts.run_broken(True)
+    assert out.status == "refuted"
+    assert "age_without_modulo" in out.detail and "4294967296" in out.detail
+
+
+def test_crosshair_contracts_are_reported_as_not_falsified_not_proved():
+    out = crosshair_contracts.run_contracts(True)
+    assert out.status == "bounded", out.detail
+    assert "not falsified in 1 s" in out.figure
+    assert len(crosshair_contracts.contract_names(crosshair_contracts.__file__)) >= 6
+
+
+@pytest.mark.slow
+def test_check_runs_the_prove_engine(capsys):
+    rc, out, _ = run(capsys, "check", "--engine", "prove", "--quick", "--json")
+    doc = json.loads(out)
+    assert rc == 0, [r for r in doc["results"] if r["status"] not in
+                     ("proved", "bounded", "refuted-as-expected")]
+    statuses = {r["status"] for r in doc["results"]}
+    assert statuses <= {"proved", "bounded", "refuted-as-expected"}
+    assert "refuted-as-expected" in statuses and "proved" in statuses
+
+
+def test_prove_engine_is_registered():
+    from purgecheck.engines import load_engines
+    assert "prove" in load_engines()
