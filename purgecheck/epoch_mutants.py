@@ -30,12 +30,12 @@ def _store_first_reading(st, f, now, interval):
 mutant("no-cas-exclusion", "the advance claims the move with a plain store, not a CAS",
        ("EP-NO-SHORT-EPOCH",),
        Patch("model.epoch", "STEPS", _claim_without_cas, key=PC_CAS),
-       c_switch="no_cas_exclusion")
+       c_switch="no_cas_exclusion", needs_concurrency=True)
 mutant("start-before-increment",
        "the new epoch's start is recorded from the clock read before the increment",
        ("EP-NO-SHORT-EPOCH", "EP-RECORDED-NOT-BEFORE-REAL"),
        Patch("model.epoch", "STEPS", _store_first_reading, key=PC_STORE),
-       c_switch="start_before_increment")
+       c_switch="start_before_increment", needs_concurrency=True)
 
 
 def _park_forgets(thread, swept, deferred):

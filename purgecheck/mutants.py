@@ -32,16 +32,20 @@ class Mutant:
     catches: tuple[str, ...]  # invariant ids expected to report it
     patches: tuple[Patch, ...]
     c_switch: str | None = None  # the C reference's run-time switch for the same mutant
+    # True when the broken rule only shows under preemption between atomic steps: the
+    # sequential engines (scenarios, virtual-clock conformance) cannot see it; the
+    # interleaving explorer and the validation of concurrent C runs do.
+    needs_concurrency: bool = False
 
 
 MUTANTS: dict[str, Mutant] = {}
 
 
 def mutant(name: str, description: str, catches: tuple[str, ...], *patches: Patch,
-           c_switch: str | None = None) -> Mutant:
+           c_switch: str | None = None, needs_concurrency: bool = False) -> Mutant:
     if name in MUTANTS:
         raise ValueError(f"mutant {name} defined twice")
-    m = Mutant(name, description, catches, tuple(patches), c_switch)
+    m = Mutant(name, description, catches, tuple(patches), c_switch, needs_concurrency)
     MUTANTS[name] = m
     return m
 

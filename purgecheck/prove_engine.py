@@ -14,6 +14,7 @@ import sys
 from purgecheck.engines import Budget, engine
 from purgecheck.mutants import MUTANTS, applied
 from purgecheck.results import Result
+import proofs.registry  # noqa: F401  registers the invariants only the proofs check
 from proofs.core import proof_result
 
 
