@@ -105,6 +105,7 @@ class Report:
     checked: list[str] = field(default_factory=list)  # invariant ids checked
     not_applicable: list[str] = field(default_factory=list)
     graph_nodes: int = 0
+    complete: bool = True  # False: stopped by a time limit before the space was exhausted
 
     @property
     def ok(self) -> bool:
@@ -459,18 +460,18 @@ def check_state(cfg: Config, parent: tuple, s: tuple, invs, world_invs, na: set,
 
 
 def explore(cfg: Config, max_states: int | None = None, progress=None,
-            stop_at_first: bool = False) -> Report:
+            stop_at_first: bool = False, time_limit: float | None = None) -> Report:
     """Breadth-first over every reachable state; the first violation of each invariant is
     kept with its shortest path. `model.epoch.spin_max` is lowered for the run."""
     old_spin = ep.spin_max
     ep.spin_max = cfg.spin_max
     try:
-        return _explore(cfg, max_states, progress, stop_at_first)
+        return _explore(cfg, max_states, progress, stop_at_first, time_limit)
     finally:
         ep.spin_max = old_spin
 
 
-def _explore(cfg: Config, max_states, progress, stop_at_first) -> Report:
+def _explore(cfg: Config, max_states, progress, stop_at_first, time_limit) -> Report:
     import networkx as nx
 
     reg = load_registry()
@@ -508,8 +509,13 @@ def _explore(cfg: Config, max_states, progress, stop_at_first) -> Report:
                 if inv_id not in rep.violations:
                     rep.violations[inv_id] = Violation(inv_id, reason, path_to(parent, ns))
             queue.append(ns)
-            if progress and len(parent) % 100_000 == 0:
-                progress(len(parent), time.perf_counter() - t0)
+            if len(parent) % 10_000 == 0:
+                if progress and len(parent) % 100_000 == 0:
+                    progress(len(parent), time.perf_counter() - t0)
+                if time_limit and time.perf_counter() - t0 > time_limit:
+                    rep.complete = False
+                    queue.clear()
+                    break
             if (max_states and len(parent) >= max_states) or (stop_at_first and
                                                                rep.violations):
                 queue.clear()
