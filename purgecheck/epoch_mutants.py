@@ -8,6 +8,7 @@ the broken advance; the Z3 advance proof has the same two as broken twins.
 
 from __future__ import annotations
 
+import proofs.registry  # noqa: F401  registers EP-EPOCH-MOVES and PK-NO-STUCK-CYCLE, named below
 from model.epoch import MOVING, PC_CAS, PC_DONE, PC_INCREMENT, PC_STORE, PC_WAIT
 from purgecheck.mutants import Patch, mutant
 

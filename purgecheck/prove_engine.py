@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import sys
 
+import proofs.registry  # noqa: F401  the proof-only invariants, listed by `invariants`
 from purgecheck.engines import Budget, engine
 from purgecheck.mutants import MUTANTS, applied
 from purgecheck.results import Result
