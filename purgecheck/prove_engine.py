@@ -20,7 +20,11 @@ from proofs.core import proof_result
 
 
 def _row(p, out, twin: bool) -> Result:
-    return proof_result(",".join(p.invariants), p, out, twin)
+    """One row; a proof that speaks about many invariants names the first two and a count
+    (`purgecheck prove --list` and docs/proofs.md give the whole list)."""
+    invs = p.invariants
+    name = ",".join(invs) if len(invs) <= 3 else f"{','.join(invs[:2])} +{len(invs) - 2} more"
+    return proof_result(name, p, out, twin)
 
 
 def _progress(name: str, quiet: bool) -> None:

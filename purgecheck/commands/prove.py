@@ -50,7 +50,7 @@ def run(args) -> int:
     if args.list:
         from proofs.catalogue import proofs, twins
         for p in proofs(args.quick):
-            print(f"{p.name:34} {p.engine:10} {p.summary}")
+            print(f"{p.name:34} {p.engine:10} {p.summary}\n{'':45} {', '.join(p.invariants)}")
         for t in twins(args.quick):
             print(f"{t.name:34} {t.engine:10} twin of {t.proof}: {t.summary}")
         return 0
