@@ -1,15 +1,12 @@
-"""Mutants that the fuzz machines catch and the scenarios cannot.
+"""Mutants that only the fuzz machines' byte shadow sees (stateful_tests.shadow).
 
 The page invariants judge the page's lists and bits; what the program reads from a block is
-the byte shadow's to judge (stateful_tests.shadow), and the first mutants here break what the
-program would see. The last two break the epoch advance where only an interleaving of
-sweepers shows it, which the epoch machine's scheduler finds (stateful_tests.epoch_machine).
+the shadow's to judge. Each mutant here breaks one thing the program would see.
 """
 
 from __future__ import annotations
 
 from model import alloc, holes
-from model.epoch import MOVING, PC_CAS, PC_DONE, PC_INCREMENT, PC_STORE
 from purgecheck.mutants import Patch, mutant
 
 # Kept in a dict: `applied` rebinds every module attribute that IS the patched function.
@@ -64,28 +61,3 @@ def _collect_keeps_xthread(page):
 mutant("collect-keeps-xthread", "collect leaves the other threads' frees on xthread_free",
        ("FZ-NO-BLOCK-TWICE", "PG-LIVE-NOT-FREE"),
        Patch("model.alloc", "mi_page_free_collect", _collect_keeps_xthread))
-
-
-# -- the advance, broken where only an interleaving shows it (the epoch machine) ------------
-
-def _cas_always_wins(st, f, now, interval):
-    """Broken: the claim is a plain store of MOVING, not a compare-and-swap, so two sweepers
-    that both read the old start both move the epoch."""
-    st.start = MOVING
-    f.pc = PC_INCREMENT
-
-
-def _store_first_reading(st, f, now, interval):
-    """Broken: the new epoch's beginning is the clock read BEFORE the claim, not the one read
-    again after the increment; a sweeper preempted in between records it too early."""
-    st.start = f.now
-    st.history.recorded_begin[st.epoch] = f.now
-    f.pc = PC_DONE
-
-
-mutant("advance-cas-always-wins", "the advance claims the move with a store, not a CAS",
-       ("EP-NO-SHORT-EPOCH",),
-       Patch("model.epoch", "STEPS", _cas_always_wins, key=PC_CAS))
-mutant("advance-start-first-read", "the new epoch's start is the clock read before the claim",
-       ("EP-RECORDED-NOT-BEFORE-REAL",),
-       Patch("model.epoch", "STEPS", _store_first_reading, key=PC_STORE))
