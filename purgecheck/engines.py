@@ -57,6 +57,7 @@ ENGINE_MODULES = [
     "purgecheck.glibc.engine",
     "purgecheck.fuzz_engine",
     "purgecheck.conformance_engine",
+    "purgecheck.validate_engine",
     "purgecheck.prove_engine",
 ]
 

@@ -21,8 +21,8 @@ from model.epoch import (MOVING, PC_CAS, PC_COMPARE, PC_DONE, PC_INCREMENT, PC_L
                          EpochState, advance_step, begin_advance, compute_interval,
                          is_epoch_due, mi_holes_epoch_advance)
 from model.geometry import mi_page_can_purge_holes
-from model.page import (EPOCH_MASK, MI_PAGE_SWEPT_NONE, Page, encode_stamp, encode_walked,
-                        is_stamp, stamp_epoch)
+from model.page import (EPOCH_MASK, MI_PAGE_SWEPT_NONE, MI_PAGE_SWEPT_STAMP_TAG, Page,
+                        encode_stamp, encode_walked, is_stamp, stamp_epoch)
 from model.park import compute_park_next
 from model.stamp import is_stamp_gated, read_epoch_relaxed
 from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, PARKED, RUNNING, SWEEPING, ThreadState
@@ -62,24 +62,22 @@ class Verdict:
     stats: dict = field(default_factory=dict)
 
 
-@dataclass
 class Sweep:
     """A sweep in progress on one OS thread: from its sweep_begin to its idle."""
 
-    thread: int
-    ctx: SweepContext
-    decided: dict[int, bool] = field(default_factory=dict)  # page -> held
-    walked: set[int] = field(default_factory=set)
+    __slots__ = ("thread", "ctx", "decided", "walked")
+
+    def __init__(self, thread: int, ctx: SweepContext) -> None:
+        self.thread = thread
+        self.ctx = ctx
+        self.decided: dict[int, bool] = {}  # page -> held
+        self.walked: set[int] = set()
 
 
-@dataclass
-class Obligation:
-    """A malloc on a page behind the stamp's gate: the model then stores the epoch it read,
-    unless the page carries that stamp already (model/world.py after_malloc)."""
-
-    page: int
-    epoch_lo: int  # the epoch when the allocation took its block: the read is no older
-    line: int
+# A malloc on a page behind the stamp's gate: the model then stores the epoch it read, unless
+# the page carries that stamp already (model/world.py after_malloc). (page, epoch when the
+# allocation took its block: the read is no older, line)
+Obligation = tuple[int, int, int]
 
 
 class Validator:
@@ -110,6 +108,8 @@ class Validator:
         self.threads_declared = set(declared) if self.linearized else None
         self.tids_seen: set = set()
         self.line = 0
+        self.event: dict | None = None
+        self.replayed = 0
         self.st = EpochState()
         self.start_known = True  # st.start is exact (not after an epoch_skip)
         self.monotone = self.options.clock_monotone
@@ -123,6 +123,8 @@ class Validator:
         self.last_deferred: dict[int, bool] = {}
         self.obligations: dict[int | None, Obligation] = {}
         self.pages: dict[int, Page] = {}
+        self.gated: dict[int, bool] = {}  # page -> behind the stamp's gate (is_stamp_gated)
+        self.contexts: dict[tuple, SweepContext] = {}  # sweeps in one ms and epoch share one
         self.walked_capacity: dict[int, int] = {}
         self.op_thread: int | None = None
         self.op_name: str | None = None
@@ -219,6 +221,7 @@ class Validator:
         self.world.log.clear()
         page.log = []
         self.pages[pid] = page
+        self.gated[pid] = is_stamp_gated(page)
         want = (page.geom.kind.value, page.reserved, page.unit)
         got = (ev["page_kind"], ev["reserved"], ev["unit"])
         if want != got:
@@ -244,16 +247,27 @@ class Validator:
         return i
 
     def on_malloc(self, ev: dict, tid) -> None:
-        page = self.live(self.page(ev, self.line))
-        self.require_owner(page, tid, "malloc")
-        self.block(page, ev)
-        if is_stamp_gated(page):
-            self.obligations[tid] = Obligation(page.id, self.st.epoch, self.line)
+        page = self.pages.get(ev["page"])
+        i = ev["block"]
+        actor = tid if self.linearized else self.op_thread
+        if page is None or page.retired or type(i) is not int or not 0 <= i < page.capacity \
+                or (actor is not None and (page.owner != actor or page.abandoned)):
+            page = self.live(self.page(ev, self.line))  # the slow way, to say what is wrong
+            self.require_owner(page, tid, "malloc")
+            self.block(page, ev)
+        if self.gated[page.id]:
+            self.obligations[tid] = (page.id, self.st.epoch, self.line)
 
     def on_free(self, ev: dict, tid) -> None:
+        page = self.pages.get(ev["page"])
+        i = ev["block"]
+        actor = tid if self.linearized else self.op_thread
+        if page is not None and not page.retired and type(i) is int and 0 <= i < page.capacity \
+                and ev["thread"] == "owner" and (actor is None or (page.owner == actor
+                                                                  and not page.abandoned)):
+            return  # the owner's free (the common case), all checked
         page = self.live(self.page(ev, self.line))
         self.block(page, ev)
-        actor = self.acting(tid)
         if ev["thread"] == "owner":
             self.require_owner(page, tid, "a free by the owner")
         elif actor is not None and actor == page.owner and not page.abandoned:
@@ -334,13 +348,12 @@ class Validator:
         """The epochs the stamp's relaxed read may return: not older than `stale_epochs`
         before the epoch at the allocation, nor than one this thread has seen; not newer than
         the current one."""
-        return read_epoch_relaxed(ob.epoch_lo, t.epoch_seen, self.options.stale_epochs), \
-            self.st.epoch
+        return read_epoch_relaxed(ob[1], t.epoch_seen, self.options.stale_epochs), self.st.epoch
 
     def on_stamp(self, ev: dict, tid) -> None:
         ob = self.obligations.pop(tid, None)
         page = self.live(self.page(ev, self.line))
-        if ob is None or ob.page != page.id:
+        if ob is None or ob[0] != page.id:
             raise Rejection(f"a stamp of page {page.id} with no allocation from it just before "
                             f"(the allocating side stamps after taking a block)")
         value = ev["epoch"]
@@ -367,7 +380,9 @@ class Validator:
         """The allocation before this event wrote no stamp: the model agrees only if the
         page carries the stamp of an epoch the read could return."""
         ob = self.obligations.pop(tid)
-        page = self.pages[ob.page]
+        page = self.pages[ob[0]]
+        if page.swept_state == MI_PAGE_SWEPT_STAMP_TAG | (self.st.epoch & EPOCH_MASK):
+            return  # it carries the current epoch's stamp (the common case)
         if self.options.variant == CLOCK and is_stamp(page.swept_state):
             return
         actor = self.acting(tid)
@@ -377,7 +392,7 @@ class Validator:
         if is_stamp(page.swept_state):  # is there an epoch in lo..hi with these 32 bits?
             if lo + ((stamp_epoch(page.swept_state) - lo) & EPOCH_MASK) <= hi:
                 return
-        raise Rejection(f"the allocation from page {page.id} at line {ob.line} wrote no stamp, "
+        raise Rejection(f"the allocation from page {page.id} at line {ob[2]} wrote no stamp, "
                         f"but the page carries {describe_swept_state(page.swept_state)} and "
                         f"the model stamps it with the epoch it reads ({lo}..{hi})")
 
@@ -405,80 +420,111 @@ class Validator:
             if not self.advancing:
                 raise Rejection("the model does not advance the epoch: the hold is off "
                                 "(purge_holes false or interval 0)")
-            f = self.frames[tid] = begin_advance(self.interval)
+            f = begin_advance(self.interval)
         if f.pc != pc:
             raise Rejection(f"thread {tid}'s advance is at {f.pc}, not {pc}")
         st = self.st
-        if pc == PC_LOAD:
-            if value != st.start:
+        if pc == PC_LOAD:  # a new frame: kept only if the model's load agrees
+            advance_step(st, f, 0, self.interval)
+            if f.start != value:
                 raise Rejection(f"the load of start by thread {tid} returned {value!r}, but "
                                 f"start is {show_start(st.start)}")
-            advance_step(st, f, 0, self.interval)
-        elif pc in (PC_READ_CLOCK, PC_READ_CLOCK2):
-            now = self.clock(value, self.line, pc)
+            self.frames[tid] = f
+        elif pc == PC_READ_CLOCK or pc == PC_READ_CLOCK2:
+            if type(value) is int and self.clock_lo is not None and value >= self.clock_lo:
+                now = self.clock_lo = value  # monotone, as expected
+            else:
+                now = self.clock(value, self.line, pc)
             advance_step(st, f, now, self.interval)
             if f.pc == PC_COMPARE:  # a local step: taken at once
                 advance_step(st, f, now, self.interval)
         elif pc == PC_CAS:
             if type(value) is not bool:
                 raise self.bad(self.line, f"advance_step cas: expected true or false, got {value!r}")
+            saved = self.save(f)
             advance_step(st, f, 0, self.interval)
             if (f.pc == PC_INCREMENT) != value:
+                self.restore(tid, saved)
                 raise Rejection(
                     f"thread {tid}'s CAS of start from {show_start(f.start)} to MOVING "
                     f"{'won' if value else 'lost'} in the trace, but start is "
                     f"{show_start(st.start)}, so the model's CAS "
-                    f"{'wins' if f.pc == PC_INCREMENT else 'fails'}")
+                    f"{'fails' if value else 'wins'}")
         elif pc == PC_INCREMENT:
+            saved = self.save(f)
             advance_step(st, f, self.clock_lo or 0, self.interval)
             if value != st.epoch:
+                made = st.epoch
+                self.restore(tid, saved)
                 raise Rejection(f"thread {tid}'s increment made epoch {value!r}; the model's "
-                                f"makes {st.epoch}")
+                                f"makes {made}")
             self.incremented[tid] = st.epoch
             # the ghost history is not needed here; keep it bounded
             st.history.real_begin.pop(st.epoch - 3, None)
         elif pc == PC_STORE:
-            if value != f.now2:
-                raise Rejection(f"thread {tid} recorded {value!r} as the start of epoch "
-                                f"{st.epoch}; the model records {f.now2}, the clock read after "
-                                f"the increment")
+            saved = self.save(f)
             advance_step(st, f, 0, self.interval)
+            if st.start != value:
+                recorded = st.start
+                self.restore(tid, saved)
+                raise Rejection(f"thread {tid} recorded {value!r} as the start of epoch "
+                                f"{st.epoch}; the model records {show_start(recorded)} (its "
+                                f"clock read after the increment was {f.now2})")
             st.history.recorded_begin.pop(st.epoch - 3, None)
         else:  # PC_WAIT: the end of the bounded wait, with the last value loaded
             spins = ev.get("spins")
             if type(spins) is not int or not 0 <= spins <= epoch_module.spin_max:
                 raise self.bad(self.line, f"advance_step wait_moving: expected spins 0.."
                                           f"{epoch_module.spin_max}, got {spins!r}")
-            f.spins = spins
             if spins < epoch_module.spin_max and value != st.start:
                 raise Rejection(f"thread {tid}'s wait loaded {show_start(value)}, but start "
                                 f"is {show_start(st.start)}")
+            saved = self.save(f)
+            f.spins = spins
             advance_step(st, f, 0, self.interval)
             if not f.done:
+                self.restore(tid, saved)
                 raise Rejection(f"thread {tid} stopped waiting after {spins} spins while start "
                                 f"is MOVING; the model waits up to {epoch_module.spin_max}")
 
+    def save(self, f: AdvanceFrame) -> tuple:
+        """What a step may change, so that a rejection shows the state before it."""
+        return self.st.start, self.st.epoch, dataclasses.replace(f)
+
+    def restore(self, tid, saved: tuple) -> None:
+        st = self.st
+        if st.epoch != saved[1]:
+            st.history.real_begin.pop(st.epoch, None)
+        st.start, st.epoch, self.frames[tid] = saved
+
     def on_epoch_advance(self, ev: dict, tid) -> None:
         thread = self.thread(ev["thread"], self.line)
-        if self.linearized:
+        got = (ev["epoch"], ev["start"])
+        if self.linearized:  # the report of an advance whose steps were replayed
             f = self.frames.get(tid)
             if f is None or not f.done or not f.advanced:
                 raise Rejection(f"epoch_advance by thread {thread.id}, but its advance "
                                 f"{'has not moved the epoch' if f else 'never began'}")
             want = (self.incremented[tid], f.now2)
-        else:
+        else:  # the whole advance as one step, both clock reads at `start`
+            st = self.st
             now = self.clock(ev["start"], self.line, "epoch_advance")
             if not self.advancing:
                 raise Rejection("epoch_advance, but the hold is off (the model never advances)")
-            f = mi_holes_epoch_advance(self.st, now, self.interval)
+            before = (st.start, st.epoch)
+            f = mi_holes_epoch_advance(st, now, self.interval)
+            want = (st.epoch, st.start)
+            st.history.real_begin.pop(st.epoch - 3, None)  # ghost history: keep it bounded
+            st.history.recorded_begin.pop(st.epoch - 3, None)
+            if f.advanced and got == want:
+                self.start_known = True
+                self.advanced_seq.add(thread.id)
+                return
+            st.start, st.epoch = before  # the report shows the state before the event
             if not f.advanced:
                 raise Rejection(f"epoch_advance at {now} ms, but the epoch began at "
-                                f"{show_start(f.start)}, less than the interval of "
+                                f"{show_start(before[0])}, less than the interval of "
                                 f"{self.interval} ms before")
-            self.start_known = True
-            self.advanced_seq.add(thread.id)
-            want = (self.st.epoch, self.st.start)
-        got = (ev["epoch"], ev["start"])
         if got != want:
             raise Rejection(f"epoch_advance says epoch {got[0]!r} began at {got[1]!r}; the "
                             f"model's advance made epoch {want[0]}, begun at {want[1]}")
@@ -504,7 +550,6 @@ class Validator:
                 raise Rejection(f"the scavenger sweeps thread {t.id}, which is "
                                 f"{t.park_state}{' and done' if t.park_swept == PARK_SWEPT_DONE else ''}: "
                                 f"it claims only parked threads whose park is not done")
-            t.park_state = SWEEPING
         if self.advancing:
             self.check_advance_before_sweep(t, tid)
         seq = t.holes_sweep_seq + 1
@@ -516,22 +561,32 @@ class Validator:
                             f"{ev['epoch']!r}")
         now = ev.get("now")
         now = self.clock(now, self.line, "sweep_begin") if now is not None else self.clock_lo
+        # Checked: the sweep begins.
+        if handoff:
+            t.park_state = SWEEPING
+        self.frames.pop(tid, None)
+        self.advanced_seq.discard(t.id)
         t.holes_sweep_seq, t.holes_sweep_full, t.holes_sweep_epoch = seq, full, self.st.epoch
         t.epoch_seen = max(t.epoch_seen, self.st.epoch)
         t.holes_sweep_deferred = False
-        self.sweeps[tid] = Sweep(t.id, SweepContext(now if now is not None else 0, self.st.epoch,
-                                                    self.interval, handoff, full))
+        key = (now, self.st.epoch, handoff, full)
+        ctx = self.contexts.get(key)
+        if ctx is None:
+            if len(self.contexts) > 64:
+                self.contexts.clear()
+            ctx = self.contexts[key] = SweepContext(now if now is not None else 0, self.st.epoch,
+                                                    self.interval, handoff, full)
+        self.sweeps[tid] = Sweep(t.id, ctx)
 
     def check_advance_before_sweep(self, t: ThreadState, tid) -> None:
         """Each sweep advances the epoch first (mi_holes_sweep_begin)."""
         if self.linearized:
-            f = self.frames.pop(tid, None)
+            f = self.frames.get(tid)
             if f is None or not f.done:
                 raise Rejection(f"sweep_begin of thread {t.id} before its advance "
                                 f"{'finished (at ' + f.pc + ')' if f else 'began'}")
             return
         if t.id in self.advanced_seq:
-            self.advanced_seq.discard(t.id)
             return
         # No epoch_advance: the model agrees if the clock can read a time at which the epoch
         # is not due: no earlier than the last reading, where the clock is monotone.
@@ -642,15 +697,16 @@ class Validator:
             raise Rejection(f"park_sweep of thread {t.id} says epoch {ev['epoch']!r}, deferred "
                             f"{ev['deferred']!r}; its sweep ran in epoch {t.holes_sweep_epoch} "
                             f"and said deferred {deferred}")
-        swept = t.park_swept
+        swept, park_epoch = t.park_swept, t.holes_park_epoch
         if swept == PARK_SWEPT_NONE:
             t.holes_park_epoch = t.holes_sweep_epoch
         nxt = compute_park_next(t, swept, bool(deferred))
         if (nxt == PARK_SWEPT_DONE) != (ev["done"] is True):
+            t.holes_park_epoch, park_epoch = park_epoch, t.holes_park_epoch
             raise Rejection(f"park_sweep of thread {t.id} says done {ev['done']!r}; the model's "
                             f"park is {'done' if nxt == PARK_SWEPT_DONE else 'not done'} (sweep "
                             f"{1 if swept == PARK_SWEPT_NONE else swept}, epochs "
-                            f"{t.holes_park_epoch}..{t.holes_sweep_epoch}, deferred {deferred})")
+                            f"{park_epoch}..{t.holes_sweep_epoch}, deferred {deferred})")
         t.park_swept, t.park_state = nxt, PARKED
 
     # -- observations ---------------------------------------------------------------------------
@@ -678,22 +734,39 @@ class Validator:
 
     # -- driving ---------------------------------------------------------------------------------
 
+    def replay(self, numbered, progress: Callable[[int], None] | None = None) -> None:
+        """Replay (line, event) pairs in order; `self.replayed` counts them. Raises Rejection,
+        or TraceError for bad input. (The hot loop of the validator: kept flat.)"""
+        handlers, obligations, seen = self.handlers, self.obligations, self.tids_seen
+        linearized = self.linearized
+        for line, ev in numbered:
+            self.line, self.event = line, ev
+            kind = ev["ev"]
+            tid = ev["tid"] if linearized else None
+            if tid not in seen:
+                self.admit(tid, line)
+            if obligations and tid in obligations and kind != "stamp":
+                self.settle(tid)
+            handlers[kind](ev, tid)
+            self.replayed += 1
+            if progress and not self.replayed & 0xFFFFF:
+                progress(self.replayed)
+
     def step(self, ev: dict, line: int) -> None:
-        """Replay one event (raises Rejection, or TraceError for bad input)."""
-        self.line = line
-        tid = ev.get("tid") if self.linearized else None
-        if tid not in self.tids_seen:
-            if self.linearized and tid not in self.threads_declared \
-                    and tid not in (MAIN_TID, SCAVENGER_TID):
-                raise self.bad(line, f"tid {tid!r} is not a thread of this trace: expected one "
-                                     f"of {sorted(self.threads_declared)}, {MAIN_TID} (main) or "
-                                     f"{SCAVENGER_TID} (scavenger)")
-            self.tids_seen.add(tid)
-        if tid in self.obligations and not (ev["ev"] == "stamp"):
-            self.settle(tid)
-        self.handlers[ev["ev"]](ev, tid)
+        """Replay one event."""
+        self.replay(((line, ev),))
+
+    def admit(self, tid, line: int) -> None:
+        """The first event of an OS thread: one the header lists, main or the scavenger."""
+        if self.linearized and tid not in self.threads_declared \
+                and tid not in (MAIN_TID, SCAVENGER_TID):
+            raise self.bad(line, f"tid {tid!r} is not a thread of this trace: expected one "
+                                 f"of {sorted(self.threads_declared)}, {MAIN_TID} (main) or "
+                                 f"{SCAVENGER_TID} (scavenger)")
+        self.tids_seen.add(tid)
 
     def finish(self) -> None:
+        self.event = None
         for tid in list(self.obligations):
             self.settle(tid)
         open_ = [f"thread {s.thread}" for s in self.sweeps.values()]
@@ -748,7 +821,7 @@ class Validator:
         out = []
         ob = self.obligations.get(tid)
         if ob is not None:
-            out.append(f"{who}: stamp page {ob.page} (epoch read {ob.epoch_lo}..{self.st.epoch})")
+            out.append(f"{who}: stamp page {ob[0]} (epoch read {ob[1]}..{self.st.epoch})")
         sweep = self.sweeps.get(tid)
         if sweep is not None:
             out.append(f"{who}: sweep_page/walk/discard on pages of thread {sweep.thread} or "
@@ -811,23 +884,18 @@ def validate_stream(f: IO[bytes], source: str, progress: Callable[[int], None] |
     v = Validator(trace.header, source)
     events = in_lin_order(trace.events, source) if v.linearized \
         else enumerate(trace.events, 2)
-    n = 0
-    step = v.step
-    line, ev = 0, None
     try:
-        for line, ev in events:
-            step(ev, line)
-            n += 1
-            if progress and not n & 0xFFFFF:
-                progress(n)
-        ev = None
+        v.replay(events, progress)
         v.finish()
     except Rejection as r:
-        return Verdict(source, False, n, line, ev, r.why, v.describe_state(ev), v.enabled(ev))
+        ev = v.event
+        return Verdict(source, False, v.replayed, v.line, ev, r.why, v.describe_state(ev),
+                       v.enabled(ev))
     except (TypeError, ValueError, KeyError, AttributeError) as e:  # a field of a wrong kind
-        raise TraceError(source, line, f"a field of this {ev.get('ev') if ev else ''} event "
-                                       f"has a value of the wrong kind ({e})") from None
-    return Verdict(source, True, n, stats={"threads": len(v.threads), "pages": len(v.pages),
+        kind = v.event.get("ev", "") if v.event else ""
+        raise TraceError(source, v.line, f"a field of this {kind} event has a value of the "
+                                         f"wrong kind ({type(e).__name__}: {e})") from None
+    return Verdict(source, True, v.replayed, stats={"threads": len(v.threads), "pages": len(v.pages),
                                            "epochs": v.st.epoch})
 
 

@@ -1,0 +1,145 @@
+"""The `validate` engine of `purgecheck check`: the seed's concurrent tests on real threads
+(reference_c/build/stress), their linearized traces replayed on the model, and the advance's
+broken variants shown failing both ways.
+
+Seed 000, tests: "sweepers at the same time ... Both fail when the exclusion in
+_mi_page_purge_holes_epoch_advance is removed and when the start of an epoch is recorded
+early." Each broken variant runs with an injected delay at the step where its race lies
+(reference_c/linearize.c), so the race is hit in every run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from purgecheck.engines import Budget, engine
+from purgecheck.results import Result
+
+ROOT = Path(__file__).resolve().parent.parent
+STRESS = {"release": ROOT / "reference_c" / "build" / "stress",
+          "tsan": ROOT / "reference_c" / "build" / "stress_tsan"}
+ENGINE = "validate"
+INTERVAL_MS = 10
+DELAY_US = 4000  # of a 10 ms interval: the race window of the broken variants
+# The advance's broken variants: C switch, where the delay goes, the check that must fail.
+BROKEN = {"no_cas_exclusion": "cas", "start_before_increment": "increment"}
+
+
+@dataclass
+class StressRun:
+    """One run of reference_c/build/stress: its verdicts, figures and trace."""
+
+    returncode: int
+    summary: dict
+    stderr: str
+    trace: Path | None
+    command: list[str] = field(default_factory=list)
+
+    @property
+    def failed_checks(self) -> list[str]:
+        """The C checks that failed: a, b (sweepers), c, d (park), liveness."""
+        return [k for k, n in self.summary.get("violations", {}).items() if n]
+
+    def replay(self) -> str:
+        """The run again, its trace in run.jsonl, and the validation of it."""
+        words, skip = [], False
+        for w in self.command[1:]:
+            if skip or w == "--summary":
+                skip = not skip
+                continue
+            words.append("run.jsonl" if w == str(self.trace) else w)
+        return (f"reference_c/build/{Path(self.command[0]).name} {' '.join(words)}"
+                f"{' && purgecheck validate run.jsonl' if self.trace else ''}")
+
+
+def run_stress(out_dir: Path, scenario: str = "sweepers", ms: int = 150,
+               interval: int = INTERVAL_MS, mutant: str | None = None, delay_us: int = 0,
+               delay_at: str = "cas", until_violation: bool = False, build: str = "release",
+               traced: bool = True, max_ms: int = 10_000, name: str = "run") -> StressRun:
+    """Run the stress program; the trace goes to out_dir/<name>.jsonl."""
+    exe = STRESS[build]
+    if not exe.exists():
+        raise FileNotFoundError(f"{exe} is not built: run `make -C reference_c`")
+    trace = out_dir / f"{name}.jsonl" if traced else None
+    summary = out_dir / f"{name}.summary.json"
+    cmd = [str(exe), "--scenario", scenario, "--ms", str(ms), "--interval", str(interval),
+           "--max-ms", str(max_ms), "--summary", str(summary)]
+    if trace:
+        cmd += ["--trace", str(trace)]
+    if mutant:
+        cmd += ["--mutant", mutant]
+    if delay_us:
+        cmd += ["--delay-us", str(delay_us), "--delay-at", delay_at]
+    if until_violation:
+        cmd.append("--until-violation")
+    env = {"TSAN_OPTIONS": "halt_on_error=1 exitcode=66"} if build == "tsan" else None
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=max_ms / 1000 + 60,
+                          env=env)
+    doc = orjson.loads(summary.read_bytes()) if summary.exists() else {}
+    return StressRun(proc.returncode, doc, proc.stderr, trace, cmd)
+
+
+def _result(invariant: str, ok: bool, figure: str, seconds: float, detail: str = "",
+            replay: str = "") -> Result:
+    return Result(invariant, ENGINE, "hold" if ok else "fail", figure, seconds,
+                  detail="" if ok else detail, replay="" if ok else replay)
+
+
+@engine(ENGINE, "concurrent C runs on real threads: their traces validated on the model; "
+                "the broken advances rejected")
+def run_validate(budget: Budget) -> list[Result]:
+    from purgecheck.validate import validate_file
+
+    ms = 80 if budget.quick else 400
+    switch = None
+    if budget.mutant:
+        from purgecheck.mutants import MUTANTS
+        m = MUTANTS.get(budget.mutant)
+        switch = m.c_switch if m else None
+    out: list[Result] = []
+    with tempfile.TemporaryDirectory(prefix="purgecheck-validate-") as tmp:
+        tmp = Path(tmp)
+        t0 = time.perf_counter()
+        # A mutant under judgement (the kill matrix) runs on the C side by its switch; one of
+        # the broken advances gets its delay, so that its race is hit.
+        clean = run_stress(tmp, ms=ms, mutant=switch, name="sweepers",
+                           delay_us=DELAY_US if switch in BROKEN else 0,
+                           delay_at=BROKEN.get(switch, "cas"))
+        verdict = validate_file(str(clean.trace))
+        why = [] if clean.returncode == 0 else [f"the C checks failed ({clean.failed_checks}): "
+                                                f"{clean.stderr.strip()[-300:]}"]
+        if not verdict.accepted:
+            why.append(f"the trace was rejected at line {verdict.line}: {verdict.why}")
+        broken_ok, broken_why = [], []
+        for variant, at in BROKEN.items():
+            run = run_stress(tmp, ms=ms, mutant=variant, delay_us=DELAY_US, delay_at=at,
+                             until_violation=True, max_ms=5000, name=variant)
+            v = validate_file(str(run.trace))
+            caught = run.returncode == 1 and run.failed_checks and not v.accepted
+            (broken_ok if caught else broken_why).append(
+                f"{variant}: C {'failed ' + str(run.failed_checks) if run.returncode == 1 else 'passed'}, "
+                f"trace {'rejected' if not v.accepted else 'accepted'}")
+        dt = time.perf_counter() - t0
+        figure = (f"{verdict.events:,} events, {clean.summary.get('epochs', 0)} epochs; "
+                  f"{len(broken_ok)}/{len(BROKEN)} broken advances caught")
+        out.append(_result("EP-NO-SHORT-EPOCH", not why and not broken_why, figure, dt,
+                           "; ".join(why + broken_why), clean.replay()))
+        out.append(_result("HD-YOUNG-KEPT", clean.returncode == 0 and verdict.accepted,
+                           f"{clean.summary.get('checked_b', 0):,} sweeps checked (b)", 0.0,
+                           "; ".join(why), clean.replay()))
+        t0 = time.perf_counter()
+        park = run_stress(tmp, scenario="park", ms=ms, mutant=switch, name="park")
+        pv = validate_file(str(park.trace))
+        why = [] if park.returncode == 0 else [f"the C checks failed ({park.failed_checks})"]
+        if not pv.accepted:
+            why.append(f"the trace was rejected at line {pv.line}: {pv.why}")
+        out.append(_result("PK-DONE-TWO-EPOCHS", not why,
+                           f"{park.summary.get('parks', 0)} parks, {pv.events:,} events",
+                           time.perf_counter() - t0, "; ".join(why), park.replay()))
+    return out

@@ -1,0 +1,104 @@
+"""The seed's concurrent tests on real threads and the real clock (reference_c/stress.c), and
+their linearized traces replayed by `purgecheck validate`.
+
+Seed 000: "sweepers at the same time: four threads that allocate from a large page of their
+own and sweep without a pause, next to the thread under test ... (a) no epoch is shorter than
+the interval, to the millisecond, and (b) a page it allocated from before a sweep keeps its
+blocks in that sweep. Both fail when the exclusion in _mi_page_purge_holes_epoch_advance is
+removed and when the start of an epoch is recorded early."
+
+The C checks are lower bounds only, so the clean runs pass on a loaded machine. The broken
+variants run with a delay injected at the step where their race lies (every other epoch), so
+the race is hit in every run: the C run stops at its first failed check (5 s at the most, in
+practice tens of ms) and the validator rejects its trace at the first broken step.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from purgecheck.conformance import BUILD_DIR
+from purgecheck.validate import validate_file
+from purgecheck.validate_engine import BROKEN, DELAY_US, run_stress
+
+
+@pytest.fixture(scope="module", autouse=True)
+def built():
+    subprocess.run(["make", "-s", "-C", str(BUILD_DIR.parent)], check=True, capture_output=True)
+
+
+def accepted(run) -> None:
+    v = validate_file(str(run.trace))
+    assert v.accepted, f"{v.source}:{v.line}: {v.why}\n" + "\n".join(v.state)
+    assert v.events > 0
+
+
+@pytest.mark.parametrize("delay_at", [None, "cas", "increment"])
+def test_sweepers_at_the_same_time_hold_and_validate(tmp_path, delay_at):
+    """The clean advance: (a) and (b) hold, the epoch moves, the trace is one the model can
+    reproduce; also with the delays that break the broken variants."""
+    run = run_stress(tmp_path, ms=150, delay_us=DELAY_US if delay_at else 0,
+                     delay_at=delay_at or "cas")
+    assert run.returncode == 0, run.stderr
+    s = run.summary
+    assert s["violations"] == {"a": 0, "b": 0, "c": 0, "d": 0, "liveness": 0}
+    assert s["epochs"] >= 3 and s["observations"] > 0 and s["checked_b"] > 0
+    assert "every check held" in run.stderr
+    accepted(run)
+
+
+@pytest.mark.parametrize("variant", list(BROKEN))
+def test_broken_advance_fails_the_c_test_and_its_trace_is_rejected(tmp_path, variant):
+    run = run_stress(tmp_path, ms=150, mutant=variant, delay_us=DELAY_US, delay_at=BROKEN[variant],
+                     until_violation=True, max_ms=5000)
+    assert run.returncode == 1, run.stderr
+    assert set(run.failed_checks) & {"a", "b"}, run.summary
+    assert "FAILED" in run.stderr
+    v = validate_file(str(run.trace))
+    assert not v.accepted
+    assert v.event["ev"] == "advance_step"
+    want = {"no_cas_exclusion": "so the model's CAS fails",
+            "start_before_increment": "its clock read after the increment was"}[variant]
+    assert want in v.why, v.why
+
+
+def test_broken_advance_without_a_trace_fails_the_c_test_alone(tmp_path):
+    """The C checks do not need the trace's lock: untraced, the race is hit as well."""
+    run = run_stress(tmp_path, ms=150, mutant="no_cas_exclusion", delay_us=DELAY_US,
+                     delay_at="cas", until_violation=True, max_ms=5000, traced=False)
+    assert run.returncode == 1 and "a" in run.failed_checks, run.stderr
+
+
+def test_sweepers_under_tsan(tmp_path):
+    run = run_stress(tmp_path, ms=150, build="tsan")
+    assert "ThreadSanitizer" not in run.stderr, run.stderr[-3000:]
+    assert run.returncode == 0, run.stderr[-3000:]
+    accepted(run)
+
+
+def test_park_handoff_with_the_scavenger_thread(tmp_path):
+    """Three threads park; the real scavenger sweeps them, each park gets done (c) and then the
+    blocks they freed are gone (d); the trace is one the model can reproduce."""
+    run = run_stress(tmp_path, scenario="park", ms=100)
+    assert run.returncode == 0, run.stderr
+    assert run.summary["parks"] == 6 and not run.failed_checks
+    accepted(run)
+    assert '"park_sweep"' in run.trace.read_text()
+
+
+def test_park_done_at_once_fails_the_c_test_and_is_rejected(tmp_path):
+    """park_done_first marks a park done at its first sweep, which holds the young page."""
+    run = run_stress(tmp_path, scenario="park", ms=100, mutant="park_done_first")
+    assert run.returncode == 1 and "d" in run.failed_checks, run.stderr
+    v = validate_file(str(run.trace))
+    assert not v.accepted and "the model's park is not done" in v.why
+
+
+def test_stress_bad_usage(tmp_path):
+    from purgecheck.validate_engine import STRESS
+    for args in (["--scenario", "nope"], ["--interval", "x"], ["--mutant", "nope"],
+                 ["--delay-at", "later"]):
+        proc = subprocess.run([str(STRESS["release"]), *args], capture_output=True, text=True)
+        assert proc.returncode == 2 and proc.stderr.startswith("stress: ")
