@@ -112,7 +112,8 @@ def canonical_config(header: dict) -> dict:
 
 class TraceValidator:
     """Checks one trace, line by line: the header first, known events with their fields, pages
-    that exist, an `end` event last whose count matches."""
+    that exist, clock events that do not go back where the config says the clock is monotone,
+    an `end` event last whose count matches."""
 
     def __init__(self, source: str) -> None:
         self.source = source
@@ -120,6 +121,8 @@ class TraceValidator:
         self.pages: set[int] = set()
         self.count = 0
         self.ended = False
+        self.monotone = False
+        self.clock: int | None = None  # the last `clock` event's reading
 
     def fail(self, line: int, msg: str) -> TraceError:
         return TraceError(self.source, line, msg)
@@ -140,6 +143,9 @@ class TraceValidator:
             missing = [k for k in CONFIG_KEYS if not isinstance(config, dict) or k not in config]
             raise self.fail(line, f"the header's config lacks {', '.join(missing)}")
         self.header = obj
+        self.monotone = config["clock_monotone"] is True
+        start = config["clock_start_ms"]  # a virtual clock starts there
+        self.clock = start if config["clock"] == "virtual" and type(start) is int else None
         return obj
 
     def check_event(self, obj: object, line: int) -> dict:
@@ -148,7 +154,7 @@ class TraceValidator:
         if type(obj) is not dict:
             raise self.fail(line, "expected an event object {\"ev\": ...}")
         kind = obj.get("ev")
-        required = _REQUIRED.get(kind)
+        required = _REQUIRED.get(kind) if type(kind) is str else None
         if required is None:
             raise self.fail(line, f"unknown event {kind!r}; expected one of "
                                   f"{', '.join(sorted(EVENTS))}")
@@ -157,11 +163,21 @@ class TraceValidator:
             raise self.fail(line, f"{kind} event lacks {', '.join(missing)}")
         page = obj.get("page")
         if page is not None:
+            if type(page) is not int:
+                raise self.fail(line, f"{kind} event: expected an integer page, got {page!r}")
             if kind == "page_new":
                 self.pages.add(page)
             elif page not in self.pages:
                 raise self.fail(line, f"{kind} event for page {page}, which does not exist "
                                       f"(no page_new for it before this line)")
+        if kind == "clock":
+            now = obj["now"]
+            if type(now) is not int:
+                raise self.fail(line, f"clock event: expected an integer reading, got {now!r}")
+            if self.monotone and self.clock is not None and now < self.clock:
+                raise self.fail(line, f"clock: the clock went back from {self.clock} to {now} "
+                                      f"ms, but the header's config has clock_monotone true")
+            self.clock = now
         if kind == "end":
             if obj["events"] != self.count:
                 raise self.fail(line, f"the end event counts {obj['events']} events, the trace "
@@ -221,18 +237,22 @@ def _fast_check(v: TraceValidator, objs: list) -> bool:
     """TraceValidator.check_event over a whole batch in one loop (the reader's hot path);
     False on anything odd, and the caller checks the batch again slowly to say what."""
     required, pages, count, added = _REQUIRED, v.pages, v.count, []
+    clock, monotone = v.clock, v.monotone
     ok = not v.ended
     for obj in objs if ok else ():
         if type(obj) is not dict:
             ok = False
             break
         kind = obj.get("ev")
-        req = required.get(kind)
+        req = required.get(kind) if type(kind) is str else None
         if req is None or not req <= obj.keys():
             ok = False
             break
         page = obj.get("page")
         if page is not None:
+            if type(page) is not int:
+                ok = False
+                break
             if kind == "page_new":
                 if page not in pages:
                     pages.add(page)
@@ -240,6 +260,12 @@ def _fast_check(v: TraceValidator, objs: list) -> bool:
             elif page not in pages:
                 ok = False
                 break
+        if kind == "clock":
+            now = obj["now"]
+            if type(now) is not int or (monotone and clock is not None and now < clock):
+                ok = False
+                break
+            clock = now
         if kind == "end":
             if obj["events"] != count or obj is not objs[-1]:
                 ok = False
@@ -248,7 +274,7 @@ def _fast_check(v: TraceValidator, objs: list) -> bool:
         else:
             count += 1
     if ok:
-        v.count = count
+        v.count, v.clock = count, clock
     else:  # leave the validator as it was, for the slow pass
         pages.difference_update(added)
         v.ended = False
