@@ -36,6 +36,12 @@ STEP_PCS = (PC_LOAD, PC_READ_CLOCK, PC_CAS, PC_INCREMENT, PC_READ_CLOCK2, PC_STO
 OUTCOMES = ("off", "all-free", "held", "ineligible", "unchanged", "walked", "incomplete")
 HANDOFF_OPS = frozenset({"scavenge", "scavenger"})
 SCAVENGER_TID = -1  # the label of the scavenger thread in linearized traces (linearize.c)
+# The header's config as the replay reads it (purgecheck/trace.py CONFIG_KEYS).
+CONFIG_TYPES = {"page_kinds": dict, "os_page_size": int, "arch": int, "first_block_offset": int,
+                "interval_ms": int, "purge_holes": bool, "full_every": int, "purge_delay": int,
+                "variant": str, "stale_epochs": int, "sweep_ms": int, "clock": str,
+                "clock_monotone": bool, "clock_start_ms": int, "observe": str}
+TYPE_WORDS = {dict: "an object", int: "an integer", bool: "true or false", str: "a string"}
 MAIN_TID = 0
 
 
@@ -86,12 +92,28 @@ class Validator:
     def __init__(self, header: dict, source: str) -> None:
         self.source = source
         cfg = header["config"]
-        producer = header.get("producer") or {}
+        producer = header.get("producer", {})
+        if not isinstance(producer, dict):
+            raise TraceError(source, 1, f"expected the header's producer to be an object, got "
+                                        f"{producer!r}")
+        for key, kind in CONFIG_TYPES.items():
+            if type(cfg[key]) is not kind:
+                raise TraceError(source, 1, f"the header's config: expected {key} to be "
+                                            f"{TYPE_WORDS[kind]}, got {cfg[key]!r}")
         try:
             self.options = options_of(cfg)
             self.world = World(self.options)
         except (TypeError, ValueError, KeyError) as e:
             raise TraceError(source, 1, f"the header's config is not one the model takes: {e}")
+        o = self.options
+        for ok, what in ((o.purge_holes_full_every > 0, "full_every > 0"),
+                         (o.os_page_size > 0 and not o.os_page_size & (o.os_page_size - 1),
+                          "os_page_size a power of two"),
+                         (cfg["arch"] in (32, 64), "arch 32 or 64"),
+                         (o.first_block_offset >= 0, "first_block_offset >= 0"),
+                         (cfg["clock"] in ("virtual", "real"), "clock virtual or real")):
+            if not ok:
+                raise TraceError(source, 1, f"the header's config: expected {what}")
         self.interval = compute_interval(self.options.purge_holes_min_interval)
         self.advancing = self.options.purge_holes and self.interval > 0
         self.linearized = producer.get("linearized") is True
