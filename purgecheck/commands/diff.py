@@ -133,27 +133,37 @@ def _diff_traces(args) -> int:
             files.append(fb)
         except OSError as e:
             raise UsageError(f"cannot read {e.filename}: {e.strerror}")
-        seen_ops: list[dict] = []
         counted = [0]
 
-        def record(events):
+        def count(events):
             for ev in events:
                 counted[0] += 1
-                if ev["ev"] == "op":
-                    seen_ops.append(ev)
                 yield ev
 
-        div = compare(ta.header, record(ta.events), tb.header, tb.events, args.context)
+        div = compare(ta.header, count(ta.events), tb.header, tb.events, args.context)
     except TraceError as e:
         raise UsageError(str(e))
     finally:
         for f in files:
             f.close()
     if div is not None and div.index >= 0:
-        explain_traces(div, seen_ops, ta.header)
+        explain_traces(div, _ops_before(args.traces[0], div.index), ta.header)
     names = (f"A ({ta.header['producer'].get('name', '?')})",
              f"B ({tb.header['producer'].get('name', '?')})")
     return _report(args, div, counted[0], names, None)
+
+
+def _ops_before(path: str, index: int) -> list[dict]:
+    """The op events of a trace before event `index`, read again once the traces are known to
+    differ: keeping every op of a long trace while comparing made diff's memory grow with it
+    (and the garbage collector walk it over and over)."""
+    import itertools
+
+    from purgecheck.trace import open_trace
+
+    f, trace = open_trace(path)
+    with f:
+        return [ev for ev in itertools.islice(trace.events, index) if ev["ev"] == "op"]
 
 
 def run(args) -> int:
