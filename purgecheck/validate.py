@@ -562,7 +562,7 @@ class Validator:
     # -- the sweeps ------------------------------------------------------------------------------
 
     def on_sweep_begin(self, ev: dict, tid) -> None:
-        t = self.thread(ev["thread"], self.line)
+        t = self.threads.get(ev["thread"]) or self.thread(ev["thread"], self.line)
         if tid in self.sweeps:
             raise Rejection(f"a sweep of thread {t.id} begins while the one of thread "
                             f"{self.sweeps[tid].thread} on the same OS thread has not ended")
@@ -643,8 +643,10 @@ class Validator:
                 f"epoch {sweep.ctx.epoch} (variant {self.options.variant})")
 
     def on_sweep_page(self, ev: dict, tid) -> None:
-        sweep = self.sweep_of(tid, "sweep_page")
-        page = self.live(self.page(ev, self.line))
+        sweep = self.sweeps.get(tid) or self.sweep_of(tid, "sweep_page")
+        page = self.pages.get(ev["page"])
+        if page is None or page.retired:
+            page = self.live(self.page(ev, self.line))
         outcome = ev["outcome"]
         if outcome not in OUTCOMES:
             raise self.bad(self.line, f"sweep_page: unknown outcome {outcome!r}; expected one "
@@ -671,8 +673,8 @@ class Validator:
             raise Rejection(f"page {page.id} swept as {outcome} without a walk event")
 
     def on_idle(self, ev: dict, tid) -> None:
-        sweep = self.sweep_of(tid, "idle")
-        t = self.thread(ev["thread"], self.line)
+        sweep = self.sweeps.get(tid) or self.sweep_of(tid, "idle")
+        t = self.threads.get(ev["thread"]) or self.thread(ev["thread"], self.line)
         ctx = sweep.ctx
         want = (sweep.thread, ctx.epoch, ctx.in_handoff, ctx.full)
         got = (ev["thread"], ev["epoch"], ev["handoff"], ev["full"])

@@ -1,0 +1,104 @@
+"""Benchmark: `purgecheck validate` and `purgecheck diff --traces` on a generated trace of ten
+million events (purgecheck/tracegen.py): events per second and peak memory of each.
+
+Figures are printed, never asserted (DESIGN.md: speed goes in benchmarks). Each command runs
+in a child process of its own, so that its peak resident memory is its own. Events per second
+is given by the wall clock and by the process's CPU time (on a machine others load, the CPU
+figure is the steadier one). `--profile` adds the top functions of each on a one-million-event
+trace.
+
+    python -m purgecheck.bench_traces                 # 10 M events, trace kept in /tmp
+    python -m purgecheck.bench_traces --events 2000000 --profile
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+
+CHILD = r"""
+import resource, sys, time, orjson
+from purgecheck.cli import main
+argv = sys.argv[1:]
+t0, c0 = time.perf_counter(), time.process_time()
+rc = main(argv)
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+sys.stderr.write(orjson.dumps({"rc": rc, "wall": wall, "cpu": cpu, "rss": rss}).decode() + "\n")
+"""
+
+PROFILE = r"""
+import cProfile, pstats, sys
+from purgecheck.cli import main
+cProfile.run("main(sys.argv[1:])", "/tmp/purgecheck-bench.prof")
+pstats.Stats("/tmp/purgecheck-bench.prof").sort_stats("tottime").print_stats(12)
+"""
+
+
+def ensure_trace(path: Path, events: int, seed: int) -> int:
+    """Generate the trace unless a file of that many events is there already."""
+    stamp = path.with_suffix(".count")
+    if path.exists() and stamp.exists() and stamp.read_text() == f"{events} {seed}":
+        return sum(1 for _ in open(path, "rb")) - 2
+    from purgecheck.tracegen import generate
+    t0 = time.perf_counter()
+    with open(path, "wb") as f:
+        n = generate(f, events, seed)
+    stamp.write_text(f"{events} {seed}")
+    print(f"generated {n:,} events in {time.perf_counter() - t0:.1f} s "
+          f"({path.stat().st_size / 1e6:.0f} MB): {path}")
+    return n
+
+
+def measure(argv: list[str]) -> dict:
+    proc = subprocess.run([sys.executable, "-c", CHILD, *argv], capture_output=True, text=True)
+    last = proc.stderr.strip().splitlines()[-1]
+    return orjson.loads(last)
+
+
+def profile(argv: list[str]) -> str:
+    proc = subprocess.run([sys.executable, "-c", PROFILE, *argv], capture_output=True,
+                          text=True)
+    return proc.stdout
+
+
+def main(args: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m purgecheck.bench_traces",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--events", type=int, default=10_000_000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--trace", default="/tmp/purgecheck-bench-trace.jsonl",
+                   help="where the generated trace is kept (reused when it matches)")
+    p.add_argument("--profile", action="store_true",
+                   help="also print the top functions of each on a 1 M-event trace")
+    a = p.parse_args(args)
+    path = Path(a.trace)
+    n = ensure_trace(path, a.events, a.seed)
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    print(f"{'command':<34} {'events':>12} {'wall s':>8} {'ev/s wall':>11} {'ev/s cpu':>11} "
+          f"{'peak MB':>8}")
+    for name, argv in (("validate", ["validate", str(path), "--quiet"]),
+                       ("diff --traces (same file twice)", ["diff", "--traces", str(path),
+                                                            str(path)])):
+        r = measure(argv)
+        status = "" if r["rc"] == 0 else f"  (exit {r['rc']})"
+        print(f"{name:<34} {n:>12,} {r['wall']:>8.1f} {n / r['wall']:>11,.0f} "
+              f"{n / r['cpu']:>11,.0f} {r['rss'] / 1e6:>8.0f}{status}")
+    if a.profile:
+        small = path.with_name(path.stem + "-1m.jsonl")
+        ensure_trace(small, min(a.events, 1_000_000), a.seed)
+        for name, argv in (("validate", ["validate", str(small), "--quiet"]),
+                           ("diff", ["diff", "--traces", str(small), str(small)])):
+            print(f"\n-- profile of {name} on {small} --")
+            print(profile(argv))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
