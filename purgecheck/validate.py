@@ -117,10 +117,10 @@ class Validator:
         self.interval = compute_interval(self.options.purge_holes_min_interval)
         self.advancing = self.options.purge_holes and self.interval > 0
         self.linearized = producer.get("linearized") is True
-        declared = producer.get("threads")
+        declared = producer.get("threads", [])  # else its op events introduce them
         if self.linearized and (not isinstance(declared, list)
                                 or not all(type(t) is int for t in declared)):
-            raise TraceError(source, 1, "a linearized trace's producer must list its threads: "
+            raise TraceError(source, 1, "expected the producer's threads as a list of integers: "
                                         '"threads": [1, 2, ...]')
         if cfg.get("clock") == "real" and not self.linearized:
             raise TraceError(source, 1, "a trace of real threads (config clock real) has no "
@@ -691,6 +691,8 @@ class Validator:
 
     def on_pending(self, ev: dict, tid) -> None:
         t = self.thread(ev["thread"], self.line)
+        if t.park_state != RUNNING and self.linearized:
+            return  # a parked thread's read races with the scavenger's sweep of its heap
         if ev["value"] != t.holes_sweep_deferred:
             raise Rejection(f"mi_on_thread_idle_pending of thread {t.id} says {ev['value']!r}; "
                             f"its last sweep {'left' if t.holes_sweep_deferred else 'did not leave'}"
@@ -768,7 +770,7 @@ class Validator:
             kind = ev["ev"]
             tid = ev["tid"] if linearized else None
             if tid not in seen:
-                self.admit(tid, line)
+                self.admit(tid, ev, line)
             if obligations and tid in obligations and kind != "stamp":
                 self.settle(tid)
             handlers[kind](ev, tid)
@@ -780,10 +782,12 @@ class Validator:
         """Replay one event."""
         self.replay(((line, ev),))
 
-    def admit(self, tid, line: int) -> None:
-        """The first event of an OS thread: one the header lists, main or the scavenger."""
+    def admit(self, tid, ev: dict, line: int) -> None:
+        """The first event of an OS thread: one the header lists, main, the scavenger, or a
+        script thread whose op this is."""
         if self.linearized and tid not in self.threads_declared \
-                and tid not in (MAIN_TID, SCAVENGER_TID):
+                and tid not in (MAIN_TID, SCAVENGER_TID) \
+                and not (ev["ev"] == "op" and ev["thread"] == tid):
             raise self.bad(line, f"tid {tid!r} is not a thread of this trace: expected one "
                                  f"of {sorted(self.threads_declared)}, {MAIN_TID} (main) or "
                                  f"{SCAVENGER_TID} (scavenger)")

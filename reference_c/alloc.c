@@ -52,7 +52,9 @@ int64_t mi_page_extend_free(mi_page_t *p) {
 /* _mi_page_free_collect without unpurge: xthread_free (taken atomically) in front of
  * local_free, appended to `free`; frees from other threads leave `used` only now. */
 void mi_page_free_collect(mi_page_t *p) {
+    lin_lock();   /* linearized trace: ordered with the pushes and their events */
     mi_block_t *xt = atomic_exchange_explicit(&p->xthread_free, NULL, memory_order_acq_rel);
+    lin_unlock();
     int64_t nx = mi_list_length(p, xt);
     p->used -= nx;
     list_append(p, &xt, p->local_free);
@@ -146,6 +148,7 @@ bool mi_free_local(mi_page_t *p, int64_t i) {
 bool mi_free_xthread(mi_page_t *p, int64_t i) {
     if (!check_free(p, i)) return false;
     mi_block_t *b = (mi_block_t *)mi_block_addr(p, i);
+    lin_lock();   /* linearized trace: the push and its event are one step */
     mi_block_t *head = atomic_load_explicit(&p->xthread_free, memory_order_relaxed);
     do {
         mi_block_set_next(p, b, head);
@@ -153,6 +156,7 @@ bool mi_free_xthread(mi_page_t *p, int64_t i) {
                                                     memory_order_release, memory_order_relaxed));
     atomic_store_explicit(&p->free_is_zero, false, memory_order_relaxed);
     emit_free(p, i, "other");
+    lin_unlock();
     return true;
 }
 

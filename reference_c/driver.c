@@ -43,6 +43,7 @@ static const char *USAGE =
     "reference of seed 000 and write their traces (JSON Lines) on stdout.\n\n"
     "  --clock virtual|real   the virtual clock of the script (default) or CLOCK_MONOTONIC\n"
     "  --concurrent           real clock: threads run their ops at the same time\n"
+    "  --linearize            with --concurrent: a trace `purgecheck validate` replays\n"
     "  --variant V            epoch (default), no-hold, clock, handoff-only, two-untouched\n"
     "  --mutant NAME          a mutant's run-time switch (--list-mutants)\n"
     "  --interval MS  --os-page BYTES  --arch 32|64  --offset BYTES  --full-every N\n"
@@ -117,6 +118,7 @@ typedef struct {
     mi_options_t opt;
     int mutant;
     bool concurrent;
+    bool linearize;   /* concurrent mode: a linearized trace (linearize.c, docs/validation.md) */
     bool quiet;
 } config_t;
 
@@ -223,10 +225,11 @@ static int set_option(config_t *c, const char *key, const char *val, char *err, 
     else if (!strcmp(key, "monotone")) { NEED_INT(); c->opt.clock_monotone = n != 0; }
     else if (!strcmp(key, "clock_start")) { NEED_INT(); c->opt.clock_start_ms = n; }
     else if (!strcmp(key, "concurrent")) { NEED_INT(); c->concurrent = n != 0; }
+    else if (!strcmp(key, "linearize")) { NEED_INT(); c->linearize = n != 0; }
     else {
         snprintf(err, errlen, "unknown option '%s'; expected one of clock, variant, mutant, "
                  "observe, interval, os_page, arch, offset, full_every, purge_delay, "
-                 "purge_holes, stale_epochs, sweep_ms, monotone, clock_start, concurrent", key);
+                 "purge_holes, stale_epochs, sweep_ms, monotone, clock_start, concurrent, linearize", key);
         return -1;
     }
 #undef NEED_INT
@@ -576,9 +579,11 @@ static bool exec_op(const op_t *op) {
             emit_error(op->line, "clock: a monotone clock cannot go back %lld ms", (long long)-op->ival[0]);
             return false;
         }
+        lin_lock();   /* a linearized trace: the reading and its event are one step */
         tr_begin("clock");
         tr_int("now", mi_clock_now());
         tr_end();
+        lin_unlock();
         return true;
     case OP_IDLE:
         mi_on_thread_idle(op->thread, false);
@@ -673,6 +678,7 @@ static void *worker_lockstep(void *arg) {
  * that made it has run. */
 static void *worker_concurrent(void *arg) {
     worker_t *w = arg;
+    tr_tid = w->tid;   /* a linearized trace names the thread of each event */
     for (int i = 0; i < w->nq && !atomic_load(&script_failed); i++) {
         const op_t *op = w->queue[i];
         while (op->producer >= 0 && !atomic_load(&op_done[op->producer]) && !atomic_load(&script_failed))
@@ -787,7 +793,7 @@ static void emit_header(const config_t *c) {
              "\"variant\":\"%s\",\"stale_epochs\":%lld,\"sweep_ms\":%lld,\"clock\":\"%s\","
              "\"clock_monotone\":%s,\"clock_start_ms\":%lld,\"observe\":\"%s\"},"
              "\"producer\":{\"name\":\"reference_c\",\"build\":\"%s\",\"mutant\":%s,"
-             "\"concurrent\":%s}}",
+             "\"concurrent\":%s%s}}",
              TRACE_FORMAT, TRACE_VERSION,
              (long long)mi_page_size_of(MI_SMALL, o->arch_bits),
              (long long)mi_page_size_of(MI_MEDIUM, o->arch_bits),
@@ -798,7 +804,7 @@ static void emit_header(const config_t *c) {
              (long long)o->sweep_ms, o->clock_real ? "real" : "virtual",
              o->clock_monotone ? "true" : "false", (long long)o->clock_start_ms,
              o->observe_all ? "all" : "sweeps", BUILD_NAME, mutant,
-             c->concurrent ? "true" : "false");
+             c->concurrent ? "true" : "false", tr_linearized ? ",\"linearized\":true" : "");
     tr_header(json);
 }
 
@@ -808,6 +814,9 @@ static void run_script(char *text, const config_t *c, const char *option_error) 
     mi_mutant = (mi_mutant_t)c->mutant;
     mi_world = mi_world_new(&c->opt);
     atomic_store(&script_failed, false);
+    tr_linearized = c->linearize && c->concurrent && c->opt.clock_real && !c->quiet;
+    atomic_store(&tr_lin, 0);
+    tr_tid = 0;
     emit_header(c);
     int cap = 64, nops = 0;
     op_t *ops = calloc((size_t)cap, sizeof *ops);
@@ -848,6 +857,7 @@ static void run_script(char *text, const config_t *c, const char *option_error) 
     tr_int("events", atomic_load(&tr_events));
     tr_end();
     tr_flush();
+    tr_linearized = false;
     for (int i = 0; i < nops; i++)
         for (int a = 0; a < MAX_ARGS; a++) free(ops[i].sval[a]);
     free(ops);
@@ -908,6 +918,7 @@ int main(int argc, char **argv) {
         }
         if (done) continue;
         if (!strcmp(a, "--concurrent")) c.concurrent = true;
+        else if (!strcmp(a, "--linearize")) c.linearize = true;
         else if (!strcmp(a, "--no-purge-holes")) c.opt.purge_holes = false;
         else if (!strcmp(a, "--non-monotone")) c.opt.clock_monotone = false;
         else if (!strcmp(a, "--quiet")) c.quiet = true;

@@ -71,16 +71,13 @@ void lin_step_wait(int spins, int64_t value) {
  *     read, the epoch begins (the increment) the delay later than recorded, so the next one,
  *     whose sweeper is not delayed, comes early.
  * Every other epoch, so that a delayed epoch is followed by one that is not. The correct code
- * is unaffected apart from the delay. A thread with mi_advance_never_delayed (the thread
- * under test, whose clock readings must keep coming) is never held up. */
+ * is unaffected apart from the delay. */
 _Atomic int64_t mi_advance_delay_us;
 _Atomic int mi_advance_delay_at;
-_Thread_local bool mi_advance_never_delayed;
 
 void mi_advance_delay(int at) {
     int64_t us = atomic_load_explicit(&mi_advance_delay_us, memory_order_relaxed);
-    if (us <= 0 || mi_advance_never_delayed
-        || at != atomic_load_explicit(&mi_advance_delay_at, memory_order_relaxed)
+    if (us <= 0 || at != atomic_load_explicit(&mi_advance_delay_at, memory_order_relaxed)
         || atomic_load_explicit(&mi_world->epoch, memory_order_relaxed) % 2) return;
     struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
     nanosleep(&ts, NULL);

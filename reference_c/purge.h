@@ -328,7 +328,6 @@ void lin_step_wait(int spins, int64_t value);
 enum { MI_DELAY_BEFORE_CAS, MI_DELAY_BEFORE_INCREMENT };
 extern _Atomic int64_t mi_advance_delay_us;           /* test hook: see mi_advance_delay */
 extern _Atomic int mi_advance_delay_at;
-extern _Thread_local bool mi_advance_never_delayed;
 void mi_advance_delay(int at);
 
 /* A broken internal state (a corrupted list under a mutant): report and stop the script. */

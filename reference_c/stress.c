@@ -5,7 +5,8 @@
  * allocate from a large page of their own and sweep without a pause, next to the thread under
  * test, which does the same and checks (a) from readings of the clock that lie around its
  * readings of the epoch that no epoch is shorter than the interval, to the millisecond, and
- * (b) that a page it allocated from before a sweep keeps its blocks in that sweep").
+ * (b) that a page it allocated from before a sweep keeps its blocks in that sweep"), and a
+ * watcher thread that only reads the clock and the epoch and checks (a) as well.
  *
  * Scenario `park`: the park handoff with the real scavenger thread. Several threads allocate
  * from large pages, free most of it, park, and wait (bounded) until the scavenger has marked
@@ -132,11 +133,32 @@ static void *sweeper_main(void *arg) {
     return NULL;
 }
 
-/* (a) Epochs strictly between two epochs the thread read began after the clock reading c1
- * before the read of the older one and ended before the reading c2 after the read of the
- * newer one; each lasts the interval at least, to the millisecond, because its recorded
- * beginning is read after its increment and the next one waits for that plus the interval. */
-typedef struct { uint64_t epoch; int64_t before; } seen_t;
+/* (a) An epoch begins after its increment and a read of the epoch that still returned an
+ * older one comes before that increment; it ends before a read that returns a newer one. So
+ * the epochs from `epoch` to E-1 lie between the clock reading taken before the last read
+ * that returned an epoch older than `epoch` and the reading taken after the first read that
+ * returned E; each lasts the interval at least, to the millisecond, because its recorded
+ * beginning is read after its increment and the next one waits for that plus the interval.
+ * The same for the epochs skipped between two reads. */
+typedef struct {
+    uint64_t epoch;       /* the newest epoch read */
+    int64_t before;       /* the reading before the latest read that returned it */
+    int64_t older;        /* the reading before the latest read of an older epoch */
+    bool has_older;
+} seen_t;
+
+static void short_epochs(const char *what, uint64_t from, uint64_t to, int64_t c1, int64_t c2,
+                         uint64_t read_then, uint64_t read_now) {
+    int64_t count = (int64_t)(to - from);
+    if (count > 0 && c2 - c1 < count * cfg.interval)
+        violation(&violations_a, "(a) epochs %llu..%llu (%s) lasted %lld ms together at most "
+                  "(clock %lld before a read of epoch %llu, %lld after a read of epoch %llu): "
+                  "less than %lld x the interval of %lld ms",
+                  (unsigned long long)from, (unsigned long long)to - 1, what,
+                  (long long)(c2 - c1), (long long)c1, (unsigned long long)read_then,
+                  (long long)c2, (unsigned long long)read_now, (long long)count,
+                  (long long)cfg.interval);
+}
 
 static void observe(seen_t *last) {
     int64_t c1 = mi_clock_now();
@@ -144,18 +166,15 @@ static void observe(seen_t *last) {
     int64_t c2 = mi_clock_now();
     atomic_fetch_add(&observations, 1);
     if (e > last->epoch) {
-        int64_t between = (int64_t)(e - last->epoch) - 1;
-        if (between > 0 && c2 - last->before < between * cfg.interval)
-            violation(&violations_a, "(a) epochs %llu..%llu lasted %lld ms together at most "
-                      "(clock %lld before a read of epoch %llu, %lld after a read of epoch %llu): "
-                      "less than %lld x the interval of %lld ms",
-                      (unsigned long long)last->epoch + 1, (unsigned long long)e - 1,
-                      (long long)(c2 - last->before), (long long)last->before,
-                      (unsigned long long)last->epoch, (long long)c2, (unsigned long long)e,
-                      (long long)between, (long long)cfg.interval);
+        if (last->has_older)
+            short_epochs("the last one seen and the ones after it", last->epoch, e, last->older, c2,
+                         last->epoch - 1, e);
+        short_epochs("never seen", last->epoch + 1, e, last->before, c2, last->epoch, e);
+        last->older = last->before;
+        last->has_older = true;
         last->epoch = e;
     }
-    if (e == last->epoch) last->before = c1;   /* the latest reading before a read of it */
+    if (e == last->epoch) last->before = c1;
 }
 
 /* The thread under test sweeps like the others and checks (a) and (b). (b): a page stamped
@@ -164,10 +183,9 @@ static void observe(seen_t *last) {
 static void *under_test_main(void *arg) {
     int tid = (int)(intptr_t)arg;
     tr_tid = tid;
-    mi_advance_never_delayed = true;   /* its readings of the clock must keep coming */
     mi_tld_t *t = mi_thread(tid);
     mi_heap_malloc(t, BLOCK, false, true);
-    seen_t last = {epoch_now(), mi_clock_now()};
+    seen_t last = {epoch_now(), mi_clock_now(), 0, false};
     while (!atomic_load(&stop)) {
         observe(&last);
         int64_t c0 = mi_clock_now();
@@ -188,6 +206,17 @@ static void *under_test_main(void *arg) {
         observe(&last);
     }
     tr_thread_exit();
+    return NULL;
+}
+
+/* A watcher beside the thread under test: it only reads the clock and the epoch and checks
+ * (a) as the thread under test does. It never sweeps, so it is never held up in an advance
+ * (the injected delays hold up the sweepers, the thread under test included), and its
+ * readings around the beginning of a delayed epoch keep coming. */
+static void *watcher_main(void *arg) {
+    (void)arg;
+    seen_t last = {epoch_now(), mi_clock_now(), 0, false};
+    while (!atomic_load(&stop)) observe(&last);
     return NULL;
 }
 
@@ -347,7 +376,7 @@ int main(int argc, char **argv) {
     if (cfg.trace) write_header(&o, nthreads);
     tr_tid = 0;
     if (park) mi_scavenger_start();
-    pthread_t th[64];
+    pthread_t th[64], watcher;
     int64_t t0 = mi_clock_now();
     uint64_t e0 = epoch_now();
     for (int i = 0; i < nthreads; i++) {
@@ -355,6 +384,7 @@ int main(int argc, char **argv) {
                                    : (i < cfg.sweepers ? sweeper_main : under_test_main);
         if (pthread_create(&th[i], NULL, fn, (void *)(intptr_t)(i + 1)) != 0) mi_corrupt("pthread_create failed");
     }
+    if (!park && pthread_create(&watcher, NULL, watcher_main, NULL) != 0) mi_corrupt("pthread_create failed");
     /* Run for --ms, and on until the epoch has moved (liveness), --max-ms at the most. */
     bool moved = false;
     while (!atomic_load(&stop)) {
@@ -372,6 +402,7 @@ int main(int argc, char **argv) {
     } else {
         atomic_store(&stop, true);
         for (int i = 0; i < nthreads; i++) pthread_join(th[i], NULL);
+        pthread_join(watcher, NULL);
     }
     int64_t ran = mi_clock_now() - t0;
     uint64_t epochs = epoch_now() - e0;

@@ -102,3 +102,22 @@ def test_stress_bad_usage(tmp_path):
                  ["--delay-at", "later"]):
         proc = subprocess.run([str(STRESS["release"]), *args], capture_output=True, text=True)
         assert proc.returncode == 2 and proc.stderr.startswith("stress: ")
+
+
+@pytest.mark.parametrize("build,seed", [("driver", 1), ("driver", 2), ("driver_tsan", 3)])
+def test_concurrent_op_scripts_validate(tmp_path, build, seed):
+    """The driver's concurrent mode (every script thread an OS thread, the real scavenger)
+    with `linearize=1`: cross-thread frees, parks, walks, reallocs and abandoned pages at
+    once, replayed on the model."""
+    from purgecheck.conformance import stress_script
+    text = ("%options clock=real concurrent=1 linearize=1 interval=2 full_every=3\n"
+            + stress_script(seed, ops=1500))
+    path = tmp_path / "run.jsonl"
+    with open(path, "wb") as out:
+        proc = subprocess.run([str(BUILD_DIR / build), "-"], input=text.encode(), stdout=out,
+                              stderr=subprocess.PIPE, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert b'"linearized":true' in path.read_bytes()[:2000]
+    v = validate_file(str(path))
+    assert v.accepted, f"{v.source}:{v.line}: {v.why}\n" + "\n".join(v.state)
+    assert v.events > 1500
