@@ -666,9 +666,12 @@ class Validator:
         if outcome == "ineligible" and mi_page_can_purge_holes(page.geom):
             raise Rejection(f"page {page.id} swept as ineligible, but it can purge holes")
         if outcome == "unchanged" and (sweep.ctx.full or is_stamp(page.swept_state)
-                                       or page.swept_state == MI_PAGE_SWEPT_NONE):
-            raise Rejection(f"page {page.id} skipped as unchanged, but "
-                            f"{'the sweep is full' if sweep.ctx.full else 'it carries ' + describe_swept_state(page.swept_state)}")
+                                       or page.swept_state == MI_PAGE_SWEPT_NONE
+                                       or page.id in sweep.walked):
+            why = ("the sweep is full" if sweep.ctx.full else "the sweep walked it"
+                   if page.id in sweep.walked else
+                   f"it carries {describe_swept_state(page.swept_state)}")
+            raise Rejection(f"page {page.id} skipped as unchanged, but {why}")
         if outcome in ("walked", "incomplete") and page.id not in sweep.walked:
             raise Rejection(f"page {page.id} swept as {outcome} without a walk event")
 

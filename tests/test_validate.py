@@ -310,3 +310,69 @@ def test_a_flipped_cas_in_a_generated_trace_is_rejected():
     lines[i] = lines[i].replace(b'"value":false', b'"value":true')
     v = validate_stream(io.BytesIO(b"\n".join(lines)), "flipped")
     assert not v.accepted and "CAS" in v.why and v.line == i + 1
+
+
+# -- every other check, each on one edit of a seed scenario's model trace --------------------------
+
+def nth(events, pred, n=0) -> int:
+    return [i for i, ev in enumerate(events) if pred(ev)][n]
+
+
+def kind(k, **fields):
+    return lambda ev: ev["ev"] == k and all(ev.get(f) == v for f, v in fields.items())
+
+
+def edited(events, pred, n=0, drop=False, insert=None, **fields):
+    out = [dict(ev) for ev in events]
+    i = nth(out, pred, n)
+    if drop:
+        del out[i]
+    elif insert is not None:
+        out.insert(i + 1, insert)
+    else:
+        out[i].update(fields)
+    return out
+
+
+EDITS = [
+    # a sweep that does not move the epoch, where the model's advance moves it
+    ("inline-hold", lambda e: edited(e, kind("epoch_advance"), drop=True), "does not move the epoch"),
+    ("inline-hold", lambda e: edited(e, kind("sweep_page", outcome="walked"), outcome="unchanged"),
+     "skipped as unchanged"),
+    ("inline-hold", lambda e: edited(e, kind("sweep_page", outcome="walked"), outcome="ineligible"),
+     "swept as ineligible, but it can purge holes"),
+    ("inline-hold", lambda e: edited(e, kind("sweep_page", outcome="unchanged"), outcome="walked"),
+     "without a walk event"),
+    ("inline-hold", lambda e: edited(e, kind("sweep_begin"), n=1, seq=7), "the model's is sweep 2"),
+    ("inline-hold", lambda e: edited(e, kind("idle", deferred=False), deferred=True),
+     "but it held no page"),
+    ("every-third", lambda e: edited(e, kind("extend"), count=5), "the model forms 4 blocks"),
+    ("every-third", lambda e: edited(e, kind("malloc"), block=999), "the page has formed"),
+    ("every-third", lambda e: edited(e, kind("free", thread="owner"), thread="other"),
+     "as another thread would"),
+    ("every-third", lambda e: edited(e, kind("stamp"), insert={"ev": "stamp", "page": 1,
+                                                              "epoch": 0}),
+     "with no allocation from it just before"),
+    ("reuse-after-purge", lambda e: edited(e, kind("malloc"), n=3,
+                                           insert={"ev": "stamp", "page": 1, "epoch": 0}),
+     "already carries the stamp of epoch 0"),
+    ("every-third", lambda e: edited(e, kind("page_state"), capacity=3), "is observed with capacity 3"),
+    ("park-handoff", lambda e: edited(e, kind("park"), insert={"ev": "park", "thread": 1}),
+     "parks, but it is parked"),
+    ("xthread-frees", lambda e: edited(e, kind("op", op="malloc"), thread=2),
+     "only a page's owner allocates"),
+    ("wraparound", lambda e: edited(e, kind("epoch_skip"), epoch=0), "behind the current"),
+    ("abandoned-young", lambda e: edited(e, kind("page_new"), insert={"ev": "reclaim", "page": 1,
+                                                                     "thread": 1}),
+     "which is not abandoned"),
+]
+
+
+@pytest.mark.parametrize("scenario,edit,why", EDITS, ids=[f"{s}:{w[:24]}" for s, _, w in EDITS])
+def test_each_check_rejects_an_edited_model_trace(scenario, edit, why):
+    sc = SCENARIOS[scenario]
+    header, events = model_trace(sc.ops(), sc.options, source=scenario)
+    assert verdict_of(header, events).accepted
+    v = verdict_of(header, edit(events), name=scenario)
+    assert not v.accepted, why
+    assert why in v.why, v.why
