@@ -121,3 +121,25 @@ def test_concurrent_op_scripts_validate(tmp_path, build, seed):
     v = validate_file(str(path))
     assert v.accepted, f"{v.source}:{v.line}: {v.why}\n" + "\n".join(v.state)
     assert v.events > 1500
+
+
+def test_validate_engine_quick():
+    """`purgecheck check --engine validate --quick`: the three results hold, with figures."""
+    from purgecheck.engines import Budget
+    from purgecheck.validate_engine import run_validate
+    results = {r.invariant: r for r in run_validate(Budget(quick=True))}
+    assert set(results) == {"EP-NO-SHORT-EPOCH", "HD-YOUNG-KEPT", "PK-DONE-TWO-EPOCHS"}
+    for r in results.values():
+        assert r.status == "hold", (r.invariant, r.detail)
+    assert "2/2 broken advances caught" in results["EP-NO-SHORT-EPOCH"].figure
+    assert "6 parks" in results["PK-DONE-TWO-EPOCHS"].figure
+
+
+def test_validate_engine_kills_a_broken_advance_under_judgement():
+    """In the kill matrix the engine runs the C side with the mutant's switch (and, for a
+    broken advance, the delay that hits its race): the C checks fail."""
+    from purgecheck.mutants import MUTANTS
+    from purgecheck.mutation import KILLED, judge
+    cell = judge(MUTANTS["no-cas-exclusion"], "validate", quick=True)
+    assert cell.verdict == KILLED, cell.note
+    assert any("the C checks failed" in f["detail"] for f in cell.failures)
