@@ -386,6 +386,8 @@ class Validator:
             self.clock(value, self.line, "stamp (a clock reading in the clock design)")
         elif t is not None:
             lo, hi = self.stamp_range(ob, t)
+            if self.linearized and not self.options.stale_epochs:
+                lo = hi  # read under lin_lock with this event: the epoch of this moment
             if not lo <= value <= hi:
                 raise Rejection(f"page {page.id} is stamped with epoch {value}, but the read "
                                 f"of the epoch returns {lo}..{hi} here (the epoch is {hi}, "

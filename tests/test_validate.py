@@ -194,6 +194,9 @@ def broken_variants():
         {"ev": "sweep_page", "page": 1, "outcome": "walked", "tid": 1}] + base[k + 1:]
     # A stamp of an epoch the read cannot return.
     future = replace(base, at(base, lambda ev: ev["ev"] == "stamp"), epoch=3)
+    # A stamp of the epoch before the current one, read under the trace's lock.
+    past = base + [{"ev": "malloc", "page": 1, "block": 1, "zero": False, "src": "free",
+                    "tid": 1}, {"ev": "stamp", "page": 1, "epoch": 0, "tid": 1}]
     # The pending flag of a sweep that left nothing.
     liar = replace(base, at(base, lambda ev: ev["ev"] == "pending"), value=False)
     # Thread 2's sweep reaches thread 1's page.
@@ -210,6 +213,7 @@ def broken_variants():
         "not-rate-limited": (unlimited, "found the epoch not due"),
         "young-page-walked": (walked, "which the model holds"),
         "stamp-from-the-future": (future, "the read of the epoch returns 0..0"),
+        "stamp-from-the-past": (past, "the read of the epoch returns 1..1"),
         "pending-lies": (liar, "mi_on_thread_idle_pending of thread 1 says False"),
         "sweep-trespasses": (trespass, "owned by thread 1"),
     }
