@@ -71,8 +71,9 @@ def test_broken_advance_without_a_trace_fails_the_c_test_alone(tmp_path):
     assert run.returncode == 1 and "a" in run.failed_checks, run.stderr
 
 
-def test_sweepers_under_tsan(tmp_path):
-    run = run_stress(tmp_path, ms=150, build="tsan")
+@pytest.mark.parametrize("scenario", ["sweepers", "park"])
+def test_stress_under_tsan(tmp_path, scenario):
+    run = run_stress(tmp_path, scenario=scenario, ms=150, build="tsan")
     assert "ThreadSanitizer" not in run.stderr, run.stderr[-3000:]
     assert run.returncode == 0, run.stderr[-3000:]
     accepted(run)
