@@ -816,8 +816,10 @@ class Validator:
                f"{self.interval} ms, variant {self.options.variant}"]
         for tid, f in sorted(self.frames.items(), key=lambda kv: str(kv[0])):
             if not f.done:
+                read = "" if f.start == MOVING or f.pc == PC_READ_CLOCK else f", read {f.now}"
+                claimed = ", claimed" if f.pc in (PC_INCREMENT, PC_READ_CLOCK2, PC_STORE) else ""
                 out.append(f"tid {tid}: advancing, at {f.pc} (loaded {show_start(f.start)}"
-                           f", read {f.now}{', claimed' if f.pc in (PC_INCREMENT, PC_READ_CLOCK2, PC_STORE) else ''})")
+                           f"{read}{claimed})")
         for tid, s in sorted(self.sweeps.items(), key=lambda kv: str(kv[0])):
             held = [p for p, h in s.decided.items() if h]
             out.append(f"tid {tid}: sweeping thread {s.thread}'s heap in epoch {s.ctx.epoch}"
@@ -837,20 +839,26 @@ class Validator:
                        f"{describe_swept_state(p.swept_state)}")
         return out
 
+    def preview(self, f: AdvanceFrame) -> str:
+        """The next step of an advance, taken by the model on copies: what it would do."""
+        st, g = EpochState(self.st.start, self.st.epoch), dataclasses.replace(f)
+        now = self.clock_lo or 0
+        advance_step(st, g, now, self.interval)
+        if f.pc in (PC_READ_CLOCK, PC_READ_CLOCK2):
+            return f"{f.pc} (any reading >= {self.clock_lo}; at {now} it goes on to {g.pc})"
+        return {PC_CAS: f"cas -> {'won' if g.pc == PC_INCREMENT else 'lost'}",
+                PC_INCREMENT: f"increment -> epoch {st.epoch}",
+                PC_STORE: f"store_start {show_start(st.start)}",
+                PC_WAIT: f"wait_moving -> {'done' if g.done else 'spin (start is MOVING)'}",
+                }.get(f.pc, f.pc)
+
     def enabled(self, ev: dict | None) -> list[str]:
         """What the model could do next on the OS thread of the rejected event."""
         tid = ev.get("tid") if (ev and self.linearized) else None
         who = f"tid {tid}" if self.linearized else "the trace"
         f = self.frames.get(tid)
         if f is not None and not f.done:
-            nxt = {PC_READ_CLOCK: f"read_clock (any reading >= {self.clock_lo})",
-                   PC_READ_CLOCK2: f"read_clock_again (any reading >= {self.clock_lo})",
-                   PC_CAS: f"cas -> {'won' if self.st.start == f.start else 'lost'}",
-                   PC_INCREMENT: f"increment -> epoch {self.st.epoch + 1}",
-                   PC_STORE: f"store_start {f.now2}",
-                   PC_WAIT: "wait_moving -> " + ("done" if self.st.start != MOVING
-                                                 else "spin (start is MOVING)")}.get(f.pc, f.pc)
-            return [f"{who}: advance_step {nxt}"]
+            return [f"{who}: advance_step {self.preview(f)}"]
         out = []
         ob = self.obligations.get(tid)
         if ob is not None:
