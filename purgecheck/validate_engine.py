@@ -119,7 +119,7 @@ def run_validate(budget: Budget) -> list[Result]:
         broken_ok, broken_why = [], []
         for variant, at in BROKEN.items():
             run = run_stress(tmp, ms=ms, mutant=variant, delay_us=DELAY_US, delay_at=at,
-                             until_violation=True, max_ms=5000, name=variant)
+                             until_violation=True, max_ms=10_000, name=variant)
             v = validate_file(str(run.trace))
             caught = run.returncode == 1 and run.failed_checks and not v.accepted
             (broken_ok if caught else broken_why).append(
