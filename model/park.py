@@ -41,12 +41,17 @@ def mi_on_thread_idle_end(world, tid: int) -> bool:
     return True
 
 
+def compute_park_sweeps(swept: int) -> int:
+    """How many sweeps this park has had, counting the one that just ended."""
+    return 1 if swept == PARK_SWEPT_NONE else swept - PARK_SWEPT_SMALL + 2
+
+
 def compute_park_next(thread: ThreadState, swept: int, deferred: bool) -> int:
     """park_swept after a sweep: DONE unless the sweep left something and the park is still
     young (the sweep began less than two epochs after the park's first) and under the cap."""
     if not deferred:
         return PARK_SWEPT_DONE
-    sweeps = 1 if swept == PARK_SWEPT_NONE else swept - PARK_SWEPT_SMALL + 2
+    sweeps = compute_park_sweeps(swept)
     age = (thread.holes_sweep_epoch - thread.holes_park_epoch) % EPOCH_MODULUS
     if age < 2 and sweeps < MI_PARK_SWEEPS_MAX:
         return PARK_SWEPT_SMALL + sweeps - 1

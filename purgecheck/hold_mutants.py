@@ -7,8 +7,8 @@ the scenario engine (the interleaving explorer has mutants of its own for the ad
 from __future__ import annotations
 
 from model.epoch import EPOCH_MODULUS, step_increment
-from model.page import MI_PAGE_SWEPT_NONE
-from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, PARK_SWEPT_SMALL
+from model.park import compute_park_sweeps
+from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_SMALL
 from purgecheck.mutants import Patch, mutant
 
 
@@ -35,14 +35,14 @@ def _park_done_first(thread, swept, deferred):
 def _park_unbounded(thread, swept, deferred):
     if not deferred:
         return PARK_SWEPT_DONE
-    sweeps = 1 if swept == PARK_SWEPT_NONE else swept - PARK_SWEPT_SMALL + 2
+    sweeps = compute_park_sweeps(swept)
     return PARK_SWEPT_SMALL + sweeps - 1
 
 
 def _park_ignores_epochs(thread, swept, deferred):
     if not deferred:
         return PARK_SWEPT_DONE
-    sweeps = 1 if swept == PARK_SWEPT_NONE else swept - PARK_SWEPT_SMALL + 2
+    sweeps = compute_park_sweeps(swept)
     return PARK_SWEPT_SMALL + sweeps - 1 if sweeps < 6 else PARK_SWEPT_DONE
 
 
