@@ -67,27 +67,33 @@ def check_world(world) -> list[tuple[str, str]]:
     """Every invariant with a predicate over the world, its pages and its epoch."""
     from model.epoch_invariants import EpochView
 
-    out = []
     view = EpochView(world.epoch, world.options.purge_holes_min_interval,
                      world.options.clock_monotone,
                      [t.last_advance for t in world.threads.values() if t.last_advance])
-    for inv in load_registry().values():
-        if inv.predicate is None:
-            continue
-        if inv.scope == "page":
-            subjects = list(world.pages.values())
-        elif inv.scope == "world":
-            subjects = [world]
-        elif inv.scope == "epoch":
-            subjects = [view]
-        else:
-            continue
-        for subject in subjects:
-            reason = inv.predicate(subject)
+    subjects = {"page": list(world.pages.values()), "world": (world,), "epoch": (view,)}
+    out = []
+    for scope, id, predicate in _checked_in_world():
+        for subject in subjects[scope]:
+            reason = predicate(subject)
             if reason:
-                out.append((inv.id, reason))
+                out.append((id, reason))
                 break
     return out
+
+
+def _checked_in_world() -> list[tuple[str, str, Predicate]]:
+    """(scope, id, predicate) of the invariants check_world runs, in registry order; rebuilt
+    when the registry grows (it is checked after every step of a machine: the filter is not
+    redone each time)."""
+    registry = load_registry()
+    if _CHECKED[0] != len(registry):
+        _CHECKED[1] = [(inv.scope, inv.id, inv.predicate) for inv in registry.values()
+                       if inv.predicate is not None and inv.scope in ("page", "world", "epoch")]
+        _CHECKED[0] = len(registry)
+    return _CHECKED[1]
+
+
+_CHECKED: list = [-1, []]  # (registry size when built, what check_world runs)
 
 
 def check_page(page: Page) -> list[tuple[str, str]]:

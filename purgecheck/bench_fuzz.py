@@ -1,11 +1,15 @@
-"""Benchmark of the fuzz machines: examples and steps per second per machine on this machine,
-and where the time goes (Hypothesis itself, the model in the rules, the invariant checks).
+"""Benchmark of the fuzz machines: examples and steps per second per machine and driver on
+this machine, and where the time goes (Hypothesis itself, the model in the rules, the
+invariant checks).
 
     .venv/bin/python -m purgecheck.bench_fuzz                 every machine, 300 examples
     .venv/bin/python -m purgecheck.bench_fuzz --machine page --examples 1000 --steps 50
 
 Runs are derandomized (the same examples every time) and search only: no shrinking, no
-example database. A figure on a loaded machine is a lower bound; nothing here is asserted.
+example database. Rates are given by wall clock and by the process's CPU time (which other
+work on a shared machine does not inflate). 'null ex/s' is Hypothesis's own stateful driver
+running the same rules with bodies that do nothing and no preconditions: the most the "rules"
+driver can reach. A figure on a loaded machine is a lower bound; nothing here is asserted.
 """
 
 from __future__ import annotations
@@ -22,13 +26,16 @@ from purgecheck.fuzz import MACHINES, load_machine, run_machine
 from stateful_tests.profiles import profile_settings
 
 
-def measure(machine: str, examples: int, steps: int) -> tuple[float, float]:
-    """(examples/s, steps/s) of the machine against the chosen design."""
+def measure(machine: str, driver: str, examples: int, steps: int) -> dict[str, float]:
+    """Examples/s (wall and CPU) and steps/s (CPU) of the machine against the chosen design."""
+    c0 = time.process_time()
     r = run_machine(machine, "epoch", profile="ci", examples=examples, steps=steps,
-                    shrink=False)
+                    shrink=False, driver=driver)
+    cpu = time.process_time() - c0
     if not r.ok:
         raise SystemExit(f"{machine}: {r.failure.invariant}: {r.failure.reason}")
-    return r.examples_per_s, r.steps_per_s
+    return {"ex/s": r.examples_per_s, "ex/s cpu": r.examples / cpu, "steps/s cpu": r.steps / cpu,
+            "steps/ex": r.steps / r.examples}
 
 
 def null_machine(machine: str) -> type:
@@ -46,17 +53,18 @@ def null_machine(machine: str) -> type:
 def measure_null(machine: str, examples: int, steps: int) -> float:
     test = get_state_machine_test(null_machine(machine), settings=profile_settings(
         "ci", max_examples=examples, step_count=steps, shrink=False))
-    t0 = time.perf_counter()
+    c0 = time.process_time()
     test()
-    return examples / (time.perf_counter() - t0)
+    return examples / (time.process_time() - c0)
 
 
-def time_split(machine: str, examples: int, steps: int) -> dict[str, float]:
+def time_split(machine: str, driver: str, examples: int, steps: int) -> dict[str, float]:
     """Shares of the run's time under cProfile: the invariant checks, the rest of the
     machines' own code (the rules and the model they call), and Hypothesis."""
     prof = cProfile.Profile()
     prof.enable()
-    run_machine(machine, "epoch", profile="ci", examples=examples, steps=steps, shrink=False)
+    run_machine(machine, "epoch", profile="ci", examples=examples, steps=steps, shrink=False,
+                driver=driver)
     prof.disable()
     stats = pstats.Stats(prof).stats  # (file, line, name) -> (cc, nc, tt, ct, callers)
     total = sum(v[2] for v in stats.values())
@@ -65,7 +73,8 @@ def time_split(machine: str, examples: int, steps: int) -> dict[str, float]:
         return sum(v[3] for k, v in stats.items() if pred(k) and not _nested(k, v, pred))
 
     checks = under(lambda k: k[2] in ("registry_holds", "arenas_hold"))
-    machines = under(lambda k: "stateful_tests" in k[0] and not k[2].startswith("<"))
+    machines = under(lambda k: "stateful_tests" in k[0] and not k[2].startswith("<")
+                     and not k[0].endswith("program.py"))
     return {"checks": checks / total, "rules+model": (machines - checks) / total,
             "hypothesis": 1 - machines / total}
 
@@ -76,23 +85,34 @@ def _nested(key, value, pred) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from purgecheck.fuzz import DRIVERS, default_driver
+
     p = argparse.ArgumentParser(prog="python -m purgecheck.bench_fuzz",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--machine", action="append", choices=list(MACHINES))
+    p.add_argument("--driver", action="append", choices=list(DRIVERS))
     p.add_argument("--examples", type=int, default=300)
-    p.add_argument("--steps", type=int, default=50, help="steps per example (default: the "
-                                                         "dev profile's 50)")
+    p.add_argument("--steps", type=int, default=50, help="steps per example at most (default: "
+                                                         "Hypothesis's and the dev profile's 50)")
     args = p.parse_args(argv)
-    print(f"{'machine':8} {'examples/s':>10} {'steps/s':>9} {'null ex/s':>10} "
-          f"{'checks':>7} {'rules+model':>12} {'hypothesis':>11}")
+    print(f"{'machine':8} {'driver':8} {'ex/s':>6} {'ex/s cpu':>9} {'steps/s cpu':>12} "
+          f"{'steps/ex':>9} {'null ex/s':>10} {'checks':>7} {'rules+model':>12} "
+          f"{'hypothesis':>11}")
     for machine in args.machine or list(MACHINES):
-        ex_s, steps_s = measure(machine, args.examples, args.steps)
-        null = measure_null(machine, args.examples, args.steps)
-        split = time_split(machine, min(args.examples, 100), args.steps)
-        print(f"{machine:8} {ex_s:10.0f} {steps_s:9.0f} {null:10.0f} "
-              f"{split['checks']:7.0%} {split['rules+model']:12.0%} {split['hypothesis']:11.0%}")
-    print(f"({args.examples} examples of at most {args.steps} steps; 'null ex/s': the same "
-          f"rules doing nothing, Hypothesis alone; shares measured under cProfile)")
+        for driver in args.driver or list(DRIVERS):
+            if driver == "program" and default_driver(machine) != "program":
+                continue
+            m = measure(machine, driver, args.examples, args.steps)
+            null = measure_null(machine, args.examples, args.steps) if driver == "rules" else None
+            split = time_split(machine, driver, min(args.examples, 100), args.steps)
+            print(f"{machine:8} {driver:8} {m['ex/s']:6.0f} {m['ex/s cpu']:9.0f} "
+                  f"{m['steps/s cpu']:12.0f} {m['steps/ex']:9.1f} "
+                  f"{f'{null:.0f}' if null else '-':>10} {split['checks']:7.0%} "
+                  f"{split['rules+model']:12.0%} {split['hypothesis']:11.0%}", flush=True)
+    print(f"({args.examples} examples of at most {args.steps} steps against the epoch design; "
+          f"'null ex/s': the rules driver's floor, Hypothesis alone, by CPU time; shares of "
+          f"the time measured under cProfile, the program driver's reading counted as "
+          f"Hypothesis)")
     return 0
 
 

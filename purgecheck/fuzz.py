@@ -38,6 +38,11 @@ MACHINES = {
 FOREIGN_MACHINES = {
     "glibc": "stateful_tests.glibc_machine:GlibcMachine",
 }
+# Who chooses the steps: "program" reads them from one byte string Hypothesis draws
+# (stateful_tests.program: one choice per example, the fast one), "rules" is Hypothesis's own
+# stateful driver (about ten choices per step). A machine whose rules take other than finite
+# choices (the glibc one, with its Bundle) runs on "rules" only.
+DRIVERS = ("program", "rules")
 MODEL_RAN = "MODEL-RAN"  # the model raised something other than an invariant failure
 _BLOB = re.compile(r"@reproduce_failure\('([^']+)', b'([^']+)'\)")
 _ID = re.compile(r"^([A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+): (.*)", re.S)
@@ -99,6 +104,8 @@ class FuzzRun:
     failure: Failure | None = None
     found_after: int | None = None  # the example in which the first failure showed
     events: dict[str, int] = field(default_factory=dict)  # model events, by kind
+    driver: str = "program"
+    max_steps: int = 0  # steps per example at most (the program driver's blob depends on it)
     replayed: bool = False  # a --replay run
     shrunk: bool = True  # the failing program was shrunk (not with --no-shrink)
     notes: list[str] = field(default_factory=list)
@@ -118,6 +125,8 @@ class FuzzRun:
     def command(self, *extra: str) -> str:
         """The `purgecheck fuzz` command line of this configuration."""
         words = ["purgecheck", "fuzz", "--machine", self.machine]
+        if self.driver != default_driver(self.machine):
+            words += ["--driver", self.driver]
         if self.variant and self.variant != EPOCH:
             words += ["--variant", self.variant]
         if self.mutant:
@@ -129,13 +138,15 @@ class FuzzRun:
         if self.failure is None:
             return ""
         if self.failure.blob:
-            return self.command("--replay", self.failure.blob)
+            steps = ["--steps", str(self.max_steps)] if self.driver == "program" else []
+            return self.command(*steps, "--replay", self.failure.blob)
         seed = [] if self.seed is None else ["--seed", str(self.seed)]
         return self.command("--profile", self.profile, *seed)
 
     def as_dict(self) -> dict:
         d = {"machine": self.machine, "variant": self.variant, "mutant": self.mutant,
-             "profile": self.profile, "seed": self.seed, "examples": self.examples,
+             "profile": self.profile, "driver": self.driver, "seed": self.seed,
+             "examples": self.examples,
              "steps": self.steps, "seconds": round(self.seconds, 3),
              "examples_per_s": round(self.examples_per_s, 1),
              "steps_per_s": round(self.steps_per_s, 1), "ok": self.ok,
@@ -161,12 +172,32 @@ def machine_class(name: str, variant: str | None, mutant: str | None) -> type:
     return configured(load_machine(name), variant if takes_variant(name) else None, mutant)
 
 
+def default_driver(name: str) -> str:
+    """The program driver for the machines of the model; Hypothesis's for the others."""
+    return "program" if name not in FOREIGN_MACHINES else "rules"
+
+
+def machine_test(cls: type, driver: str, settings) -> Callable[[], None]:
+    """The Hypothesis test that runs machine class `cls` with `driver`."""
+    if driver == "rules":
+        return get_state_machine_test(cls, settings=settings)
+    from stateful_tests.program import Program
+
+    try:
+        program = Program(cls)
+    except TypeError as e:
+        raise FuzzUsageError(f"--driver program: {e}; use --driver rules")
+    return settings(program.test(settings.stateful_step_count))
+
+
 def run_machine(name: str, variant: str | None = EPOCH, mutant: str | None = None,
                 profile: str = "dev", examples: int | None = None, steps: int | None = None,
                 seed: int | None = None, replay: str | None = None, shrink: bool = True,
-                on_example: Callable[[], None] | None = None) -> FuzzRun:
+                on_example: Callable[[], None] | None = None,
+                driver: str | None = None) -> FuzzRun:
     """Run machine `name` once with the profile's budget (or `examples`), or replay a blob.
-    Every invariant is checked after every step; the first failure ends the run."""
+    Every invariant is checked after every step; the first failure ends the run. `driver`:
+    one of DRIVERS (default: `default_driver(name)`)."""
     from purgecheck.mutants import MUTANTS, applied
 
     if profile not in PROFILES:
@@ -175,12 +206,16 @@ def run_machine(name: str, variant: str | None = EPOCH, mutant: str | None = Non
     if mutant is not None and mutant not in MUTANTS:
         raise FuzzUsageError(f"unknown mutant {mutant!r}; expected one of "
                              f"{', '.join(MUTANTS)}")
+    driver = driver or default_driver(name)
+    if driver not in DRIVERS:
+        raise FuzzUsageError(f"unknown driver {driver!r}; expected one of {', '.join(DRIVERS)}")
     cls = machine_class(name, variant, mutant)
     run = FuzzRun(name, variant if takes_variant(name) else None, mutant, profile, seed,
-                  shrunk=shrink)
+                  shrunk=shrink, driver=driver)
     settings = profile_settings(profile, state_dir() / "hypothesis", max_examples=examples,
                                 step_count=steps, shrink=shrink)
-    test = get_state_machine_test(cls, settings=settings)
+    test = machine_test(cls, driver, settings)
+    run.max_steps = settings.stateful_step_count
     if replay is not None:
         reproduce_failure(hypothesis.__version__, replay_blob(replay))(test)
         run.replayed = True

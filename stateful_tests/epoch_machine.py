@@ -11,7 +11,6 @@ epoch invariants see every advance in flight (each sweeper's frame is its thread
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
 import model.epoch
@@ -22,6 +21,7 @@ from model.epoch import mi_page_purge_holes_forked_child
 from model.geometry import ARCH64, KiB, large_size_classes
 from model.heap import Ptr, mi_free, mi_heap_abandon, mi_heap_malloc
 from model.world import Options
+from stateful_tests.program import choice
 from stateful_tests.world_machine import INDEX, WorldMachine, nth
 
 SWEEPERS = (1, 2, 3)
@@ -32,7 +32,7 @@ SPIN_MAX = 2
 
 
 class EpochMachine(WorldMachine):
-    @initialize(interval=st.sampled_from((100, 1)))
+    @initialize(interval=choice((100, 1)))
     def init_world(self, interval):
         self.world = self.make_world(Options(purge_holes_min_interval=interval))
         self.interval = compute_interval(interval)
@@ -52,7 +52,7 @@ class EpochMachine(WorldMachine):
 
     # -- the scheduler -----------------------------------------------------------------------
 
-    @rule(t=INDEX, n=st.integers(1, 8))
+    @rule(t=INDEX, n=choice(range(1, 9)))
     def step(self, t, n):
         """Thread t makes n atomic steps in a row (the others wait): each begins an idle sweep
         (its advance), makes the next access of the advance, or, the advance done, sweeps the
@@ -77,14 +77,14 @@ class EpochMachine(WorldMachine):
         case, so that sweeps follow each other within the steps of one example."""
         mi_on_thread_idle(self.world, nth(self.free_threads(), t))
 
-    @rule(ms=st.sampled_from(CLOCK_STEPS_MS))
+    @rule(ms=choice(CLOCK_STEPS_MS))
     def clock(self, ms):
         self.world.clock.advance(ms)
 
     # -- the program ---------------------------------------------------------------------------
 
     @precondition(lambda self: self.free_threads())
-    @rule(t=INDEX, size=INDEX, keep=st.integers(1, 4))
+    @rule(t=INDEX, size=INDEX, keep=choice(range(1, 5)))
     def allocate(self, t, size, keep):
         """Take four blocks of one class (the allocation stamps the page) and free all but
         every keep-th."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
 from model.alloc import DoubleFree, mi_page_free_collect, write_block
@@ -25,6 +24,7 @@ from model.park import mi_on_thread_idle_end, mi_on_thread_idle_start, mi_theap_
 from model.thread import PARKED, RUNNING
 from model.world import Options
 from stateful_tests.failures import InvariantViolation
+from stateful_tests.program import BOOL, choice, choice_list
 from stateful_tests.shadow import DOUBLE_FREE, Shadow
 from stateful_tests.world_machine import INDEX, WorldMachine, nth, request_sizes
 
@@ -45,9 +45,9 @@ class Handle:
 
 
 class PageMachine(WorldMachine):
-    @initialize(os_page_size=st.sampled_from((4 * KiB, 16 * KiB, 64 * KiB)),
-                arch=st.sampled_from((ARCH64, ARCH32)), offset=st.sampled_from((0, 192)),
-                classes=st.lists(INDEX, min_size=1, max_size=4))
+    @initialize(os_page_size=choice((4 * KiB, 16 * KiB, 64 * KiB)),
+                arch=choice((ARCH64, ARCH32)), offset=choice((0, 192)),
+                classes=choice_list(range(64), 1, 4))
     def init_world(self, os_page_size, arch, offset, classes):
         """The target, and the few request sizes this program uses (of every kind over the
         runs): a program that keeps to a few classes reuses its pages, and their holes."""
@@ -112,12 +112,12 @@ class PageMachine(WorldMachine):
     # -- the program -----------------------------------------------------------------------
 
     @precondition(lambda self: self.running())
-    @rule(t=INDEX, size=INDEX, zero=st.booleans())
+    @rule(t=INDEX, size=INDEX, zero=BOOL)
     def malloc(self, t, size, zero):
         self.allocate(nth(self.running(), t), nth(self.sizes, size), zero)
 
     @precondition(lambda self: self.running())
-    @rule(t=INDEX, size=INDEX, n=st.integers(1, 16), keep=st.sampled_from((1, 2, 3, 8)))
+    @rule(t=INDEX, size=INDEX, n=choice(range(1, 17)), keep=choice((1, 2, 3, 8)))
     def malloc_run(self, t, size, n, keep):
         """Allocate n blocks of one class and free all but every keep-th: the seed's "every
         third block kept", which leaves holes between survivors (keep 8: holes of 7 blocks,
@@ -133,7 +133,7 @@ class PageMachine(WorldMachine):
                 self.release(h, thread)
 
     @precondition(lambda self: self.held and self.running())
-    @rule(k=INDEX, other=st.booleans())
+    @rule(k=INDEX, other=BOOL)
     def free(self, k, other):
         """The owner frees (local_free), or another thread does (xthread_free)."""
         h = nth(self.held, k)
@@ -202,7 +202,7 @@ class PageMachine(WorldMachine):
             mi_page_free_collect(page)
 
     @precondition(lambda self: self.running())
-    @rule(t=INDEX, ms=st.sampled_from(IDLE_AFTER_MS), times=st.integers(1, 3))
+    @rule(t=INDEX, ms=choice(IDLE_AFTER_MS), times=choice(range(1, 4)))
     def idle(self, t, ms, times):
         """The thread's inline idle sweep (mi_on_thread_idle), `times` times, each after ms:
         a loop that goes idle between requests, or polls _pending."""
@@ -226,11 +226,11 @@ class PageMachine(WorldMachine):
     def scavenge(self):
         mi_theap_sweep_parked(self.world)
 
-    @rule(ms=st.sampled_from(CLOCK_STEPS_MS))
+    @rule(ms=choice(CLOCK_STEPS_MS))
     def clock(self, ms):
         self.world.clock.advance(ms)
 
-    @rule(n=st.integers(1, 3))
+    @rule(n=choice(range(1, 4)))
     def fail_discards(self, n):
         self.world.mem.fail_next_discards += n
 

@@ -11,7 +11,6 @@ liveness invariants (scope "final") and then checks them.
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
 from model.alloc import mi_page_malloc, write_block
@@ -26,6 +25,7 @@ from model.park import (mi_on_thread_idle_end, mi_on_thread_idle_start, mi_theap
                         run_scavenger)
 from model.thread import MI_PARK_SWEEPS_MAX, PARKED, RUNNING
 from model.world import Options
+from stateful_tests.program import choice
 from stateful_tests.world_machine import INDEX, InvariantViolation, WorldMachine, nth
 
 THREADS = (1, 2, 3)
@@ -51,8 +51,8 @@ class ParkMachine(WorldMachine):
     # "Findings"); the machine runs with sweeps that take no time, where the bound is claimed.
     SWEEP_MS = 0
 
-    @initialize(os_page_size=st.sampled_from((4 * KiB, 16 * KiB, 64 * KiB)),
-                arch=st.sampled_from((ARCH64, ARCH32)))
+    @initialize(os_page_size=choice((4 * KiB, 16 * KiB, 64 * KiB)),
+                arch=choice((ARCH64, ARCH32)))
     def init_world(self, os_page_size, arch):
         options = Options(os_page_size=os_page_size, arch=arch, sweep_ms=self.SWEEP_MS)
         self.world = self.make_world(options)
@@ -68,7 +68,7 @@ class ParkMachine(WorldMachine):
     # -- the program ---------------------------------------------------------------------------
 
     @precondition(lambda self: self.threads(RUNNING))
-    @rule(t=INDEX, size=INDEX, n=st.integers(1, 8), keep=st.integers(1, 4))
+    @rule(t=INDEX, size=INDEX, n=choice(range(1, 9)), keep=choice(range(1, 5)))
     def allocate(self, t, size, n, keep):
         """n blocks of one class; all but every keep-th are freed at once."""
         thread = nth(self.threads(RUNNING), t)
@@ -122,11 +122,11 @@ class ParkMachine(WorldMachine):
         self.world.clock.advance(self.due)
         self.due = None
 
-    @rule(ms=st.sampled_from(CLOCK_STEPS_MS))
+    @rule(ms=choice(CLOCK_STEPS_MS))
     def clock(self, ms):
         self.world.clock.advance(ms)
 
-    @rule(ms=st.sampled_from((100, 250)))
+    @rule(ms=choice((100, 250)))
     def scavenger(self, ms):
         """The scavenger loop (model.park.run_scavenger) for ms of virtual time."""
         run_scavenger(self.world, ms)

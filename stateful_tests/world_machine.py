@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import dataclasses
 
-from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant
 
 from model.geometry import Arch, large_size_classes
 from model.invariants import check_world, load_registry
 from model.world import Options, World
 from stateful_tests.failures import STATS, InvariantViolation
+from stateful_tests.program import choice
 from stateful_tests.shadow import ShadowMemory
 
 
 # Rules pick among what the machine keeps (threads, blocks, sizes) by an index taken modulo the
 # length: any index is valid whatever the state, and shrinking moves it to the first one.
-INDEX = st.integers(0, 63)
+INDEX = choice(range(64))
 
 
 def nth(items, k: int):

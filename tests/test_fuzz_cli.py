@@ -85,7 +85,8 @@ def test_text_report_shows_the_program_and_the_replay_command(capsys):
                       "--examples", "600", "--profile", "ci", "--seed", SEED)
     assert rc == 1
     assert "FAIL HD-GOES-WITHIN-TWO" in out and "state.settle()" in out
-    assert "replay: purgecheck fuzz --machine park --mutant park-done-first --replay " in out
+    assert "replay: purgecheck fuzz --machine park --mutant park-done-first --steps 30 --replay " \
+        in out
 
 
 def test_variant_all_reports_which_invariant_each_design_broke(capsys):

@@ -20,6 +20,7 @@ EXAMPLE = """examples:
   purgecheck fuzz --variant all --profile ci    every design; reports which invariant each broke
   purgecheck fuzz --machine page --mutant unit-next-to-live  exit 1: the mutant is caught
   purgecheck fuzz --machine page --variant no-hold --replay AXicY3Bk...   replay a failure
+  purgecheck fuzz --machine page --driver rules   Hypothesis's own stateful driver (slower)
 machines: page (pages of every kind and OS page size, a byte shadow), epoch (sweepers
   interleaved one atomic step at a time), park (parks, the scavenger, liveness), glibc (seed
   001, when present). Found failures go to .purgecheck/hypothesis and are tried first next time.
@@ -35,8 +36,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p = sub.add_parser("fuzz", help="run the Hypothesis state machines over the model",
                        description="Drive the model with Hypothesis rule-based state machines "
                                    "and check every invariant of the registry after every "
-                                   "step. A failure prints the shrunk program and a command "
-                                   "that replays it exactly.",
+                                   "step (the steps are read from one byte string Hypothesis "
+                                   "draws per example, or chosen by Hypothesis's stateful "
+                                   "driver with --driver rules). A failure prints the shrunk "
+                                   "program and a command that replays it exactly.",
                        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--machine", action="append", metavar="NAME",
                    help="run this machine (repeatable; default: all of them)")
@@ -55,6 +58,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                                  "(purgecheck.mutants) while the machines run")
     p.add_argument("--profile", default="dev", choices=list(PROFILES),
                    help="Hypothesis profile: ci (quick, derandomized), dev (default), nightly")
+    p.add_argument("--driver", choices=["program", "rules"],
+                   help="who chooses the steps: program (one byte string per example, read as "
+                        "the program: fast; the default for the model's machines) or rules "
+                        "(Hypothesis's own stateful driver; the glibc machine's)")
     p.add_argument("--no-shrink", action="store_true",
                    help="report the first failing program as found, without shrinking it")
     p.add_argument("--replay", metavar="BLOB", help="replay the failure of this "
@@ -128,7 +135,8 @@ def run_job(machine, variant, args, share, progress, run_machine):
         (f" mutant {args.mutant}" if args.mutant else "")
     task = progress.start(label)
     common = dict(variant=variant, mutant=args.mutant, profile=args.profile, steps=args.steps,
-                  shrink=not args.no_shrink, on_example=lambda: progress.tick(task))
+                  shrink=not args.no_shrink, on_example=lambda: progress.tick(task),
+                  driver=args.driver)
     if share is None:
         return run_machine(machine, examples=args.examples, seed=args.seed,
                            replay=args.replay, **common)
