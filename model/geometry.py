@@ -231,7 +231,12 @@ class UnitMap:
 
     def blocks_of_unit(self, k: int, capacity: int) -> range:
         """The formed blocks (index < capacity) that overlap unit k."""
-        lo, hi = self.unit_range(k)
+        return self.blocks_of_units(k, k + 1, capacity)
+
+    def blocks_of_units(self, k0: int, k1: int, capacity: int) -> range:
+        """The formed blocks that overlap one of the consecutive units k0..k1-1: those that
+        overlap their span [start of k0, end of k1-1), which has no gap."""
+        lo, hi = self.base + k0 * self.unit, self.base + k1 * self.unit
         first = max(0, (lo - self.page_start) // self.block_size)
         last = min(capacity - 1, (hi - 1 - self.page_start) // self.block_size)
         if hi <= self.page_start:

@@ -114,10 +114,12 @@ class Page:
 
     def purged_blocks(self) -> set[int]:
         out: set[int] = set()
-        if not self.purged:
-            return out
-        for k in self.purged_units():
-            out.update(self.units.blocks_of_unit(k, self.capacity))
+        x = self.purged
+        while x:  # one range per run of set bits (a run of units overlaps a run of blocks)
+            k0 = (x & -x).bit_length() - 1
+            k1 = ((x >> k0) + 1 & ~(x >> k0)).bit_length() - 1 + k0  # first clear bit past k0
+            out.update(self.units.blocks_of_units(k0, k1, self.capacity))
+            x &= ~((1 << k1) - 1)
         return out
 
     def listed_blocks(self) -> list[int]:

@@ -241,3 +241,26 @@ def test_brute_force_sees_a_straddling_block():
     assert block_units[1] == {0, 1}
     assert unit_blocks[0] == {0, 1}
     assert 0 not in inside and 1 in inside
+
+
+def test_purged_blocks_of_runs_of_units_are_the_union_over_each_unit():
+    """Page.purged_blocks takes each run of set bits at once (UnitMap.blocks_of_units): the
+    same blocks as the union of blocks_of_unit over every set bit, on every page kind."""
+    import random
+
+    from model.heap import mi_heap_malloc
+    from model.world import Options, World
+    from stateful_tests.world_machine import request_sizes
+
+    rng = random.Random(1)
+    for os_page in (4 * KiB, 64 * KiB):
+        world = World(Options(os_page_size=os_page))
+        for size in request_sizes(world.options.arch)[:-1]:  # every kind that can purge
+            page = world.pages[mi_heap_malloc(world, world.heap(0), size).page]
+            for _ in range(100):
+                page.purged = rng.getrandbits(page.units.bits) & rng.getrandbits(page.units.bits)
+                want = set()
+                for k in page.purged_units():
+                    want.update(page.units.blocks_of_unit(k, page.capacity))
+                assert page.purged_blocks() == want, (size, bin(page.purged))
+            page.purged = 0
