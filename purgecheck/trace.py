@@ -8,9 +8,9 @@ the canonical form that conformance compares, and turns a run of the model into 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
-from typing import IO, Iterable, Iterator
+from typing import IO, Any, Iterable, Iterator, Optional, Union
 
+import msgspec
 import orjson
 
 from model.geometry import PageKind
@@ -179,7 +179,7 @@ class TraceValidator:
                                       f"ms, but the header's config has clock_monotone true")
             self.clock = now
         if kind == "end":
-            if obj["events"] != self.count:
+            if type(obj["events"]) is not int or obj["events"] != self.count:
                 raise self.fail(line, f"the end event counts {obj['events']} events, the trace "
                                       f"has {self.count}")
             self.ended = True
@@ -194,14 +194,99 @@ class TraceValidator:
             raise self.fail(line, "the trace ends without its end event (truncated?)")
 
 
+# -- typed events: the reader's fast path ---------------------------------------------------------
+
+# Fields that are not required but that a consumer reads when they are there (validate: the
+# clock reading of a sweep, the spins of a wait, where a realloc moved to).
+OPTIONAL: dict[str, tuple[str, ...]] = {"sweep_begin": ("now",), "advance_step": ("spins",),
+                                        "realloc": ("to_page", "to_block")}
+
+
+def _event_type(kind: str, fields: tuple[str, ...]) -> type:
+    """The msgspec Struct of one kind of event. Decoding a line into the union of them checks,
+    in C, what TraceValidator.check_event checks by hand: a known kind, every required field
+    there, `page` an integer (on every kind: absent is None); `lin` and `tid` (linearized
+    traces) integers where present. Other values are kept as they are: the consumers check
+    them and say what they expected. Fields a kind does not list are dropped (diff compares
+    the lines themselves)."""
+    spec: list[tuple] = [(name, int if name == "page" else Any) for name in fields]
+    if "page" not in fields:
+        spec.append(("page", Optional[int], None))
+    spec += [(name, Any, None) for name in OPTIONAL.get(kind, ())]
+    spec += [("lin", Optional[int], None), ("tid", Optional[int], None)]
+    return msgspec.defstruct(f"{kind}_event", spec, tag_field="ev", tag=kind, kw_only=True,
+                             gc=False, omit_defaults=True)
+
+
+EVENT_TYPES: dict[str, type] = {kind: _event_type(kind, fields) for kind, fields in EVENTS.items()}
+_ANY_EVENT = Union[tuple(EVENT_TYPES.values())]
+_decode_event = msgspec.json.Decoder(_ANY_EVENT).decode
+_PAGE_NEW, _CLOCK, _END = EVENT_TYPES["page_new"], EVENT_TYPES["clock"], EVENT_TYPES["end"]
+_SPECIAL = frozenset({_PAGE_NEW, _CLOCK, _END})
+
+
+def kind_of(ev) -> str:
+    """The kind of a typed event ("ev")."""
+    return ev.__struct_config__.tag
+
+
+def event_dict(ev) -> dict:
+    """A typed event as a dict (for reports): "ev" first, the fields it carries."""
+    return msgspec.to_builtins(ev)
+
+
+def _check_typed(v: TraceValidator, evs: list) -> bool:
+    """What TraceValidator.check_event checks beyond the decoder, over a batch of typed
+    events in one loop: pages that exist, clock readings, the end event last with its count.
+    False on anything odd, with the validator as it was; the caller then checks the batch
+    again slowly to say what."""
+    if v.ended:
+        return False
+    pages, special, added = v.pages, _SPECIAL, []
+    clock, monotone = v.clock, v.monotone
+    ok = True
+    for ev in evs:
+        page = ev.page
+        if type(ev) in special:
+            cls = type(ev)
+            if cls is _PAGE_NEW:
+                if page not in pages:
+                    pages.add(page)
+                    added.append(page)
+                continue
+            if cls is _CLOCK:
+                now = ev.now
+                if type(now) is not int or (monotone and clock is not None and now < clock):
+                    ok = False
+                    break
+                clock = now
+            elif ev is not evs[-1] or type(ev.events) is not int \
+                    or ev.events != v.count + len(evs) - 1:
+                ok = False
+                break
+        if page is not None and page not in pages:
+            ok = False
+            break
+    if not ok:
+        pages.difference_update(added)
+        return False
+    if evs and type(evs[-1]) is _END:
+        v.ended = True
+        evs.pop()  # checked, not handed on
+    v.count += len(evs)
+    v.clock = clock
+    return True
+
+
 # -- reading --------------------------------------------------------------------------------------
 
 _CHUNK = 1 << 20
+_BATCH = 512  # lines per decoder call: small enough that a batch of events stays in cache
 
 
-def _batches(f: IO[bytes], source: str) -> Iterator[tuple[int, list[bytes]]]:
-    """(number of the first line, lines without their newline), a chunk of the file at a
-    time; a last line without its newline is a truncated trace."""
+def _line_batches(f: IO[bytes], source: str) -> Iterator[tuple[int, list[bytes]]]:
+    """(number of the first line, up to _BATCH lines without their newline), reading the
+    file a chunk at a time; a last line without its newline is a truncated trace."""
     n = 1
     rest = b""
     while True:
@@ -210,16 +295,23 @@ def _batches(f: IO[bytes], source: str) -> Iterator[tuple[int, list[bytes]]]:
             break
         lines = (rest + chunk).split(b"\n")
         rest = lines.pop()
-        if lines:
-            yield n, lines
-            n += len(lines)
+        batch = _BATCH
+        for at in range(0, len(lines), batch):
+            yield n + at, lines[at:at + batch]
+        n += len(lines)
     if rest:
         raise TraceError(source, n, "truncated last line (no newline at the end): "
                                     "expected a complete JSON line")
 
 
-def _parse_batch(first: int, lines: list[bytes], source: str) -> list:
-    """Parse many lines with one orjson call; on an error, find the bad line."""
+def _bad_json(source: str, n: int, line: bytes, e: orjson.JSONDecodeError) -> TraceError:
+    shown = line[:60].decode("utf-8", "replace")
+    return TraceError(source, n, f"bad JSON ({e.msg}): expected one JSON object per line, got "
+                                 f"{shown!r}")
+
+
+def _parse_batch(first: int, lines: list[bytes], source: str) -> list[dict]:
+    """The lines as dicts, with one orjson call; on an error, the bad line."""
     try:
         return orjson.loads(b"[" + b",".join(lines) + b"]")
     except orjson.JSONDecodeError:
@@ -227,110 +319,86 @@ def _parse_batch(first: int, lines: list[bytes], source: str) -> list:
             try:
                 orjson.loads(line)
             except orjson.JSONDecodeError as e:
-                shown = line[:60].decode("utf-8", "replace")
-                raise TraceError(source, n, f"bad JSON ({e.msg}): expected one JSON object "
-                                            f"per line, got {shown!r}") from None
+                raise _bad_json(source, n, line, e) from None
         raise TraceError(source, first, "bad JSON in this batch of lines")
 
 
-def _fast_check(v: TraceValidator, objs: list) -> bool:
-    """TraceValidator.check_event over a whole batch in one loop (the reader's hot path);
-    False on anything odd, and the caller checks the batch again slowly to say what."""
-    required, pages, count, added = _REQUIRED, v.pages, v.count, []
-    clock, monotone = v.clock, v.monotone
-    ok = not v.ended
-    for obj in objs if ok else ():
-        if type(obj) is not dict:
-            ok = False
-            break
-        kind = obj.get("ev")
-        req = required.get(kind) if type(kind) is str else None
-        if req is None or not req <= obj.keys():
-            ok = False
-            break
-        page = obj.get("page")
-        if page is not None:
-            if type(page) is not int:
-                ok = False
-                break
-            if kind == "page_new":
-                if page not in pages:
-                    pages.add(page)
-                    added.append(page)
-            elif page not in pages:
-                ok = False
-                break
-        if kind == "clock":
-            now = obj["now"]
-            if type(now) is not int or (monotone and clock is not None and now < clock):
-                ok = False
-                break
-            clock = now
-        if kind == "end":
-            if obj["events"] != count or obj is not objs[-1]:
-                ok = False
-                break
-            v.ended = True
-        else:
-            count += 1
-    if ok:
-        v.count, v.clock = count, clock
-    else:  # leave the validator as it was, for the slow pass
-        pages.difference_update(added)
-        v.ended = False
-    return ok
+def _word_error(v: TraceValidator, first: int, lines: list[bytes]) -> TraceError:
+    """The first bad line of a batch the fast path refused, in words: bad JSON, what
+    check_event says, else what the typed decoder says."""
+    for n, line in enumerate(lines, first):
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            return _bad_json(v.source, n, line, e)
+        try:
+            v.check_event(obj, n)
+            _decode_event(line)
+        except TraceError as e:
+            return e
+        except (msgspec.ValidationError, msgspec.DecodeError) as e:
+            return v.fail(n, f"{obj.get('ev')} event: {e} (docs/trace-format.md)")
+    return v.fail(first, "a bad line in this batch of lines")  # the two decoders disagree
 
 
-@dataclass
 class Trace:
-    """A trace being read: `header` is known at once, `events` streams the rest."""
+    """A trace being read: `header` is known at once; the events stream, checked, either as
+    typed batches (`batches()`, the fast way: first line number, raw lines, typed events) or
+    as dicts (`events`). Read it one way only. The `end` event is checked, not handed on."""
 
-    source: str
-    header: dict
-    events: Iterator[dict] = field(repr=False)
+    def __init__(self, source: str, header: dict, validator: TraceValidator,
+                 lines: Iterator[tuple[int, list[bytes]]]) -> None:
+        self.source, self.header = source, header
+        self.validator = validator
+        self.lines = lines  # (first line number, raw lines), not yet checked
+        self.last = 1  # the number of the last line checked
+        self.events: Iterator[dict] = self._dicts()
 
     @property
     def config(self) -> dict:
         return self.header["config"]
 
+    def check(self, first: int, lines: list[bytes]) -> list:
+        """Decode and check a batch of raw lines (in file order): its typed events."""
+        try:  # each line on its own (a line is one event, whatever the next one holds)
+            evs = list(map(_decode_event, lines))
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            evs = None
+        if evs is None or not _check_typed(self.validator, evs):
+            raise _word_error(self.validator, first, lines)
+        self.last = first + len(lines) - 1
+        return evs
+
+    def finish(self) -> None:
+        """After the last line: the trace had its end event."""
+        self.validator.finish(self.last + 1)
+
+    def batches(self) -> Iterator[tuple[int, list[bytes], list]]:
+        for first, lines in self.lines:
+            yield first, lines, self.check(first, lines)
+        self.finish()
+
+    def _dicts(self) -> Iterator[dict]:
+        for first, lines, evs in self.batches():
+            yield from _parse_batch(first, lines[:len(evs)], self.source)
+
 
 def read_trace(f: IO[bytes], source: str = "<trace>") -> Trace:
     """Start reading a trace from a binary file: checks the header now and each event as
-    the iterator reaches it (raising TraceError). The `end` event is checked, not yielded."""
+    the trace's iterators reach it (raising TraceError)."""
     v = TraceValidator(source)
-    batches = _batches(f, source)
-    first = next(batches, None)
+    lines = _line_batches(f, source)
+    first = next(lines, None)
     if first is None:
         raise TraceError(source, 1, "empty file: expected the trace header line")
-    _, lines = first
+    _, batch = first
     try:
-        header = orjson.loads(lines[0])
+        header = orjson.loads(batch[0])
     except orjson.JSONDecodeError as e:
         raise TraceError(source, 1, f"bad JSON ({e.msg}): expected the trace header") from None
     v.check_header(header, 1)
-
-    def events() -> Iterator[dict]:
-        start, body = 2, lines[1:]
-        while True:
-            for at in range(0, len(body), _BATCH):
-                part = body[at:at + _BATCH]
-                objs = _parse_batch(start + at, part, source)
-                if not _fast_check(v, objs):
-                    for n, obj in enumerate(objs, start + at):  # slowly, to word the error
-                        v.check_event(obj, n)
-                if v.ended:
-                    objs = [o for o in objs if o["ev"] != "end"]
-                yield from objs
-            nxt = next(batches, None)
-            if nxt is None:
-                break
-            start, body = nxt
-        v.finish(start + len(body))
-
-    return Trace(source, header, events())
-
-
-_BATCH = 4096
+    rest = [(2, batch[1:])] if len(batch) > 1 else []
+    return Trace(source, header, v, itertools.chain(rest, lines))
 
 
 def open_trace(path: str) -> tuple[IO[bytes], Trace]:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import IO, Callable, Iterator
+from typing import IO, Any, Callable, Iterable
 
 from model.epoch import (MOVING, PC_CAS, PC_COMPARE, PC_DONE, PC_INCREMENT, PC_LOAD,
-                         PC_READ_CLOCK, PC_READ_CLOCK2, PC_STORE, PC_WAIT, AdvanceFrame,
+                         PC_READ_CLOCK, PC_READ_CLOCK2, PC_STORE, PC_WAIT, STEPS, AdvanceFrame,
                          EpochState, advance_step, begin_advance, compute_interval,
                          is_epoch_due, mi_holes_epoch_advance)
 from model.geometry import mi_page_can_purge_holes
@@ -26,14 +26,16 @@ from model.page import (EPOCH_MASK, MI_PAGE_SWEPT_NONE, MI_PAGE_SWEPT_STAMP_TAG,
 from model.park import compute_park_next
 from model.stamp import is_stamp_gated, read_epoch_relaxed
 from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, PARKED, RUNNING, SWEEPING, ThreadState
-from model.variants import CLOCK, SweepContext, is_page_held
+from model.variants import CLOCK, TWO_UNTOUCHED, SweepContext, is_page_held
 from model.world import World
-from purgecheck.trace import TraceError, options_of, read_trace
+from purgecheck.trace import (EVENT_TYPES, TraceError, event_dict, kind_of, options_of,
+                              read_trace)
 
 import model.epoch as epoch_module  # spin_max is read at run time (engines may lower it)
 
 STEP_PCS = (PC_LOAD, PC_READ_CLOCK, PC_CAS, PC_INCREMENT, PC_READ_CLOCK2, PC_STORE, PC_WAIT)
 OUTCOMES = ("off", "all-free", "held", "ineligible", "unchanged", "walked", "incomplete")
+_OUTCOMES = frozenset(OUTCOMES)
 HANDOFF_OPS = frozenset({"scavenge", "scavenger"})
 SCAVENGER_TID = -1  # the label of the scavenger thread in linearized traces (linearize.c)
 # The header's config as the replay reads it (purgecheck/trace.py CONFIG_KEYS).
@@ -43,6 +45,8 @@ CONFIG_TYPES = {"page_kinds": dict, "os_page_size": int, "arch": int, "first_blo
                 "clock_monotone": bool, "clock_start_ms": int, "observe": str}
 TYPE_WORDS = {dict: "an object", int: "an integer", bool: "true or false", str: "a string"}
 MAIN_TID = 0
+Event = Any  # a typed event: an instance of one of purgecheck.trace.EVENT_TYPES
+OP, STAMP = EVENT_TYPES["op"], EVENT_TYPES["stamp"]
 
 
 class Rejection(Exception):
@@ -71,11 +75,12 @@ class Verdict:
 class Sweep:
     """A sweep in progress on one OS thread: from its sweep_begin to its idle."""
 
-    __slots__ = ("thread", "ctx", "decided", "walked")
+    __slots__ = ("thread", "ctx", "held", "decided", "walked")
 
-    def __init__(self, thread: int, ctx: SweepContext) -> None:
+    def __init__(self, thread: int, ctx: SweepContext, held: dict) -> None:
         self.thread = thread
         self.ctx = ctx
+        self.held = held  # swept_state -> is_page_held in this context (see Validator.decide)
         self.decided: dict[int, bool] = {}  # page -> held
         self.walked: set[int] = set()
 
@@ -130,7 +135,7 @@ class Validator:
         self.threads_declared = set(declared) if self.linearized else None
         self.tids_seen: set = set()
         self.line = 0
-        self.event: dict | None = None
+        self.event: Event | None = None
         self.replayed = 0
         self.st = EpochState()
         self.start_known = True  # st.start is exact (not after an epoch_skip)
@@ -151,8 +156,17 @@ class Validator:
         self.op_thread: int | None = None
         self.op_name: str | None = None
         self.untouched: dict[int, int] = {}
-        self.handlers: dict[str, Callable[[dict, int | None], None]] = {
-            name[3:]: getattr(self, name) for name in dir(self) if name.startswith("on_")}
+        # the handler of each kind of event, by its type (a KeyError here: a handler for a kind
+        # the format does not have)
+        self.handlers: dict[type, Callable[[Event, int | None], None]] = {
+            EVENT_TYPES[name[3:]]: getattr(self, name) for name in dir(self)
+            if name.startswith("on_")}
+        self.steps = {PC_READ_CLOCK: self.step_read_clock, PC_READ_CLOCK2: self.step_read_clock,
+                      PC_CAS: self.step_cas, PC_INCREMENT: self.step_increment,
+                      PC_STORE: self.step_store, PC_WAIT: self.step_wait}
+        self.count = 0  # events replayed
+        self.next_progress = 1 << 20
+        self.early: dict[int, tuple[int, Event]] = {}
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -171,10 +185,10 @@ class Validator:
             t = self.threads[tid] = ThreadState(tid)
         return t
 
-    def page(self, ev: dict, line: int) -> Page:
-        page = self.pages.get(ev["page"])
+    def page(self, ev: Event, line: int) -> Page:
+        page = self.pages.get(ev.page)
         if page is None:  # the reader has checked page_new; this is a retired id reused
-            raise self.bad(line, f"an event for page {ev['page']!r}, which does not exist")
+            raise self.bad(line, f"an event for page {ev.page!r}, which does not exist")
         return page
 
     def clock(self, now, line: int, what: str) -> int:
@@ -205,36 +219,36 @@ class Validator:
 
     # -- the script ---------------------------------------------------------------------------
 
-    def on_op(self, ev: dict, tid) -> None:
-        thread = ev["thread"]
+    def on_op(self, ev: Event, tid) -> None:
+        thread = ev.thread
         if thread is not None and type(thread) is not int:
             raise Rejection(f"an op of thread {thread!r}: threads are integers")
-        self.op_thread, self.op_name = thread, ev["op"]
+        self.op_thread, self.op_name = thread, ev.op
         if thread is not None and thread not in self.threads:
             self.threads[thread] = ThreadState(thread)  # an op introduces its thread
-        if ev["op"] == "heap_delete" and thread is not None:
+        if ev.op == "heap_delete" and thread is not None:
             # mi_heap_delete: the pages with live blocks move to the backing heap (thread 0)
             self.threads.setdefault(MAIN_TID, ThreadState(MAIN_TID))
             for page in self.pages.values():
                 if page.owner == thread and not page.abandoned:
                     page.owner = MAIN_TID
 
-    def on_error(self, ev: dict, tid) -> None:
+    def on_error(self, ev: Event, tid) -> None:
         pass  # a script error: the trace says so and ends
 
-    def on_clock(self, ev: dict, tid) -> None:
-        self.clock(ev["now"], self.line, "clock")
+    def on_clock(self, ev: Event, tid) -> None:
+        self.clock(ev.now, self.line, "clock")
 
-    def on_scavenge(self, ev: dict, tid) -> None:
+    def on_scavenge(self, ev: Event, tid) -> None:
         pass
 
     # -- pages and blocks -----------------------------------------------------------------------
 
-    def on_page_new(self, ev: dict, tid) -> None:
-        pid = ev["page"]
+    def on_page_new(self, ev: Event, tid) -> None:
+        pid = ev.page
         if pid in self.pages:
             raise self.bad(self.line, f"page {pid} is introduced twice (page_new)")
-        bs = ev["block_size"]
+        bs = ev.block_size
         if type(bs) is not int or bs <= 0:
             raise self.bad(self.line, f"page_new: expected a positive block_size, got {bs!r}")
         owner = self.acting(tid)
@@ -245,32 +259,32 @@ class Validator:
         self.pages[pid] = page
         self.gated[pid] = is_stamp_gated(page)
         want = (page.geom.kind.value, page.reserved, page.unit)
-        got = (ev["page_kind"], ev["reserved"], ev["unit"])
+        got = (ev.page_kind, ev.reserved, ev.unit)
         if want != got:
             raise Rejection(f"page {pid} of blocks of {bs} B: the model forms a {want[0]} page "
                             f"of {want[1]} blocks with a purge unit of {want[2]} B, the trace "
                             f"a {got[0]} page of {got[1]} blocks and a unit of {got[2]} B")
 
-    def on_extend(self, ev: dict, tid) -> None:
+    def on_extend(self, ev: Event, tid) -> None:
         from model.alloc import compute_extend_count
         page = self.live(self.page(ev, self.line))
         self.require_owner(page, tid, "extend")
         want = (page.capacity, compute_extend_count(page))
-        if (ev["first"], ev["count"]) != want:
+        if (ev.first, ev.count) != want:
             raise Rejection(f"extend of page {page.id}: the model forms {want[1]} blocks from "
-                            f"block {want[0]}, the trace {ev['count']!r} from {ev['first']!r}")
+                            f"block {want[0]}, the trace {ev.count!r} from {ev.first!r}")
         page.capacity += want[1]
 
-    def block(self, page: Page, ev: dict) -> int:
-        i = ev["block"]
+    def block(self, page: Page, ev: Event) -> int:
+        i = ev.block
         if type(i) is not int or not 0 <= i < page.capacity:
             raise Rejection(f"block {i!r} of page {page.id}: the page has formed "
                             f"{page.capacity} blocks")
         return i
 
-    def on_malloc(self, ev: dict, tid) -> None:
-        page = self.pages.get(ev["page"])
-        i = ev["block"]
+    def on_malloc(self, ev: Event, tid) -> None:
+        page = self.pages.get(ev.page)
+        i = ev.block
         actor = tid if self.linearized else self.op_thread
         if page is None or page.retired or type(i) is not int or not 0 <= i < page.capacity \
                 or (actor is not None and (page.owner != actor or page.abandoned)):
@@ -280,41 +294,41 @@ class Validator:
         if self.gated[page.id]:
             self.obligations[tid] = (page.id, self.st.epoch, self.line)
 
-    def on_free(self, ev: dict, tid) -> None:
-        page = self.pages.get(ev["page"])
-        i = ev["block"]
+    def on_free(self, ev: Event, tid) -> None:
+        page = self.pages.get(ev.page)
+        i = ev.block
         actor = tid if self.linearized else self.op_thread
         if page is not None and not page.retired and type(i) is int and 0 <= i < page.capacity \
-                and ev["thread"] == "owner" and (actor is None or (page.owner == actor
+                and ev.thread == "owner" and (actor is None or (page.owner == actor
                                                                   and not page.abandoned)):
             return  # the owner's free (the common case), all checked
         page = self.live(self.page(ev, self.line))
         self.block(page, ev)
-        if ev["thread"] == "owner":
+        if ev.thread == "owner":
             self.require_owner(page, tid, "a free by the owner")
         elif actor is not None and actor == page.owner and not page.abandoned:
-            raise Rejection(f"thread {actor} frees block {ev['block']} of its own page "
+            raise Rejection(f"thread {actor} frees block {ev.block} of its own page "
                             f"{page.id} as another thread would (xthread_free)")
 
-    def on_double_free(self, ev: dict, tid) -> None:
+    def on_double_free(self, ev: Event, tid) -> None:
         self.page(ev, self.line)
 
-    def on_realloc(self, ev: dict, tid) -> None:
+    def on_realloc(self, ev: Event, tid) -> None:
         self.block(self.live(self.page(ev, self.line)), ev)
 
-    def on_retire(self, ev: dict, tid) -> None:
+    def on_retire(self, ev: Event, tid) -> None:
         self.live(self.page(ev, self.line)).retired = True
 
-    def on_abandon(self, ev: dict, tid) -> None:
+    def on_abandon(self, ev: Event, tid) -> None:
         page = self.live(self.page(ev, self.line))
         page.abandoned, page.owner = True, -1
 
-    def on_reclaim(self, ev: dict, tid) -> None:
+    def on_reclaim(self, ev: Event, tid) -> None:
         page = self.live(self.page(ev, self.line))
         if not page.abandoned:
             raise Rejection(f"reclaim of page {page.id}, which is not abandoned")
-        self.thread(ev["thread"], self.line)
-        page.abandoned, page.owner = False, ev["thread"]
+        self.thread(ev.thread, self.line)
+        page.abandoned, page.owner = False, ev.thread
 
     # -- the walk, unpurge and the unformed tail ---------------------------------------------------
 
@@ -328,13 +342,13 @@ class Validator:
                             f"the model holds: {self.describe_hold(page, sweep)}")
         return sweep
 
-    def on_discard(self, ev: dict, tid) -> None:
+    def on_discard(self, ev: Event, tid) -> None:
         page = self.live(self.page(ev, self.line))
         self.in_sweep(page, tid)
         if not mi_page_can_purge_holes(page.geom):
             raise Rejection(f"a discard on page {page.id}, which cannot purge holes "
                             f"({page.geom.kind.value}, {page.reserved} blocks)")
-        k0, k1 = ev["k0"], ev["k1"]
+        k0, k1 = ev.k0, ev.k1
         if type(k0) is not int or type(k1) is not int or not 0 <= k0 < k1 <= page.units.bits:
             raise Rejection(f"a discard of units {k0!r}..{k1!r} of page {page.id}, which has "
                             f"{page.units.bits} units")
@@ -343,25 +357,25 @@ class Validator:
                 raise Rejection(f"unit {k} of page {page.id} is discarded but does not lie "
                                 f"wholly inside its {page.capacity} formed blocks")
 
-    def on_walk(self, ev: dict, tid) -> None:
+    def on_walk(self, ev: Event, tid) -> None:
         page = self.live(self.page(ev, self.line))
         sweep = self.in_sweep(page, tid)
         if sweep is not None:
             sweep.walked.add(page.id)
-        if ev["complete"] is True:  # mark_walked: (capacity, used) replaces a stamp
+        if ev.complete is True:  # mark_walked: (capacity, used) replaces a stamp
             page.swept_state = encode_walked(page.capacity, 0)
             self.walked_capacity[page.id] = page.capacity
 
-    def on_discard_tail(self, ev: dict, tid) -> None:
+    def on_discard_tail(self, ev: Event, tid) -> None:
         self.in_sweep(self.live(self.page(ev, self.line)), tid)
 
-    def on_reuse_tail(self, ev: dict, tid) -> None:
+    def on_reuse_tail(self, ev: Event, tid) -> None:
         self.live(self.page(ev, self.line))
 
-    def on_unpurge(self, ev: dict, tid) -> None:
+    def on_unpurge(self, ev: Event, tid) -> None:
         self.live(self.page(ev, self.line)).swept_state = MI_PAGE_SWEPT_NONE
 
-    def on_unpurge_all(self, ev: dict, tid) -> None:
+    def on_unpurge_all(self, ev: Event, tid) -> None:
         self.live(self.page(ev, self.line)).swept_state = MI_PAGE_SWEPT_NONE
 
     # -- the stamp ------------------------------------------------------------------------------
@@ -372,13 +386,13 @@ class Validator:
         the current one."""
         return read_epoch_relaxed(ob[1], t.epoch_seen, self.options.stale_epochs), self.st.epoch
 
-    def on_stamp(self, ev: dict, tid) -> None:
+    def on_stamp(self, ev: Event, tid) -> None:
         ob = self.obligations.pop(tid, None)
         page = self.live(self.page(ev, self.line))
         if ob is None or ob[0] != page.id:
             raise Rejection(f"a stamp of page {page.id} with no allocation from it just before "
                             f"(the allocating side stamps after taking a block)")
-        value = ev["epoch"]
+        value = ev.epoch
         if type(value) is not int:
             raise self.bad(self.line, f"stamp: expected an integer epoch, got {value!r}")
         t = self.thread(self.acting(tid), self.line) if self.acting(tid) is not None else None
@@ -422,108 +436,126 @@ class Validator:
 
     # -- the advance, one atomic step at a time (model/epoch.py) -----------------------------------
 
-    def on_advance_step(self, ev: dict, tid) -> None:
+    def on_advance_step(self, ev: Event, tid) -> None:
+        f = self.frames.get(tid)
+        pc = ev.pc
+        if f is None or f.pc != pc or pc == PC_DONE:  # a new advance, or a step out of turn
+            self.begin_advance(ev, tid, f)
+        else:  # the thread's advance is at this step
+            self.steps[pc](ev, tid, f)
+
+    def begin_advance(self, ev: Event, tid, f: AdvanceFrame | None) -> None:
+        """The load of start that begins an advance (the only step a thread with no advance
+        in progress may take); a new frame is kept only if the model's load agrees."""
+        pc = ev.pc
         if not self.linearized:
             raise self.bad(self.line, "advance_step in a trace whose header does not say "
                                       '"linearized": true')
-        pc, value = ev["pc"], ev["value"]
         if pc not in STEP_PCS:
             raise self.bad(self.line, f"advance_step: unknown pc {pc!r}; expected one of "
                                       f"{', '.join(STEP_PCS)}")
-        f = self.frames.get(tid)
-        if f is None or f.done:
-            if pc != PC_LOAD:
-                if f is not None and not f.advanced and f.pc == PC_DONE and f.spins == 0 \
-                        and f.start != MOVING:
-                    raise Rejection(f"thread {tid}'s advance found the epoch not due (it began "
-                                    f"at {show_start(f.start)}, the clock read {f.now}, the "
-                                    f"interval is {self.interval} ms) and returned; the "
-                                    f"trace goes on to {pc}")
-                raise Rejection(f"thread {tid} has no advance in progress: its next step is "
-                                f"{PC_LOAD} of a new sweep, not {pc}")
-            if not self.advancing:
-                raise Rejection("the model does not advance the epoch: the hold is off "
-                                "(purge_holes false or interval 0)")
-            f = begin_advance(self.interval)
-        if f.pc != pc:
+        if f is not None and not f.done:
             raise Rejection(f"thread {tid}'s advance is at {f.pc}, not {pc}")
+        if pc != PC_LOAD:
+            if f is not None and not f.advanced and f.spins == 0 and f.start != MOVING:
+                raise Rejection(f"thread {tid}'s advance found the epoch not due (it began "
+                                f"at {show_start(f.start)}, the clock read {f.now}, the "
+                                f"interval is {self.interval} ms) and returned; the "
+                                f"trace goes on to {pc}")
+            raise Rejection(f"thread {tid} has no advance in progress: its next step is "
+                            f"{PC_LOAD} of a new sweep, not {pc}")
+        if not self.advancing:
+            raise Rejection("the model does not advance the epoch: the hold is off "
+                            "(purge_holes false or interval 0)")
+        f = begin_advance(self.interval)
+        STEPS[PC_LOAD](self.st, f, 0, self.interval)
+        if f.start != ev.value:
+            raise Rejection(f"the load of start by thread {tid} returned {ev.value!r}, but "
+                            f"start is {show_start(self.st.start)}")
+        self.frames[tid] = f
+
+    def step_read_clock(self, ev: Event, tid, f: AdvanceFrame) -> None:
+        """read_clock or read_clock_again: the trace says what the clock read."""
+        value = ev.value
+        if type(value) is int and self.clock_lo is not None and value >= self.clock_lo:
+            now = self.clock_lo = value  # monotone, as expected
+        else:
+            now = self.clock(value, self.line, f.pc)
+        STEPS[f.pc](self.st, f, now, self.interval)
+        if f.pc == PC_COMPARE:  # a local step: taken at once
+            STEPS[PC_COMPARE](self.st, f, now, self.interval)
+
+    def step_cas(self, ev: Event, tid, f: AdvanceFrame) -> None:
+        value = ev.value
+        if type(value) is not bool:
+            raise self.bad(self.line, f"advance_step cas: expected true or false, got {value!r}")
         st = self.st
-        if pc == PC_LOAD:  # a new frame: kept only if the model's load agrees
-            advance_step(st, f, 0, self.interval)
-            if f.start != value:
-                raise Rejection(f"the load of start by thread {tid} returned {value!r}, but "
-                                f"start is {show_start(st.start)}")
-            self.frames[tid] = f
-        elif pc == PC_READ_CLOCK or pc == PC_READ_CLOCK2:
-            if type(value) is int and self.clock_lo is not None and value >= self.clock_lo:
-                now = self.clock_lo = value  # monotone, as expected
-            else:
-                now = self.clock(value, self.line, pc)
-            advance_step(st, f, now, self.interval)
-            if f.pc == PC_COMPARE:  # a local step: taken at once
-                advance_step(st, f, now, self.interval)
-        elif pc == PC_CAS:
-            if type(value) is not bool:
-                raise self.bad(self.line, f"advance_step cas: expected true or false, got {value!r}")
-            saved = self.save(f)
-            advance_step(st, f, 0, self.interval)
-            if (f.pc == PC_INCREMENT) != value:
-                self.restore(tid, saved)
-                raise Rejection(
-                    f"thread {tid}'s CAS of start from {show_start(f.start)} to MOVING "
-                    f"{'won' if value else 'lost'} in the trace, but start is "
-                    f"{show_start(st.start)}, so the model's CAS "
-                    f"{'fails' if value else 'wins'}")
-        elif pc == PC_INCREMENT:
-            saved = self.save(f)
-            advance_step(st, f, self.clock_lo or 0, self.interval)
-            if value != st.epoch:
-                made = st.epoch
-                self.restore(tid, saved)
-                raise Rejection(f"thread {tid}'s increment made epoch {value!r}; the model's "
-                                f"makes {made}")
-            self.incremented[tid] = st.epoch
-            # the ghost history is not needed here; keep it bounded
-            st.history.real_begin.pop(st.epoch - 3, None)
-        elif pc == PC_STORE:
-            saved = self.save(f)
-            advance_step(st, f, 0, self.interval)
-            if st.start != value:
-                recorded = st.start
-                self.restore(tid, saved)
-                raise Rejection(f"thread {tid} recorded {value!r} as the start of epoch "
-                                f"{st.epoch}; the model records {show_start(recorded)} (its "
-                                f"clock read after the increment was {f.now2})")
-            st.history.recorded_begin.pop(st.epoch - 3, None)
-        else:  # PC_WAIT: the end of the bounded wait, with the last value loaded
-            spins = ev.get("spins")
-            if type(spins) is not int or not 0 <= spins <= epoch_module.spin_max:
-                raise self.bad(self.line, f"advance_step wait_moving: expected spins 0.."
-                                          f"{epoch_module.spin_max}, got {spins!r}")
-            if spins < epoch_module.spin_max and value != st.start:
-                raise Rejection(f"thread {tid}'s wait loaded {show_start(value)}, but start "
-                                f"is {show_start(st.start)}")
-            saved = self.save(f)
-            f.spins = spins
-            advance_step(st, f, 0, self.interval)
-            if not f.done:
-                self.restore(tid, saved)
-                raise Rejection(f"thread {tid} stopped waiting after {spins} spins while start "
-                                f"is MOVING; the model waits up to {epoch_module.spin_max}")
+        saved = self.save(f)
+        STEPS[PC_CAS](st, f, 0, self.interval)
+        if (f.pc == PC_INCREMENT) != value:
+            self.restore(tid, saved)
+            raise Rejection(
+                f"thread {tid}'s CAS of start from {show_start(f.start)} to MOVING "
+                f"{'won' if value else 'lost'} in the trace, but start is "
+                f"{show_start(st.start)}, so the model's CAS "
+                f"{'fails' if value else 'wins'}")
+
+    def step_increment(self, ev: Event, tid, f: AdvanceFrame) -> None:
+        st = self.st
+        saved = self.save(f)
+        STEPS[PC_INCREMENT](st, f, self.clock_lo or 0, self.interval)
+        if ev.value != st.epoch:
+            made = st.epoch
+            self.restore(tid, saved)
+            raise Rejection(f"thread {tid}'s increment made epoch {ev.value!r}; the model's "
+                            f"makes {made}")
+        self.incremented[tid] = st.epoch
+        # the ghost history is not needed here; keep it bounded
+        st.history.real_begin.pop(st.epoch - 3, None)
+
+    def step_store(self, ev: Event, tid, f: AdvanceFrame) -> None:
+        st = self.st
+        saved = self.save(f)
+        STEPS[PC_STORE](st, f, 0, self.interval)
+        if st.start != ev.value:
+            recorded = st.start
+            self.restore(tid, saved)
+            raise Rejection(f"thread {tid} recorded {ev.value!r} as the start of epoch "
+                            f"{st.epoch}; the model records {show_start(recorded)} (its "
+                            f"clock read after the increment was {f.now2})")
+        st.history.recorded_begin.pop(st.epoch - 3, None)
+
+    def step_wait(self, ev: Event, tid, f: AdvanceFrame) -> None:
+        """The end of the bounded wait, with the last value loaded."""
+        st, spins, spin_max = self.st, ev.spins, epoch_module.spin_max
+        if type(spins) is not int or not 0 <= spins <= spin_max:
+            raise self.bad(self.line, f"advance_step wait_moving: expected spins 0.."
+                                      f"{spin_max}, got {spins!r}")
+        if spins < spin_max and ev.value != st.start:
+            raise Rejection(f"thread {tid}'s wait loaded {show_start(ev.value)}, but start "
+                            f"is {show_start(st.start)}")
+        saved = self.save(f)
+        f.spins = spins
+        STEPS[PC_WAIT](st, f, 0, self.interval)
+        if not f.done:
+            self.restore(tid, saved)
+            raise Rejection(f"thread {tid} stopped waiting after {spins} spins while start "
+                            f"is MOVING; the model waits up to {spin_max}")
 
     def save(self, f: AdvanceFrame) -> tuple:
         """What a step may change, so that a rejection shows the state before it."""
-        return self.st.start, self.st.epoch, dataclasses.replace(f)
+        return self.st.start, self.st.epoch, f.__dict__.copy()
 
     def restore(self, tid, saved: tuple) -> None:
         st = self.st
         if st.epoch != saved[1]:
             st.history.real_begin.pop(st.epoch, None)
-        st.start, st.epoch, self.frames[tid] = saved
+        st.start, st.epoch = saved[0], saved[1]
+        self.frames[tid].__dict__.update(saved[2])
 
-    def on_epoch_advance(self, ev: dict, tid) -> None:
-        thread = self.thread(ev["thread"], self.line)
-        got = (ev["epoch"], ev["start"])
+    def on_epoch_advance(self, ev: Event, tid) -> None:
+        thread = self.thread(ev.thread, self.line)
+        got = (ev.epoch, ev.start)
         if self.linearized:  # the report of an advance whose steps were replayed
             f = self.frames.get(tid)
             if f is None or not f.done or not f.advanced:
@@ -532,7 +564,7 @@ class Validator:
             want = (self.incremented[tid], f.now2)
         else:  # the whole advance as one step, both clock reads at `start`
             st = self.st
-            now = self.clock(ev["start"], self.line, "epoch_advance")
+            now = self.clock(ev.start, self.line, "epoch_advance")
             if not self.advancing:
                 raise Rejection("epoch_advance, but the hold is off (the model never advances)")
             before = (st.start, st.epoch)
@@ -553,8 +585,8 @@ class Validator:
             raise Rejection(f"epoch_advance says epoch {got[0]!r} began at {got[1]!r}; the "
                             f"model's advance made epoch {want[0]}, begun at {want[1]}")
 
-    def on_epoch_skip(self, ev: dict, tid) -> None:
-        e = ev["epoch"]
+    def on_epoch_skip(self, ev: Event, tid) -> None:
+        e = ev.epoch
         if type(e) is not int or e < self.st.epoch:
             raise Rejection(f"epoch_skip to epoch {e!r}, behind the current {self.st.epoch}")
         self.st.epoch = e
@@ -563,44 +595,55 @@ class Validator:
 
     # -- the sweeps ------------------------------------------------------------------------------
 
-    def on_sweep_begin(self, ev: dict, tid) -> None:
-        t = self.threads.get(ev["thread"]) or self.thread(ev["thread"], self.line)
+    def on_sweep_begin(self, ev: Event, tid) -> None:
+        t = self.threads.get(ev.thread) or self.thread(ev.thread, self.line)
         if tid in self.sweeps:
             raise Rejection(f"a sweep of thread {t.id} begins while the one of thread "
                             f"{self.sweeps[tid].thread} on the same OS thread has not ended")
-        handoff = (tid != t.id) if self.linearized else self.op_name in HANDOFF_OPS
+        linearized = self.linearized
+        handoff = (tid != t.id) if linearized else self.op_name in HANDOFF_OPS
         if handoff:
             if t.park_state != PARKED or t.park_swept == PARK_SWEPT_DONE:
                 raise Rejection(f"the scavenger sweeps thread {t.id}, which is "
                                 f"{t.park_state}{' and done' if t.park_swept == PARK_SWEPT_DONE else ''}: "
                                 f"it claims only parked threads whose park is not done")
         if self.advancing:
-            self.check_advance_before_sweep(t, tid)
+            f = self.frames.get(tid) if linearized else None
+            if f is None or f.pc != PC_DONE:  # (a finished advance: nothing more to check)
+                self.check_advance_before_sweep(t, tid)
+        epoch = self.st.epoch
         seq = t.holes_sweep_seq + 1
         full = seq % self.options.purge_holes_full_every == 0
-        if (ev["seq"], ev["full"], ev["epoch"]) != (seq, full, self.st.epoch):
+        if ev.seq != seq or ev.full != full or ev.epoch != epoch:
             raise Rejection(f"sweep_begin of thread {t.id}: the model's is sweep {seq} "
-                            f"({'full' if full else 'not full'}) in epoch {self.st.epoch}, the "
-                            f"trace's sweep {ev['seq']!r} (full {ev['full']!r}) in epoch "
-                            f"{ev['epoch']!r}")
-        now = ev.get("now")
-        now = self.clock(now, self.line, "sweep_begin") if now is not None else self.clock_lo
+                            f"({'full' if full else 'not full'}) in epoch {epoch}, the "
+                            f"trace's sweep {ev.seq!r} (full {ev.full!r}) in epoch "
+                            f"{ev.epoch!r}")
+        now = ev.now
+        if now is None:
+            now = self.clock_lo
+        elif type(now) is int and self.clock_lo is not None and now >= self.clock_lo:
+            self.clock_lo = now  # monotone, as expected
+        else:
+            now = self.clock(now, self.line, "sweep_begin")
         # Checked: the sweep begins.
         if handoff:
             t.park_state = SWEEPING
         self.frames.pop(tid, None)
-        self.advanced_seq.discard(t.id)
-        t.holes_sweep_seq, t.holes_sweep_full, t.holes_sweep_epoch = seq, full, self.st.epoch
-        t.epoch_seen = max(t.epoch_seen, self.st.epoch)
+        if not linearized:
+            self.advanced_seq.discard(t.id)
+        t.holes_sweep_seq, t.holes_sweep_full, t.holes_sweep_epoch = seq, full, epoch
+        if t.epoch_seen < epoch:
+            t.epoch_seen = epoch
         t.holes_sweep_deferred = False
-        key = (now, self.st.epoch, handoff, full)
-        ctx = self.contexts.get(key)
-        if ctx is None:
+        key = (now, epoch, handoff, full)
+        known = self.contexts.get(key)
+        if known is None:
             if len(self.contexts) > 64:
                 self.contexts.clear()
-            ctx = self.contexts[key] = SweepContext(now if now is not None else 0, self.st.epoch,
-                                                    self.interval, handoff, full)
-        self.sweeps[tid] = Sweep(t.id, ctx)
+            known = self.contexts[key] = (SweepContext(now if now is not None else 0, epoch,
+                                                       self.interval, handoff, full), {})
+        self.sweeps[tid] = Sweep(t.id, *known)
 
     def check_advance_before_sweep(self, t: ThreadState, tid) -> None:
         """Each sweep advances the epoch first (mi_holes_sweep_begin)."""
@@ -629,32 +672,40 @@ class Validator:
         return sweep
 
     def decide(self, sweep: Sweep, page: Page) -> bool:
-        """The hold decision for this page in this sweep (made once: two-untouched counts)."""
+        """The hold decision for this page in this sweep (made once: two-untouched counts).
+        In the other designs is_page_held reads nothing but the page's swept_state and the
+        sweep's context, so sweeps that share a context share its decisions too."""
         held = sweep.decided.get(page.id)
         if held is None:
             if not (page.owner == sweep.thread or page.abandoned):
                 raise Rejection(f"the sweep of thread {sweep.thread} reaches page {page.id}, "
                                 f"owned by thread {page.owner}: a sweep takes its own heap's "
                                 f"pages and the abandoned ones")
-            held = sweep.decided[page.id] = is_page_held(self.options.variant, page, sweep.ctx,
-                                                         self.untouched)
+            if self.options.variant == TWO_UNTOUCHED:
+                held = is_page_held(TWO_UNTOUCHED, page, sweep.ctx, self.untouched)
+            else:
+                held = sweep.held.get(page.swept_state)
+                if held is None:
+                    held = sweep.held[page.swept_state] = is_page_held(
+                        self.options.variant, page, sweep.ctx, self.untouched)
+            sweep.decided[page.id] = held
         return held
 
     def describe_hold(self, page: Page, sweep: Sweep) -> str:
         return (f"it carries {describe_swept_state(page.swept_state)} and the sweep runs in "
                 f"epoch {sweep.ctx.epoch} (variant {self.options.variant})")
 
-    def on_sweep_page(self, ev: dict, tid) -> None:
+    def on_sweep_page(self, ev: Event, tid) -> None:
         sweep = self.sweeps.get(tid) or self.sweep_of(tid, "sweep_page")
-        page = self.pages.get(ev["page"])
+        page = self.pages.get(ev.page)
         if page is None or page.retired:
             page = self.live(self.page(ev, self.line))
-        outcome = ev["outcome"]
-        if outcome not in OUTCOMES:
+        outcome = ev.outcome
+        if outcome not in _OUTCOMES:
             raise self.bad(self.line, f"sweep_page: unknown outcome {outcome!r}; expected one "
                                       f"of {', '.join(OUTCOMES)}")
-        o = self.options
         if outcome == "off":
+            o = self.options
             if o.purge_holes and o.purge_delay >= 0:
                 raise Rejection(f"page {page.id} swept as 'off', but purge_holes is on")
             return
@@ -665,76 +716,81 @@ class Validator:
             raise Rejection(f"page {page.id} is {outcome} by the sweep of thread "
                             f"{sweep.thread}, but the model {'holds' if held else 'does not hold'}"
                             f" it: {self.describe_hold(page, sweep)}")
-        if outcome == "ineligible" and mi_page_can_purge_holes(page.geom):
-            raise Rejection(f"page {page.id} swept as ineligible, but it can purge holes")
-        if outcome == "unchanged" and (sweep.ctx.full or is_stamp(page.swept_state)
-                                       or page.swept_state == MI_PAGE_SWEPT_NONE
-                                       or page.id in sweep.walked):
-            why = ("the sweep is full" if sweep.ctx.full else "the sweep walked it"
-                   if page.id in sweep.walked else
-                   f"it carries {describe_swept_state(page.swept_state)}")
-            raise Rejection(f"page {page.id} skipped as unchanged, but {why}")
-        if outcome in ("walked", "incomplete") and page.id not in sweep.walked:
+        if outcome == "held":
+            return
+        if outcome == "unchanged":
+            state = page.swept_state
+            if sweep.ctx.full or is_stamp(state) or state == MI_PAGE_SWEPT_NONE \
+                    or page.id in sweep.walked:
+                why = ("the sweep is full" if sweep.ctx.full else "the sweep walked it"
+                       if page.id in sweep.walked else
+                       f"it carries {describe_swept_state(state)}")
+                raise Rejection(f"page {page.id} skipped as unchanged, but {why}")
+        elif outcome == "ineligible":
+            if mi_page_can_purge_holes(page.geom):
+                raise Rejection(f"page {page.id} swept as ineligible, but it can purge holes")
+        elif page.id not in sweep.walked:  # walked or incomplete
             raise Rejection(f"page {page.id} swept as {outcome} without a walk event")
 
-    def on_idle(self, ev: dict, tid) -> None:
+    def on_idle(self, ev: Event, tid) -> None:
         sweep = self.sweeps.get(tid) or self.sweep_of(tid, "idle")
-        t = self.threads.get(ev["thread"]) or self.thread(ev["thread"], self.line)
         ctx = sweep.ctx
-        want = (sweep.thread, ctx.epoch, ctx.in_handoff, ctx.full)
-        got = (ev["thread"], ev["epoch"], ev["handoff"], ev["full"])
-        if got != want:
-            raise Rejection(f"the idle event says thread {got[0]!r}, epoch {got[1]!r}, handoff "
-                            f"{got[2]!r}, full {got[3]!r}; the sweep it ends is thread "
-                            f"{want[0]}, epoch {want[1]}, handoff {want[2]}, full {want[3]}")
-        if ev["deferred"] is True and not any(sweep.decided.values()):
-            raise Rejection(f"the sweep of thread {t.id} says it left blocks behind "
+        if ev.thread != sweep.thread or ev.epoch != ctx.epoch or ev.handoff != ctx.in_handoff \
+                or ev.full != ctx.full:
+            self.thread(ev.thread, self.line)  # a thread that does not exist is bad input
+            raise Rejection(f"the idle event says thread {ev.thread!r}, epoch {ev.epoch!r}, "
+                            f"handoff {ev.handoff!r}, full {ev.full!r}; the sweep it ends is "
+                            f"thread {sweep.thread}, epoch {ctx.epoch}, handoff "
+                            f"{ctx.in_handoff}, full {ctx.full}")
+        deferred = ev.deferred is True
+        if deferred and True not in sweep.decided.values():
+            raise Rejection(f"the sweep of thread {sweep.thread} says it left blocks behind "
                             f"(deferred), but it held no page")
-        t.holes_sweep_deferred = ev["deferred"] is True
-        self.last_deferred[t.id] = t.holes_sweep_deferred
+        self.threads[sweep.thread].holes_sweep_deferred = deferred
+        self.last_deferred[sweep.thread] = deferred
         del self.sweeps[tid]
 
-    def on_pending(self, ev: dict, tid) -> None:
-        t = self.thread(ev["thread"], self.line)
+    def on_pending(self, ev: Event, tid) -> None:
+        t = self.thread(ev.thread, self.line)
         if t.park_state != RUNNING and self.linearized:
             return  # a parked thread's read races with the scavenger's sweep of its heap
-        if ev["value"] != t.holes_sweep_deferred:
-            raise Rejection(f"mi_on_thread_idle_pending of thread {t.id} says {ev['value']!r}; "
+        if ev.value != t.holes_sweep_deferred:
+            raise Rejection(f"mi_on_thread_idle_pending of thread {t.id} says {ev.value!r}; "
                             f"its last sweep {'left' if t.holes_sweep_deferred else 'did not leave'}"
                             f" blocks behind")
 
     # -- the park handoff (model/park.py) -------------------------------------------------------
 
-    def on_park(self, ev: dict, tid) -> None:
-        t = self.thread(ev["thread"], self.line)
+    def on_park(self, ev: Event, tid) -> None:
+        t = self.thread(ev.thread, self.line)
         if t.park_state != RUNNING:
             raise Rejection(f"thread {t.id} parks, but it is {t.park_state}")
         t.park_state, t.park_swept, t.park_reclaim = PARKED, PARK_SWEPT_NONE, False
 
-    def on_unpark(self, ev: dict, tid) -> None:
-        t = self.thread(ev["thread"], self.line)
+    def on_unpark(self, ev: Event, tid) -> None:
+        t = self.thread(ev.thread, self.line)
         if t.park_state != PARKED:
             raise Rejection(f"thread {t.id} leaves its park, but it is {t.park_state}"
                             f"{': a sweep has its heap' if t.park_state == SWEEPING else ''}")
         t.park_state = RUNNING
 
-    def on_park_sweep(self, ev: dict, tid) -> None:
-        t = self.thread(ev["thread"], self.line)
+    def on_park_sweep(self, ev: Event, tid) -> None:
+        t = self.thread(ev.thread, self.line)
         if t.park_state != SWEEPING:
             raise Rejection(f"park_sweep of thread {t.id}, which no sweep has claimed "
                             f"(it is {t.park_state})")
         deferred = self.last_deferred.get(t.id)
-        if (ev["epoch"], ev["deferred"]) != (t.holes_sweep_epoch, deferred):
-            raise Rejection(f"park_sweep of thread {t.id} says epoch {ev['epoch']!r}, deferred "
-                            f"{ev['deferred']!r}; its sweep ran in epoch {t.holes_sweep_epoch} "
+        if (ev.epoch, ev.deferred) != (t.holes_sweep_epoch, deferred):
+            raise Rejection(f"park_sweep of thread {t.id} says epoch {ev.epoch!r}, deferred "
+                            f"{ev.deferred!r}; its sweep ran in epoch {t.holes_sweep_epoch} "
                             f"and said deferred {deferred}")
         swept, park_epoch = t.park_swept, t.holes_park_epoch
         if swept == PARK_SWEPT_NONE:
             t.holes_park_epoch = t.holes_sweep_epoch
         nxt = compute_park_next(t, swept, bool(deferred))
-        if (nxt == PARK_SWEPT_DONE) != (ev["done"] is True):
+        if (nxt == PARK_SWEPT_DONE) != (ev.done is True):
             t.holes_park_epoch, park_epoch = park_epoch, t.holes_park_epoch
-            raise Rejection(f"park_sweep of thread {t.id} says done {ev['done']!r}; the model's "
+            raise Rejection(f"park_sweep of thread {t.id} says done {ev.done!r}; the model's "
                             f"park is {'done' if nxt == PARK_SWEPT_DONE else 'not done'} (sweep "
                             f"{1 if swept == PARK_SWEPT_NONE else swept}, epochs "
                             f"{park_epoch}..{t.holes_sweep_epoch}, deferred {deferred})")
@@ -742,13 +798,13 @@ class Validator:
 
     # -- observations ---------------------------------------------------------------------------
 
-    def on_page_state(self, ev: dict, tid) -> None:
+    def on_page_state(self, ev: Event, tid) -> None:
         page = self.page(ev, self.line)
-        state = ev["swept_state"]
-        if ev["capacity"] != page.capacity or ev["reserved"] != page.reserved \
-                or ev["unit"] != page.unit:
-            raise Rejection(f"page {page.id} is observed with capacity {ev['capacity']!r} of "
-                            f"{ev['reserved']!r}, unit {ev['unit']!r}; the model has "
+        state = ev.swept_state
+        if ev.capacity != page.capacity or ev.reserved != page.reserved \
+                or ev.unit != page.unit:
+            raise Rejection(f"page {page.id} is observed with capacity {ev.capacity!r} of "
+                            f"{ev.reserved!r}, unit {ev.unit!r}; the model has "
                             f"{page.capacity} of {page.reserved}, unit {page.unit}")
         mine = page.swept_state
         if is_stamp(mine) or mine == MI_PAGE_SWEPT_NONE:
@@ -760,39 +816,105 @@ class Validator:
                             f"{describe_swept_state(state)}; the model's is "
                             f"{describe_swept_state(mine)}")
 
-    def on_resident(self, ev: dict, tid) -> None:
+    def on_resident(self, ev: Event, tid) -> None:
         self.page(ev, self.line)
 
     # -- driving ---------------------------------------------------------------------------------
 
-    def replay(self, numbered, progress: Callable[[int], None] | None = None) -> None:
-        """Replay (line, event) pairs in order; `self.replayed` counts them. Raises Rejection,
-        or TraceError for bad input. (The hot loop of the validator: kept flat.)"""
-        handlers, obligations, seen = self.handlers, self.obligations, self.tids_seen
-        linearized = self.linearized
-        for line, ev in numbered:
-            self.line, self.event = line, ev
-            kind = ev["ev"]
-            tid = ev["tid"] if linearized else None
-            if tid not in seen:
-                self.admit(tid, ev, line)
-            if obligations and tid in obligations and kind != "stamp":
-                self.settle(tid)
-            handlers[kind](ev, tid)
-            self.replayed += 1
-            if progress and not self.replayed & 0xFFFFF:
-                progress(self.replayed)
+    def replay(self, batches: Iterable[tuple[int, list[bytes], list]],
+               progress: Callable[[int], None] | None = None) -> None:
+        """Replay a trace's checked batches of typed events (purgecheck.trace.Trace.batches)
+        in order: file order, or `lin` order in a linearized trace. `self.replayed` counts the
+        events. Raises Rejection, or TraceError for bad input."""
+        if progress is not None:
+            batches = self.reporting(batches, progress)
+        try:
+            if self.linearized:
+                self.replay_in_lin_order(batches)
+            else:
+                self.replay_in_file_order(batches)
+        finally:
+            self.replayed = self.count
 
-    def step(self, ev: dict, line: int) -> None:
-        """Replay one event."""
-        self.replay(((line, ev),))
+    def reporting(self, batches, progress: Callable[[int], None]):
+        for batch in batches:
+            yield batch
+            if self.count >= self.next_progress:
+                progress(self.count)
+                self.next_progress = (self.count >> 20) + 1 << 20
 
-    def admit(self, tid, ev: dict, line: int) -> None:
+    def replay_in_file_order(self, batches) -> None:
+        handlers, obligations = self.handlers, self.obligations
+        ev = first = line = None
+        try:
+            for first, _, evs in batches:
+                for line, ev in enumerate(evs, first):
+                    self.line = line
+                    if obligations and None in obligations and type(ev) is not STAMP:
+                        self.settle(None)
+                    handlers[type(ev)](ev, None)
+                self.count += len(evs)
+        except (Rejection, TypeError, ValueError, KeyError, AttributeError):
+            self.event = ev
+            self.count += line - first  # the events of this batch before it
+            raise
+
+    def replay_in_lin_order(self, batches) -> None:
+        """The hot loop of the validator, kept flat. Events come nearly in `lin` order (each
+        thread writes its line right after taking its number): the few that come early wait
+        in `self.early` for their turn. The numbers must be 0, 1, 2, ... with none missing or
+        repeated; `expect`, the number whose turn it is, counts the events replayed."""
+        handlers, obligations, seen, early = self.handlers, self.obligations, self.tids_seen, \
+            self.early
+        expect = self.count
+        ev = None
+        try:
+            for first, _, evs in batches:
+                for line, ev in enumerate(evs, first):
+                    if ev.lin != expect:
+                        self.hold_early(ev, line, expect)
+                        continue
+                    while True:  # this event, then those that waited for it
+                        self.line = line
+                        tid = ev.tid
+                        if tid not in seen:
+                            self.admit(tid, ev, line)
+                        if obligations and tid in obligations and type(ev) is not STAMP:
+                            self.settle(tid)
+                        handlers[type(ev)](ev, tid)
+                        expect += 1
+                        if expect not in early:
+                            break
+                        line, ev = early.pop(expect)
+                self.count = expect
+        except (Rejection, TypeError, ValueError, KeyError, AttributeError):
+            self.event = ev
+            raise
+        finally:
+            self.count = expect
+        if early:
+            raise TraceError(self.source, 0, f"the trace lacks lin {expect} (it has "
+                                             f"{len(early)} events after it): expected every "
+                                             f"number from 0")
+
+    def hold_early(self, ev: Event, line: int, expect: int) -> None:
+        """An event before its turn waits for it (or is bad input)."""
+        lin = ev.lin
+        if lin is None or ev.tid is None:
+            raise TraceError(self.source, line, f"expected integer lin and tid fields: the "
+                                                f"header says the trace is linearized, got lin "
+                                                f"{lin!r}, tid {ev.tid!r}")
+        if lin < expect or lin in self.early:
+            raise TraceError(self.source, line, f"lin {lin} appears twice: expected each "
+                                                f"number once")
+        self.early[lin] = (line, ev)
+
+    def admit(self, tid, ev: Event, line: int) -> None:
         """The first event of an OS thread: one the header lists, main, the scavenger, or a
         script thread whose op this is."""
         if self.linearized and tid not in self.threads_declared \
                 and tid not in (MAIN_TID, SCAVENGER_TID) \
-                and not (ev["ev"] == "op" and ev["thread"] == tid):
+                and not (type(ev) is OP and ev.thread == tid):
             raise self.bad(line, f"tid {tid!r} is not a thread of this trace: expected one "
                                  f"of {sorted(self.threads_declared)}, {MAIN_TID} (main) or "
                                  f"{SCAVENGER_TID} (scavenger)")
@@ -808,7 +930,7 @@ class Validator:
 
     # -- what the rejection shows ---------------------------------------------------------------
 
-    def describe_state(self, ev: dict | None) -> list[str]:
+    def describe_state(self, ev: Event | None) -> list[str]:
         st = self.st
         out = [f"epoch {st.epoch}, start {show_start(st.start)}"
                f"{'' if self.start_known else ' (at least)'}, clock "
@@ -829,7 +951,7 @@ class Validator:
                 out.append(f"thread {t.id}: {t.park_state}, park_swept {t.park_swept}, sweeps "
                            f"{t.holes_sweep_seq}, last in epoch {t.holes_sweep_epoch}, "
                            f"deferred {t.holes_sweep_deferred}")
-        pid = ev.get("page") if ev else None
+        pid = ev.page if ev else None
         if pid in self.pages:
             p = self.pages[pid]
             out.append(f"page {pid}: {p.geom.kind.value}, blocks of {p.block_size} B, "
@@ -852,9 +974,9 @@ class Validator:
                 PC_WAIT: f"wait_moving -> {'done' if g.done else 'spin (start is MOVING)'}",
                 }.get(f.pc, f.pc)
 
-    def enabled(self, ev: dict | None) -> list[str]:
+    def enabled(self, ev: Event | None) -> list[str]:
         """What the model could do next on the OS thread of the rejected event."""
-        tid = ev.get("tid") if (ev and self.linearized) else None
+        tid = ev.tid if (ev and self.linearized) else None
         who = f"tid {tid}" if self.linearized else "the trace"
         f = self.frames.get(tid)
         if f is not None and not f.done:
@@ -889,51 +1011,20 @@ def describe_swept_state(state) -> str:
     return f"walked(capacity={state >> 32})"
 
 
-# -- reading in lin order ------------------------------------------------------------------------
-
-def in_lin_order(events: Iterator[dict], source: str) -> Iterator[tuple[int, dict]]:
-    """(line, event) in the order of the events' `lin` numbers, which must be 0, 1, 2, ...
-    with none missing or repeated. Events come nearly in order (each thread writes its line
-    right after taking its number), so the buffer of early ones stays small."""
-    expect = 0
-    early: dict[int, tuple[int, dict]] = {}
-    for line, ev in enumerate(events, 2):
-        lin = ev.get("lin")
-        if lin == expect and type(lin) is int:
-            yield line, ev
-            expect += 1
-            while expect in early:
-                yield early.pop(expect)
-                expect += 1
-            continue
-        if type(lin) is not int or type(ev.get("tid")) is not int:
-            raise TraceError(source, line, f"expected integer lin and tid fields: the header "
-                                           f"says the trace is linearized, got lin {lin!r}, "
-                                           f"tid {ev.get('tid')!r}")
-        if lin < expect or lin in early:
-            raise TraceError(source, line, f"lin {lin} appears twice: expected each number once")
-        early[lin] = (line, ev)
-    if early:
-        raise TraceError(source, 0, f"the trace lacks lin {expect} (it has {len(early)} "
-                                    f"events after it): expected every number from 0")
-
-
 def validate_stream(f: IO[bytes], source: str, progress: Callable[[int], None] | None = None
                     ) -> Verdict:
     """Validate one trace from a binary file. Raises TraceError for bad input."""
     trace = read_trace(f, source)
     v = Validator(trace.header, source)
-    events = in_lin_order(trace.events, source) if v.linearized \
-        else enumerate(trace.events, 2)
     try:
-        v.replay(events, progress)
+        v.replay(trace.batches(), progress)
         v.finish()
     except Rejection as r:
         ev = v.event
-        return Verdict(source, False, v.replayed, v.line, ev, r.why, v.describe_state(ev),
-                       v.enabled(ev))
+        return Verdict(source, False, v.replayed, v.line, event_dict(ev) if ev else None, r.why,
+                       v.describe_state(ev), v.enabled(ev))
     except (TypeError, ValueError, KeyError, AttributeError) as e:  # a field of a wrong kind
-        kind = v.event.get("ev", "") if v.event else ""
+        kind = kind_of(v.event) if v.event else ""
         raise TraceError(source, v.line, f"a field of this {kind} event has a value of the "
                                          f"wrong kind ({type(e).__name__}: {e})") from None
     return Verdict(source, True, v.replayed, stats={"threads": len(v.threads), "pages": len(v.pages),
