@@ -59,6 +59,7 @@ ENGINE_MODULES = [
     "purgecheck.conformance_engine",
     "purgecheck.validate_engine",
     "purgecheck.prove_engine",
+    "purgecheck.sanitizer_engine",
 ]
 
 

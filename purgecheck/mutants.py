@@ -237,3 +237,5 @@ mutant("malloc-head-kept", "malloc hands out the head of the free list without p
 import purgecheck.glibc.mutants  # noqa: E402,F401  the glibc model's mutants (seed 001)
 import purgecheck.fuzz_mutants  # noqa: E402,F401  mutants that only the fuzz machines catch
 import purgecheck.epoch_mutants  # noqa: E402,F401  the advance mutants the explorer finds
+import purgecheck.sanitizer_mutants  # noqa: E402,F401  C mutants only a sanitizer build reports
+import purgecheck.glibc.strace_mutants  # noqa: E402,F401  glibc mutants only strace conformance sees

@@ -34,6 +34,7 @@ const char *const mi_mutant_names[M_COUNT] = {
     [M_NO_HOLD_INLINE] = "no_hold_inline",
     [M_NO_CAS_EXCLUSION] = "no_cas_exclusion",
     [M_START_BEFORE_INCREMENT] = "start_before_increment",
+    [M_EPOCH_PLAIN_READ] = "epoch_plain_read",
 };
 
 int mi_mutant_by_name(const char *name) {

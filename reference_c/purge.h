@@ -289,6 +289,7 @@ typedef enum {
     M_PARK_DONE_FIRST, M_PARK_UNBOUNDED, M_PARK_IGNORES_EPOCHS, M_SWEEP_LAST_BEFORE_WORK,
     M_EPOCH_NOT_RATE_LIMITED, M_DOUBLE_INCREMENT, M_NO_HOLD_INLINE,
     M_NO_CAS_EXCLUSION, M_START_BEFORE_INCREMENT,   /* the advance's broken variants (linearize.c) */
+    M_EPOCH_PLAIN_READ,   /* a data race only the TSan build sees (purgecheck/sanitizer_mutants.py) */
     M_COUNT
 } mi_mutant_t;
 extern mi_mutant_t mi_mutant;

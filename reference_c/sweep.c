@@ -21,7 +21,15 @@ bool mi_stamp_slow_path;
 
 void mi_stamp_configure(const mi_options_t *o) {
     mi_stamp_slow_path = o->stale_epochs > 0 || o->variant == V_CLOCK
-                         || mi_mutant == M_STAMP_NEVER_WRITTEN;
+                         || mi_mutant == M_STAMP_NEVER_WRITTEN || mi_mutant == M_EPOCH_PLAIN_READ;
+}
+
+/* Mutant epoch_plain_read: the allocating side reads the epoch with a plain load while the
+ * sweepers move it with an atomic read-modify-write. That is a data race (C11 5.1.2.4:
+ * undefined behaviour) although on x86-64 the load returns the same value, so no trace tells
+ * it from the relaxed load; the TSan build reports it (CF-SANITIZERS-CLEAN). */
+static uint64_t mi_epoch_plain_read(void) {
+    return *(const uint64_t *)(const void *)&mi_world->epoch;
 }
 
 /* Write the stamp (it differs from what the page carries): once per epoch for a busy page. */
@@ -39,7 +47,8 @@ void mi_stamp_store(mi_page_t *p, uint64_t stamp, uint64_t value) {
 void mi_stamp_slow(mi_tld_t *t, mi_page_t *p) {
     const mi_options_t *o = &mi_world->opt;
     lin_lock();   /* linearized trace: the epoch read and its stamp event are one step */
-    uint64_t epoch = atomic_load_explicit(&mi_world->epoch, memory_order_relaxed);
+    uint64_t epoch = mi_mutant == M_EPOCH_PLAIN_READ ? mi_epoch_plain_read()
+                     : atomic_load_explicit(&mi_world->epoch, memory_order_relaxed);
     if (o->stale_epochs > 0) {
         int64_t seen = (int64_t)t->epoch_seen, oldest = (int64_t)epoch - o->stale_epochs;
         epoch = (uint64_t)(seen > oldest ? seen : oldest);
