@@ -15,17 +15,18 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import orjson
 
 from model.world import Options
 from purgecheck.ops import Op, parse_script
-from purgecheck.trace import (canonical_config, canonical_line, model_trace, options_of,
-                              read_stream_trace)
+from purgecheck.trace import (EVENT_TYPES, Trace, TraceError, canonical_config, canonical_line,
+                              model_trace, options_of, parse_lines, read_stream_trace)
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD_DIR = ROOT / "reference_c" / "build"
+OP_EVENT = EVENT_TYPES["op"]
 BUILDS = {"release": "driver", "asan": "driver_asan", "tsan": "driver_tsan",
           "nostamp": "driver_nostamp"}
 
@@ -204,6 +205,98 @@ def compare(a_header: dict, a_events: Iterable[dict], b_header: dict,
             op = ea
         window.append(ea)
         index += 1
+
+
+def compare_traces(ta: Trace, tb: Trace, context: int = 5) -> tuple[Divergence | None, int]:
+    """`compare` for two traces being read (purgecheck.trace.read_trace), streaming: the
+    first divergence or None, and how many events trace A has. A batch of lines that is byte
+    for byte the same in both (the model and the C write alike) holds events equal in
+    canonical form that would check alike: they are decoded and checked once, for A, and B's
+    reader takes up A's state before it next reads a line itself. Elsewhere each side is
+    checked and the events are compared in canonical form, as `compare` does. Both traces
+    are read to their end (so a malformed tail is still reported)."""
+    if canonical_config(ta.header) != canonical_config(tb.header):
+        return Divergence(-1, {"config": canonical_config(ta.header)},
+                          {"config": canonical_config(tb.header)}), 0
+    window: collections.deque = collections.deque(maxlen=context)  # raw lines before
+    op = None  # the raw line of the last op event
+    index = 0  # events compared equal
+    cut: list[TraceError] = []  # B's last line is cut short: said once its lines are checked
+    b_lines = _until_error(tb.lines, cut)
+    pending: list[bytes] = []  # B's lines read but not yet paired with A's
+    b_next = 2  # the number of B's next line
+    b_behind = False  # B's reader has not read lines A's has checked for both
+    div = None
+    for first, la in ta.lines:
+        while len(pending) < len(la):
+            more = next(b_lines, None)
+            if more is None:
+                break
+            pending += more[1]
+        lb = pending[:len(la)]
+        del pending[:len(la)]
+        b_next += len(lb)
+        if la == lb:
+            evs = ta.check(first, la)
+            b_behind = True
+        else:
+            if b_behind:
+                tb.caught_up(ta)
+                b_behind = False
+            evs = ta.check(first, la)
+            div = _first_difference(index, la[:len(evs)], lb[:len(tb.check(first, lb))],
+                                    first, (ta.source, tb.source), window, op)
+            if div is not None:
+                break
+        n = len(evs)
+        index += n
+        window.extend(la[max(0, n - context):n])
+        if OP_EVENT in map(type, evs):
+            op = la[next(i for i in range(n - 1, -1, -1) if type(evs[i]) is OP_EVENT)]
+    for first, la in ta.lines:  # after a divergence: the rest of A
+        ta.check(first, la)
+    ta.finish()
+    if b_behind:
+        tb.caught_up(ta)
+    for first, lb in itertools.chain([(b_next, pending)] if pending else [],
+                                     b_lines):  # the rest of B
+        evs = tb.check(first, lb)
+        if evs and div is None:  # B goes on where A has ended
+            div = _first_difference(index, [], lb[:len(evs)], first, (ta.source, tb.source),
+                                    window, op)
+    if cut:
+        raise cut[0]
+    tb.finish()
+    return div, ta.validator.count
+
+
+def _until_error(lines, errors: list) -> Iterator:
+    """The batches of lines, then the error that ended them (a truncated last line) is put in
+    `errors` instead of raised, so that the lines before it are checked first."""
+    try:
+        yield from lines
+    except TraceError as e:
+        errors.append(e)
+
+
+def _first_difference(index: int, la: list[bytes], lb: list[bytes], first: int,
+                      sources: tuple[str, str], window: collections.deque,
+                      op: bytes | None) -> Divergence | None:
+    """The first of two runs of checked event lines (`index` events before them were equal,
+    the last of them in `window`, the last op before them `op`) whose events differ in
+    canonical form; one run may be shorter (its trace ended)."""
+    da, db = parse_lines(first, la, sources[0]), parse_lines(first, lb, sources[1])
+    for i in range(max(len(da), len(db))):
+        ea = da[i] if i < len(da) else None
+        eb = db[i] if i < len(db) else None
+        if ea is None or eb is None or (la[i] != lb[i] and ea != eb
+                                        and canonical_line(ea) != canonical_line(eb)):
+            before = [orjson.loads(line) for line in window] + da[:i]
+            ops = [ev for ev in da[:i] if ev["ev"] == "op"]
+            last_op = ops[-1] if ops else orjson.loads(op) if op else None
+            keep = window.maxlen or 0
+            return Divergence(index + i, ea, eb, before[max(0, len(before) - keep):], last_op)
+    return None
 
 
 def explain(div: Divergence, ops: list[Op], options: Options) -> str:

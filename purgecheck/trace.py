@@ -310,7 +310,7 @@ def _bad_json(source: str, n: int, line: bytes, e: orjson.JSONDecodeError) -> Tr
                                  f"{shown!r}")
 
 
-def _parse_batch(first: int, lines: list[bytes], source: str) -> list[dict]:
+def parse_lines(first: int, lines: list[bytes], source: str) -> list[dict]:
     """The lines as dicts, with one orjson call; on an error, the bad line."""
     try:
         return orjson.loads(b"[" + b",".join(lines) + b"]")
@@ -373,6 +373,14 @@ class Trace:
         """After the last line: the trace had its end event."""
         self.validator.finish(self.last + 1)
 
+    def caught_up(self, other: "Trace") -> None:
+        """This trace's lines so far were byte for byte those of `other`, which were checked
+        (so these would check alike, as the configurations agree): the reader takes up the
+        state `other`'s has (its pages, count, clock, end)."""
+        v, w = self.validator, other.validator
+        v.pages, v.count, v.clock, v.ended = set(w.pages), w.count, w.clock, w.ended
+        self.last = other.last
+
     def batches(self) -> Iterator[tuple[int, list[bytes], list]]:
         for first, lines in self.lines:
             yield first, lines, self.check(first, lines)
@@ -380,7 +388,7 @@ class Trace:
 
     def _dicts(self) -> Iterator[dict]:
         for first, lines, evs in self.batches():
-            yield from _parse_batch(first, lines[:len(evs)], self.source)
+            yield from parse_lines(first, lines[:len(evs)], self.source)
 
 
 def read_trace(f: IO[bytes], source: str = "<trace>") -> Trace:

@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from purgecheck.cli import main
-from purgecheck.conformance import compare
+from purgecheck.conformance import compare, compare_traces
 from model.world import Options
 from purgecheck.ops import parse_script
 from purgecheck.trace import TraceError, model_trace, read_trace, write_trace
@@ -65,9 +65,28 @@ def validate_bytes(data: bytes, name: str = "bad.jsonl"):
     return validate_stream(io.BytesIO(data), name)
 
 
-def diff_bytes(a: bytes, b: bytes, name: str = "bad.jsonl"):
-    ta, tb = read_trace(io.BytesIO(a), name), read_trace(io.BytesIO(b), "good.jsonl")
-    return compare(ta.header, ta.events, tb.header, tb.events)
+def diff_bytes(a: bytes, b: bytes, names: tuple[str, str] = ("bad.jsonl", "good.jsonl")):
+    """`diff --traces` (compare_traces), checked against `compare` of the traces as dicts:
+    the same bad input, or the same first divergence."""
+    def fast():
+        ta, tb = read_trace(io.BytesIO(a), names[0]), read_trace(io.BytesIO(b), names[1])
+        return compare_traces(ta, tb)[0]
+
+    def plain():
+        ta, tb = read_trace(io.BytesIO(a), names[0]), read_trace(io.BytesIO(b), names[1])
+        return compare(ta.header, ta.events, tb.header, tb.events)
+
+    outcomes = []
+    for run in (fast, plain):
+        try:
+            div = run()
+            outcomes.append(div and (div.index, div.a, div.b, div.before, div.op))
+        except TraceError as e:
+            outcomes.append(e)
+    assert str(outcomes[0]) == str(outcomes[1]), outcomes
+    if isinstance(outcomes[0], TraceError):
+        raise outcomes[0]
+    return outcomes[0]
 
 
 def lines_of(data: bytes) -> list[bytes]:
@@ -254,7 +273,9 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
 def check_one(data: bytes, seen: dict) -> None:
     """Bad input is a TraceError naming the file and a line; anything else is a verdict."""
     for command, run in (("validate", validate_bytes),
-                         ("diff", lambda d: diff_bytes(d, GOOD["sequential"]))):
+                         ("diff", lambda d: diff_bytes(d, GOOD["sequential"])),
+                         ("diff", lambda d: diff_bytes(GOOD["sequential"], d,
+                                                       ("good.jsonl", "bad.jsonl")))):
         try:
             run(data)
             seen[command, "verdict"] = seen.get((command, "verdict"), 0) + 1

@@ -121,7 +121,7 @@ def _report(args, div, events: int, names: tuple[str, str], replay: str | None) 
 
 
 def _diff_traces(args) -> int:
-    from purgecheck.conformance import compare, explain_traces
+    from purgecheck.conformance import compare_traces, explain_traces
     from purgecheck.trace import TraceError, open_trace
 
     files = []
@@ -133,14 +133,7 @@ def _diff_traces(args) -> int:
             files.append(fb)
         except OSError as e:
             raise UsageError(f"cannot read {e.filename}: {e.strerror}")
-        counted = [0]
-
-        def count(events):
-            for ev in events:
-                counted[0] += 1
-                yield ev
-
-        div = compare(ta.header, count(ta.events), tb.header, tb.events, args.context)
+        div, counted = compare_traces(ta, tb, args.context)
     except TraceError as e:
         raise UsageError(str(e))
     finally:
@@ -150,7 +143,7 @@ def _diff_traces(args) -> int:
         explain_traces(div, _ops_before(args.traces[0], div.index), ta.header)
     names = (f"A ({ta.header['producer'].get('name', '?')})",
              f"B ({tb.header['producer'].get('name', '?')})")
-    return _report(args, div, counted[0], names, None)
+    return _report(args, div, counted, names, None)
 
 
 def _ops_before(path: str, index: int) -> list[dict]:
