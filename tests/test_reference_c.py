@@ -13,6 +13,7 @@ import pytest
 from model.variants import VARIANTS
 from purgecheck.conformance import (BUILD_DIR, CDriver, diff_script, driver_path, run_stress,
                                     stress_script)
+from purgecheck.docs.facts import TRACE_INVARIANT, is_c_trace_mutant
 from purgecheck.mutants import MUTANTS
 from purgecheck.ops import SPECS
 from purgecheck.scenarios import SCENARIOS
@@ -95,15 +96,35 @@ def test_each_rejected_design_agrees_with_its_c_twin(driver, variant):
 
 
 def test_every_c_mutant_is_caught_by_conformance(driver, model_traces):
+    """The C mutants the docs list under CF-TRACE-EQUAL (a race needs real threads:
+    tests/test_concurrent*.py and test_sanitizer_mutants.py judge those) each diverge."""
+    mutants = [m for m in MUTANTS.values() if is_c_trace_mutant(m)]
+    assert len(mutants) >= 10
     survivors = []
-    for m in MUTANTS.values():
-        if not m.c_switch or m.needs_concurrency:
-            continue  # a race needs real threads: tests/test_concurrent*.py validate those
+    for m in mutants:
         if all(diff_script(sc.build(), sc.options, driver, mutant=m.name,
                            model_cached=model_traces[name]).equal
                for name, sc in SCENARIOS.items()):
             survivors.append(m.name)
     assert not survivors
+
+
+def test_conformance_engine_reports_c_mutants_as_cf_trace_equal(driver, model_traces,
+                                                                monkeypatch):
+    """The engine's C mutant run speaks for CF-TRACE-EQUAL: killed when the mutant's trace
+    diverges, failed naming the survivor when it does not (a race, on the virtual clock)."""
+    import purgecheck.mutants
+    from purgecheck.conformance_engine import _mutants
+
+    caught = MUTANTS["purged-left-on-list"]
+    monkeypatch.setattr(purgecheck.mutants, "MUTANTS", {caught.name: caught})
+    r = _mutants(driver, model_traces)
+    assert (r.invariant, r.status) == (TRACE_INVARIANT, "killed"), r.detail
+    race = dataclasses.replace(MUTANTS["epoch-plain-read"], needs_concurrency=False)
+    monkeypatch.setattr(purgecheck.mutants, "MUTANTS", {race.name: race})
+    r = _mutants(driver, model_traces)
+    assert (r.invariant, r.status) == (TRACE_INVARIANT, "fail")
+    assert "epoch-plain-read" in r.detail and r.replay.endswith("--mutant epoch-plain-read")
 
 
 def test_a_mutant_is_reported_at_its_first_divergence(driver, model_traces):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from model.invariants import Invariant, load_registry
+from proofs.core import Twin
 from purgecheck.advance_graph import Graph
 from purgecheck.mutants import MUTANTS, Mutant
 from purgecheck.scenarios import SCENARIOS
@@ -81,12 +82,47 @@ class Facts:
     graphs: list[GraphFigure]
     engines: list[str]
     overview: list[Timeline]  # every design on one scenario, the chosen design first
+    twins: list[Twin] = field(default_factory=list)  # the proofs' broken twins
 
     def mutants_of(self, inv_id: str) -> list[Mutant]:
         return [m for m in self.mutants if inv_id in m.catches]
 
     def breaches_of(self, inv_id: str) -> list[Breach]:
         return [b for d in self.designs for b in d.breaches if b.invariant == inv_id]
+
+    def twins_of(self, inv_id: str) -> list[Twin]:
+        return [t for t in self.twins if inv_id in t.invariants]
+
+    def c_mutants_of(self, inv_id: str) -> list[Mutant]:
+        """The C mutants whose trace the conformance engine must tell from the model's."""
+        return [m for m in self.mutants if is_c_trace_mutant(m)] if inv_id == TRACE_INVARIANT \
+            else []
+
+    def is_shown(self, inv_id: str) -> bool:
+        """Something is known to break it: the check has been seen failing."""
+        return bool(self.mutants_of(inv_id) or self.breaches_of(inv_id)
+                    or self.twins_of(inv_id) or self.c_mutants_of(inv_id))
+
+
+# The invariant the conformance engine reports a C mutant's diverging trace under
+# (purgecheck.conformance_engine._mutants; tests/test_reference_c.py shows each diverging).
+TRACE_INVARIANT = "CF-TRACE-EQUAL"
+
+
+def is_c_trace_mutant(m: Mutant) -> bool:
+    """A mutant with a run-time switch in the C reference that shows without preemption: its
+    C trace must differ from the clean model's on some scenario (a race cannot, on the
+    virtual clock: the validate and sanitizers engines judge those)."""
+    return m.c_switch is not None and not m.needs_concurrency
+
+
+def collect_twins() -> list[Twin]:
+    """Every broken twin `purgecheck prove --mutants` runs (purgecheck.prove_engine.run_twins):
+    the catalogue's (Z3, the explorer, CrossHair) and the glibc throttle proofs'."""
+    from proofs import glibc_throttle
+    from proofs.catalogue import twins
+
+    return list(twins(quick=False)) + list(glibc_throttle.TWINS)
 
 
 def locate(dotted: str) -> Source:
@@ -220,4 +256,4 @@ def collect() -> Facts:
                      for m in mutants for n, p in enumerate(m.patches)}
     designs, overview = collect_designs()
     return Facts(invariants, sources, mutants, patch_sources, designs, collect_graphs(),
-                 engines, overview)
+                 engines, overview, collect_twins())

@@ -2,7 +2,8 @@
 
 Each invariant is shown with its statement, the seed clause it comes from (quoted), the
 model function that implements the rule (a link to its file and line), and what is known to
-break it: the mutants that name it and the rejected designs that violate it on a scenario.
+break it: the mutants that name it, the C mutants whose traces must diverge (CF-TRACE-EQUAL),
+the proofs' broken twins refuted on it, and the rejected designs that violate it.
 """
 
 from __future__ import annotations
@@ -56,24 +57,28 @@ def _short(statement: str, width: int = 110) -> str:
 
 def invariants_page(facts: Facts, links: Links) -> str:
     out = [GENERATED, "", f"# {anchor('invariants')}Invariants", ""]
-    n_broken = sum(1 for i in facts.invariants
-                   if facts.mutants_of(i.id) or facts.breaches_of(i.id))
+    n_broken = sum(1 for i in facts.invariants if facts.is_shown(i.id))
     out += [f"Every property the engines hold the model to: {len(facts.invariants)} "
             f"invariants, {len(facts.mutants)} mutants, {len(facts.designs)} rejected designs "
-            f"of seed 000. {n_broken} of the invariants are broken by a named mutant or a "
-            f"rejected design, which shows that the check can fail. The last result of "
+            f"of seed 000, {len(facts.twins)} broken twins of the proofs. {n_broken} of the "
+            f"invariants are broken by a named mutant, a refuted broken twin or a rejected "
+            f"design, which shows that the check can fail. The last result of "
             f"every engine ({', '.join(f'`{e}`' for e in facts.engines)}) on each invariant "
             f"is in [the results]({links.results()}); the kill matrix of the last "
             f"`purgecheck mutants` run is in [the mutants report]({links.kills()}).", ""]
     rows = []
     for inv in facts.invariants:
-        muts = ", ".join(f"[`{m.name}`]({links.mutant(m.name)})" for m in facts.mutants_of(inv.id))
+        broken = facts.mutants_of(inv.id) + [m for m in facts.c_mutants_of(inv.id)
+                                             if m not in facts.mutants_of(inv.id)]
+        muts = ", ".join(f"[`{m.name}`]({links.mutant(m.name)})" for m in broken)
+        twins = ", ".join(f"`{t.name}`" for t in facts.twins_of(inv.id))
         designs = ", ".join(sorted({f"[`{b.design}`]({links.design(b.design)})"
                                     for b in facts.breaches_of(inv.id)}))
         rows.append([f"[{inv.id}]({links.invariant(inv.id)})", esc(_short(inv.statement)),
-                     muts or "**none**", designs])
-    out += [table(["invariant", "in short", "broken by mutants", "broken by designs"], rows),
-            ""]
+                     muts or ("**none**" if not facts.is_shown(inv.id) else ""), twins,
+                     designs])
+    out += [table(["invariant", "in short", "broken by mutants", "refuted broken twins",
+                   "broken by designs"], rows), ""]
     for inv in facts.invariants:
         out += _invariant_section(facts, inv, links)
     out += _mutant_catalogue(facts, links)
@@ -116,9 +121,19 @@ def _invariant_section(facts: Facts, inv, links: Links) -> list[str]:
             out.append(f"- **State graph**: [the advance under `{g.mutant}`]"
                        f"({links.graph(g.mutant)}), a shortest path of {len(g.graph.path) - 1} "
                        f"steps")
-    if not muts and not facts.breaches_of(inv.id):
-        out.append("- **Not yet shown to catch anything**: no mutant names it and no "
-                   "rejected design breaks it.")
+    c_muts = facts.c_mutants_of(inv.id)
+    if c_muts:
+        out.append("- **Broken in the C reference** by each C mutant that shows without "
+                   "preemption: its run-time switch makes the C trace differ from the clean "
+                   "model's on some scenario (the conformance engine's C mutants): " + ", ".join(
+                       f"[`{m.name}`]({links.mutant(m.name)}) (`{m.c_switch}`)" for m in c_muts))
+    twins = facts.twins_of(inv.id)
+    if twins:
+        out.append("- **Refuted broken twins** (`purgecheck prove --mutants`): " + ", ".join(
+            f"`{t.name}` ({esc(t.summary)}, {t.engine})" for t in twins))
+    if not facts.is_shown(inv.id):
+        out.append("- **Not yet shown to catch anything**: no mutant names it, no broken twin "
+                   "of a proof is refuted on it and no rejected design breaks it.")
     return out + [""]
 
 
