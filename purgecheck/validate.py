@@ -75,13 +75,14 @@ class Verdict:
 class Sweep:
     """A sweep in progress on one OS thread: from its sweep_begin to its idle."""
 
-    __slots__ = ("thread", "ctx", "held", "decided", "walked")
+    __slots__ = ("thread", "ctx", "held", "decided", "holds", "walked")
 
     def __init__(self, thread: int, ctx: SweepContext, held: dict) -> None:
         self.thread = thread
         self.ctx = ctx
         self.held = held  # swept_state -> is_page_held in this context (see Validator.decide)
         self.decided: dict[int, bool] = {}  # page -> held
+        self.holds = False  # it has held a page
         self.walked: set[int] = set()
 
 
@@ -120,6 +121,8 @@ class Validator:
             if not ok:
                 raise TraceError(source, 1, f"the header's config: expected {what}")
         self.interval = compute_interval(self.options.purge_holes_min_interval)
+        self.new_frame = vars(begin_advance(self.interval)).copy()
+        self.full_every = self.options.purge_holes_full_every
         self.advancing = self.options.purge_holes and self.interval > 0
         self.linearized = producer.get("linearized") is True
         declared = producer.get("threads", [])  # else its op events introduce them
@@ -147,12 +150,16 @@ class Validator:
         self.incremented: dict[int | None, int] = {}  # tid -> the epoch its advance made
         self.advanced_seq: set[int] = set()  # threads whose sweep advanced (file-order traces)
         self.sweeps: dict[int | None, Sweep] = {}
+        # the last frame and the last sweep of each OS thread, to be used again
+        self.spare_frames: dict[int | None, AdvanceFrame] = {}
+        self.spare_sweeps: dict[int | None, Sweep] = {}
         self.last_deferred: dict[int, bool] = {}
         self.obligations: dict[int | None, Obligation] = {}
         self.pages: dict[int, Page] = {}
         self.gated: dict[int, bool] = {}  # page -> behind the stamp's gate (is_stamp_gated)
         self.contexts: dict[tuple, SweepContext] = {}  # sweeps in one ms and epoch share one
         self.walked_capacity: dict[int, int] = {}
+        self.inside: set[tuple] = set()  # (page, capacity, k0, k1) whose units lie in blocks
         self.op_thread: int | None = None
         self.op_name: str | None = None
         self.untouched: dict[int, int] = {}
@@ -352,10 +359,15 @@ class Validator:
         if type(k0) is not int or type(k1) is not int or not 0 <= k0 < k1 <= page.units.bits:
             raise Rejection(f"a discard of units {k0!r}..{k1!r} of page {page.id}, which has "
                             f"{page.units.bits} units")
-        for k in range(k0, k1):
-            if not page.units.is_unit_inside_blocks(k, page.capacity):
-                raise Rejection(f"unit {k} of page {page.id} is discarded but does not lie "
-                                f"wholly inside its {page.capacity} formed blocks")
+        key = (page.id, page.capacity, k0, k1)  # a page's geometry never changes
+        if key not in self.inside:
+            for k in range(k0, k1):
+                if not page.units.is_unit_inside_blocks(k, page.capacity):
+                    raise Rejection(f"unit {k} of page {page.id} is discarded but does not lie "
+                                    f"wholly inside its {page.capacity} formed blocks")
+            if len(self.inside) > 4096:
+                self.inside.clear()
+            self.inside.add(key)
 
     def on_walk(self, ev: Event, tid) -> None:
         page = self.live(self.page(ev, self.line))
@@ -467,7 +479,11 @@ class Validator:
         if not self.advancing:
             raise Rejection("the model does not advance the epoch: the hold is off "
                             "(purge_holes false or interval 0)")
-        f = begin_advance(self.interval)
+        f = f or self.spare_frames.pop(tid, None)
+        if f is None:
+            f = begin_advance(self.interval)
+        else:  # the thread's last frame, made new again (fewer objects for the collector)
+            f.__dict__.update(self.new_frame)
         STEPS[PC_LOAD](self.st, f, 0, self.interval)
         if f.start != ev.value:
             raise Rejection(f"the load of start by thread {tid} returned {ev.value!r}, but "
@@ -613,7 +629,7 @@ class Validator:
                 self.check_advance_before_sweep(t, tid)
         epoch = self.st.epoch
         seq = t.holes_sweep_seq + 1
-        full = seq % self.options.purge_holes_full_every == 0
+        full = seq % self.full_every == 0
         if ev.seq != seq or ev.full != full or ev.epoch != epoch:
             raise Rejection(f"sweep_begin of thread {t.id}: the model's is sweep {seq} "
                             f"({'full' if full else 'not full'}) in epoch {epoch}, the "
@@ -629,7 +645,9 @@ class Validator:
         # Checked: the sweep begins.
         if handoff:
             t.park_state = SWEEPING
-        self.frames.pop(tid, None)
+        f = self.frames.pop(tid, None)
+        if f is not None:
+            self.spare_frames[tid] = f
         if not linearized:
             self.advanced_seq.discard(t.id)
         t.holes_sweep_seq, t.holes_sweep_full, t.holes_sweep_epoch = seq, full, epoch
@@ -643,7 +661,14 @@ class Validator:
                 self.contexts.clear()
             known = self.contexts[key] = (SweepContext(now if now is not None else 0, epoch,
                                                        self.interval, handoff, full), {})
-        self.sweeps[tid] = Sweep(t.id, *known)
+        sweep = self.spare_sweeps.pop(tid, None)
+        if sweep is None:
+            self.sweeps[tid] = Sweep(t.id, *known)
+        else:  # the OS thread's last sweep, made new again (fewer objects to collect)
+            sweep.thread, (sweep.ctx, sweep.held), sweep.holds = t.id, known, False
+            sweep.decided.clear()
+            sweep.walked.clear()
+            self.sweeps[tid] = sweep
 
     def check_advance_before_sweep(self, t: ThreadState, tid) -> None:
         """Each sweep advances the epoch first (mi_holes_sweep_begin)."""
@@ -689,6 +714,8 @@ class Validator:
                     held = sweep.held[page.swept_state] = is_page_held(
                         self.options.variant, page, sweep.ctx, self.untouched)
             sweep.decided[page.id] = held
+            if held:
+                sweep.holds = True
         return held
 
     def describe_hold(self, page: Page, sweep: Sweep) -> str:
@@ -743,12 +770,12 @@ class Validator:
                             f"thread {sweep.thread}, epoch {ctx.epoch}, handoff "
                             f"{ctx.in_handoff}, full {ctx.full}")
         deferred = ev.deferred is True
-        if deferred and True not in sweep.decided.values():
+        if deferred and not sweep.holds:
             raise Rejection(f"the sweep of thread {sweep.thread} says it left blocks behind "
                             f"(deferred), but it held no page")
         self.threads[sweep.thread].holes_sweep_deferred = deferred
         self.last_deferred[sweep.thread] = deferred
-        del self.sweeps[tid]
+        self.spare_sweeps[tid] = self.sweeps.pop(tid)
 
     def on_pending(self, ev: Event, tid) -> None:
         t = self.thread(ev.thread, self.line)

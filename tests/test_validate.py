@@ -57,6 +57,20 @@ def test_model_traces_of_every_scenario_are_accepted(variant):
         assert v.events > 0
 
 
+def test_hold_decisions_are_shared_only_where_the_design_reads_nothing_else(monkeypatch):
+    """Sweeps of one context share the hold decision for a swept_state, except in
+    two-untouched, whose decision counts the sweeps that found the page untouched. Shared
+    there too (a broken validator), the model's own two-untouched traces are rejected."""
+    import purgecheck.validate as validate
+    monkeypatch.setattr(validate, "TWO_UNTOUCHED", "no design")
+    rejected = []
+    for name, sc in SCENARIOS.items():
+        opts = dataclasses.replace(sc.options, variant="two-untouched")
+        if not verdict_of(*model_trace(sc.ops(), opts, source=name), name=name).accepted:
+            rejected.append(name)
+    assert "inline-hold" in rejected
+
+
 def test_c_traces_of_every_scenario_are_accepted(driver):
     for name, sc in SCENARIOS.items():
         v = verdict_of(*driver.run(sc.build(), sc.options), name=name)
