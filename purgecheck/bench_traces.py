@@ -4,8 +4,11 @@ million events (purgecheck/tracegen.py): events per second and peak memory of ea
 Figures are printed, never asserted (DESIGN.md: speed goes in benchmarks). Each command runs
 in a child process of its own, so that its peak resident memory is its own. Events per second
 is given by the wall clock and by the process's CPU time (on a machine others load, the CPU
-figure is the steadier one). `--profile` adds the top functions of each on a one-million-event
-trace.
+figure is the steadier one). `diff` runs twice: on the trace and itself (every line equal in
+bytes, as the model's and the C reference's are: checked once), and on a one-million-event
+trace and its twin, whose keys come in another order (no line equal in bytes: both sides
+decoded, checked and compared as dicts, the slow way). `--profile` adds the top functions of
+each on the one-million-event trace.
 
     python -m purgecheck.bench_traces                 # 10 M events, trace kept in /tmp
     python -m purgecheck.bench_traces --events 2000000 --profile
@@ -68,6 +71,26 @@ def profile(argv: list[str]) -> str:
     return proc.stdout
 
 
+def ensure_twin(path: Path) -> Path:
+    """The same trace with the keys of every event in reverse order: equal to it in
+    canonical form, but not one event line equal in bytes (diff's slow path throughout)."""
+    twin = path.with_name(path.stem + "-twin.jsonl")
+    if twin.exists() and twin.stat().st_mtime >= path.stat().st_mtime:
+        return twin
+    with open(path, "rb") as f, open(twin, "wb") as out:
+        out.write(f.readline())
+        for line in f:
+            out.write(orjson.dumps(dict(reversed(orjson.loads(line).items()))) + b"\n")
+    return twin
+
+
+def row(name: str, n: int, argv: list[str]) -> None:
+    r = measure(argv)
+    status = "" if r["rc"] == 0 else f"  (exit {r['rc']})"
+    print(f"{name:<44} {n:>12,} {r['wall']:>8.1f} {n / r['wall']:>11,.0f} "
+          f"{n / r['cpu']:>11,.0f} {r['rss'] / 1e6:>8.0f}{status}")
+
+
 def main(args: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m purgecheck.bench_traces",
                                 description=__doc__.split("\n\n")[0])
@@ -80,21 +103,19 @@ def main(args: list[str] | None = None) -> int:
     a = p.parse_args(args)
     path = Path(a.trace)
     n = ensure_trace(path, a.events, a.seed)
+    small = path.with_name(path.stem + "-1m.jsonl")
+    n_small = ensure_trace(small, min(a.events, 1_000_000), a.seed)
+    twin = ensure_twin(small)
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-    print(f"{'command':<34} {'events':>12} {'wall s':>8} {'ev/s wall':>11} {'ev/s cpu':>11} "
+    print(f"{'command':<44} {'events':>12} {'wall s':>8} {'ev/s wall':>11} {'ev/s cpu':>11} "
           f"{'peak MB':>8}")
-    for name, argv in (("validate", ["validate", str(path), "--quiet"]),
-                       ("diff --traces (same file twice)", ["diff", "--traces", str(path),
-                                                            str(path)])):
-        r = measure(argv)
-        status = "" if r["rc"] == 0 else f"  (exit {r['rc']})"
-        print(f"{name:<34} {n:>12,} {r['wall']:>8.1f} {n / r['wall']:>11,.0f} "
-              f"{n / r['cpu']:>11,.0f} {r['rss'] / 1e6:>8.0f}{status}")
+    row("validate", n, ["validate", str(path), "--quiet"])
+    row("diff --traces (the same file twice)", n, ["diff", "--traces", str(path), str(path)])
+    row("diff --traces (1 M, against its twin)", n_small,
+        ["diff", "--traces", str(small), str(twin)])
     if a.profile:
-        small = path.with_name(path.stem + "-1m.jsonl")
-        ensure_trace(small, min(a.events, 1_000_000), a.seed)
         for name, argv in (("validate", ["validate", str(small), "--quiet"]),
-                           ("diff", ["diff", "--traces", str(small), str(small)])):
+                           ("diff", ["diff", "--traces", str(small), str(twin)])):
             print(f"\n-- profile of {name} on {small} --")
             print(profile(argv))
     return 0

@@ -453,12 +453,37 @@ class Validator:
         pc = ev.pc
         if f is None or f.pc != pc or pc == PC_DONE:  # a new advance, or a step out of turn
             self.begin_advance(ev, tid, f)
+        elif pc == PC_READ_CLOCK:  # the most frequent step after the load: taken here
+            value = ev.value
+            if type(value) is int and self.clock_lo is not None and value >= self.clock_lo:
+                self.clock_lo = value  # monotone, as expected
+            else:
+                value = self.clock(value, self.line, pc)
+            STEPS[PC_READ_CLOCK](self.st, f, value, self.interval)
+            if f.pc == PC_COMPARE:  # a local step: taken at once
+                STEPS[PC_COMPARE](self.st, f, value, self.interval)
         else:  # the thread's advance is at this step
             self.steps[pc](ev, tid, f)
 
     def begin_advance(self, ev: Event, tid, f: AdvanceFrame | None) -> None:
         """The load of start that begins an advance (the only step a thread with no advance
         in progress may take); a new frame is kept only if the model's load agrees."""
+        if ev.pc != PC_LOAD or (f is not None and f.pc != PC_DONE) or not self.advancing \
+                or not self.linearized:
+            self.refuse_step(ev, tid, f)
+        f = f or self.spare_frames.pop(tid, None)
+        if f is None:
+            f = begin_advance(self.interval)
+        else:  # the thread's last frame, made new again (fewer objects for the collector)
+            f.__dict__.update(self.new_frame)
+        STEPS[PC_LOAD](self.st, f, 0, self.interval)
+        if f.start != ev.value:
+            raise Rejection(f"the load of start by thread {tid} returned {ev.value!r}, but "
+                            f"start is {show_start(self.st.start)}")
+        self.frames[tid] = f
+
+    def refuse_step(self, ev: Event, tid, f: AdvanceFrame | None) -> None:
+        """A step that cannot begin an advance: bad input, or a rejection that says why."""
         pc = ev.pc
         if not self.linearized:
             raise self.bad(self.line, "advance_step in a trace whose header does not say "
@@ -476,19 +501,8 @@ class Validator:
                                 f"trace goes on to {pc}")
             raise Rejection(f"thread {tid} has no advance in progress: its next step is "
                             f"{PC_LOAD} of a new sweep, not {pc}")
-        if not self.advancing:
-            raise Rejection("the model does not advance the epoch: the hold is off "
-                            "(purge_holes false or interval 0)")
-        f = f or self.spare_frames.pop(tid, None)
-        if f is None:
-            f = begin_advance(self.interval)
-        else:  # the thread's last frame, made new again (fewer objects for the collector)
-            f.__dict__.update(self.new_frame)
-        STEPS[PC_LOAD](self.st, f, 0, self.interval)
-        if f.start != ev.value:
-            raise Rejection(f"the load of start by thread {tid} returned {ev.value!r}, but "
-                            f"start is {show_start(self.st.start)}")
-        self.frames[tid] = f
+        raise Rejection("the model does not advance the epoch: the hold is off "
+                        "(purge_holes false or interval 0)")
 
     def step_read_clock(self, ev: Event, tid, f: AdvanceFrame) -> None:
         """read_clock or read_clock_again: the trace says what the clock read."""
@@ -613,9 +627,10 @@ class Validator:
 
     def on_sweep_begin(self, ev: Event, tid) -> None:
         t = self.threads.get(ev.thread) or self.thread(ev.thread, self.line)
-        if tid in self.sweeps:
+        sweeps = self.sweeps
+        if tid in sweeps:
             raise Rejection(f"a sweep of thread {t.id} begins while the one of thread "
-                            f"{self.sweeps[tid].thread} on the same OS thread has not ended")
+                            f"{sweeps[tid].thread} on the same OS thread has not ended")
         linearized = self.linearized
         handoff = (tid != t.id) if linearized else self.op_name in HANDOFF_OPS
         if handoff:
@@ -623,10 +638,9 @@ class Validator:
                 raise Rejection(f"the scavenger sweeps thread {t.id}, which is "
                                 f"{t.park_state}{' and done' if t.park_swept == PARK_SWEPT_DONE else ''}: "
                                 f"it claims only parked threads whose park is not done")
-        if self.advancing:
-            f = self.frames.get(tid) if linearized else None
-            if f is None or f.pc != PC_DONE:  # (a finished advance: nothing more to check)
-                self.check_advance_before_sweep(t, tid)
+        f = self.frames.get(tid)  # the advance this sweep began with
+        if self.advancing and (f is None or f.pc != PC_DONE or not linearized):
+            self.check_advance_before_sweep(t, tid, f)
         epoch = self.st.epoch
         seq = t.holes_sweep_seq + 1
         full = seq % self.full_every == 0
@@ -643,11 +657,11 @@ class Validator:
         else:
             now = self.clock(now, self.line, "sweep_begin")
         # Checked: the sweep begins.
+        if f is not None:
+            del self.frames[tid]
+            self.spare_frames[tid] = f
         if handoff:
             t.park_state = SWEEPING
-        f = self.frames.pop(tid, None)
-        if f is not None:
-            self.spare_frames[tid] = f
         if not linearized:
             self.advanced_seq.discard(t.id)
         t.holes_sweep_seq, t.holes_sweep_full, t.holes_sweep_epoch = seq, full, epoch
@@ -663,17 +677,17 @@ class Validator:
                                                        self.interval, handoff, full), {})
         sweep = self.spare_sweeps.pop(tid, None)
         if sweep is None:
-            self.sweeps[tid] = Sweep(t.id, *known)
+            sweeps[tid] = Sweep(t.id, *known)
         else:  # the OS thread's last sweep, made new again (fewer objects to collect)
             sweep.thread, (sweep.ctx, sweep.held), sweep.holds = t.id, known, False
             sweep.decided.clear()
             sweep.walked.clear()
-            self.sweeps[tid] = sweep
+            sweeps[tid] = sweep
 
-    def check_advance_before_sweep(self, t: ThreadState, tid) -> None:
-        """Each sweep advances the epoch first (mi_holes_sweep_begin)."""
+    def check_advance_before_sweep(self, t: ThreadState, tid, f: AdvanceFrame | None) -> None:
+        """Each sweep advances the epoch first (mi_holes_sweep_begin). `f`: the advance of
+        this OS thread (linearized traces)."""
         if self.linearized:
-            f = self.frames.get(tid)
             if f is None or not f.done:
                 raise Rejection(f"sweep_begin of thread {t.id} before its advance "
                                 f"{'finished (at ' + f.pc + ')' if f else 'began'}")
@@ -706,13 +720,14 @@ class Validator:
                 raise Rejection(f"the sweep of thread {sweep.thread} reaches page {page.id}, "
                                 f"owned by thread {page.owner}: a sweep takes its own heap's "
                                 f"pages and the abandoned ones")
-            if self.options.variant == TWO_UNTOUCHED:
-                held = is_page_held(TWO_UNTOUCHED, page, sweep.ctx, self.untouched)
+            variant = self.options.variant
+            if variant == TWO_UNTOUCHED:
+                held = is_page_held(variant, page, sweep.ctx, self.untouched)
             else:
                 held = sweep.held.get(page.swept_state)
                 if held is None:
                     held = sweep.held[page.swept_state] = is_page_held(
-                        self.options.variant, page, sweep.ctx, self.untouched)
+                        variant, page, sweep.ctx, self.untouched)
             sweep.decided[page.id] = held
             if held:
                 sweep.holds = True
