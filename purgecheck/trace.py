@@ -1,8 +1,9 @@
 """The trace format both the model and the C reference write (docs/trace-format.md).
 
 A trace is JSON Lines: a header, one event per line, an `end` event. This module defines the
-events, reads traces as a stream (line by line, bounded memory, orjson), writes them, gives
-the canonical form that conformance compares, and turns a run of the model into a trace.
+events, reads traces as a stream (a chunk at a time, bounded memory; each line decoded by
+msgspec into a typed event, or by orjson into a dict), writes them, gives the canonical form
+that conformance compares, and turns a run of the model into a trace.
 """
 
 from __future__ import annotations

@@ -157,7 +157,8 @@ class Validator:
         self.obligations: dict[int | None, Obligation] = {}
         self.pages: dict[int, Page] = {}
         self.gated: dict[int, bool] = {}  # page -> behind the stamp's gate (is_stamp_gated)
-        self.contexts: dict[tuple, SweepContext] = {}  # sweeps in one ms and epoch share one
+        # sweeps in one ms and epoch share one context, and its hold decisions (see decide)
+        self.contexts: dict[tuple, tuple[SweepContext, dict]] = {}
         self.walked_capacity: dict[int, int] = {}
         self.inside: set[tuple] = set()  # (page, capacity, k0, k1) whose units lie in blocks
         self.op_thread: int | None = None
