@@ -58,6 +58,12 @@ def compute_park_next(thread: ThreadState, swept: int, deferred: bool) -> int:
     return PARK_SWEPT_DONE
 
 
+def is_park_due(thread: ThreadState, now: int, interval: int) -> bool:
+    """A parked thread is swept again `interval` ms after the END of its last sweep
+    (holes_sweep_last, written after the work)."""
+    return now - thread.holes_sweep_last >= interval
+
+
 def sweep_parked_thread(world, thread: ThreadState) -> None:
     """Claim (PARKED -> SWEEPING), do the idle work, record the end time, store the next
     park_swept, release (-> PARKED)."""
@@ -94,9 +100,8 @@ def mi_theap_sweep_parked(world) -> int | None:
         thread = world.threads[tid]
         if thread.park_state != PARKED or thread.park_swept == PARK_SWEPT_DONE:
             continue
-        since = world.clock.read() - thread.holes_sweep_last
-        if since < interval:
-            wait = interval - since
+        if not is_park_due(thread, world.clock.read(), interval):
+            wait = interval - (world.clock.read() - thread.holes_sweep_last)
             due = wait if due is None else min(due, wait)
             continue
         sweep_parked_thread(world, thread)

@@ -9,19 +9,27 @@ end of the sweep by `model.park.record_sweep_last` and `compute_park_next`), wit
 ticking one ms at a time up to a bound. Every step calls the model; the explorer only keeps
 the state in tuples, so a mutant applied to the model is what the explorer runs.
 
-Reductions (both sound for the properties checked):
+Reductions (sound for the properties checked; docs/proofs.md gives the arguments):
 - symmetry: the K sweepers are identical, so a state keeps them as a sorted tuple, and only
   one of several sweepers with equal locals is stepped;
 - dead locals: a local that no later step of the call reads is zeroed, and a sweeper whose
-  call ended begins its next call at once (no idle state between calls); the compare, which
-  touches nothing shared, is taken together with the clock read before it;
-- ghost history: only the current epoch's real and recorded beginnings are kept in the
-  state; each invariant is checked on every successor before the older entries are dropped,
-  and no step reads the history, so a violation is never missed.
-`model.epoch.spin_max` (1,000 pauses in the real code) is lowered to `Config.spin_max` while
-exploring: a waiting sweeper then gives up after that many looks (digest 7, step 4), which
-is the behaviour the real bound gives, reached in fewer states.
-
+  call ended begins its next call at once (no idle state between calls; the scavenger's
+  begin is taken with its claim); the compare, which touches nothing shared, is taken
+  together with the clock read before it. Each step is taken a second time with the
+  forgotten locals poisoned (probe_dead_locals): a mutant that reads one stops the run;
+- canonical frames: a loaded start that the shared start has moved past and that is more
+  than an interval old is one value (STALE_START: every later compare finds it due, every
+  CAS fails; checked against the model's compare per run), and the ghost e_load keeps only
+  "the current epoch or an older one" (the epoch never goes back; a step that moves it back
+  stops the run);
+- ghost history and past times: only the current epoch's real and recorded beginnings, the
+  park's last sweep record (and the one before it until it was judged) are kept; each
+  invariant is checked on every successor before older entries are dropped, and no step
+  reads them; times more than an interval in the past are raised to `clock - interval`
+  (forget_past), since each is only compared as `later - t >= interval`.
+Pure model-step results and verdicts are kept per run in dictionaries keyed by the small
+tuples they read (`moves`, `check_state`); a new run starts with empty ones, so a mutant
+applied for a run is what that run computes.
 Checked in every reachable state: every invariant of the registry with scope "epoch" (on an
 EpochView), every invariant with scope "world" that reads only what the explorer keeps
 (pages' last walk and last allocation, threads' park records), and PK-DONE-WITHIN-MAX.
@@ -51,6 +59,11 @@ from model.thread import (MI_PARK_SWEEPS_MAX, PARK_SWEPT_DONE, PARK_SWEPT_NONE, 
 from proofs.steptable import Step, render
 
 IDLE = ("idle",)
+
+
+class ReductionError(Exception):
+    """A step broke an assumption a reduction rests on (the explorer stops: it would
+    otherwise report on a reduced space that no longer stands for the real one)."""
 LIVE, FREE, PURGED = "live", "free", "purged"
 CAPACITY = 2  # block 0 stays live (the page is in use), block 1 is taken and freed
 
@@ -144,14 +157,17 @@ def frame_of(sw: tuple) -> AdvanceFrame:
     return AdvanceFrame(pc, start, now, now2, spins, incs, incs > 0)
 
 
-# The locals each program counter of the real advance still reads (and the ghosts the
-# progress check needs): start until the CAS, now until the compare, now2 until the store,
-# spins while waiting; e_load while the call may still have to see the epoch move.
+# The locals each program counter of the real advance still reads: start until the CAS,
+# now until the compare, now2 until the store, spins until the wait (0 until then). The ghosts of
+# EP-EPOCH-MOVES, e_load (the epoch at the load) and found_due (the compare found the epoch
+# due), are read when the call ends: e_load lives until the compare, and both live to the end
+# of a call whose compare found the epoch due (they cost no state in the real advance: from
+# the CAS to the store e_load is the epoch or the one before, and found_due is True).
 LIVE_LOCALS = {
-    ep.PC_LOAD: (), ep.PC_READ_CLOCK: ("start", "e_load"),
-    ep.PC_COMPARE: ("start", "now", "e_load"), ep.PC_CAS: ("start", "e_load"),
+    ep.PC_LOAD: ("spins",), ep.PC_READ_CLOCK: ("start", "spins", "e_load"),
+    ep.PC_COMPARE: ("start", "now", "spins", "e_load"), ep.PC_CAS: ("start", "spins"),
     ep.PC_INCREMENT: (), ep.PC_READ_CLOCK2: (), ep.PC_STORE: ("now2",),
-    ep.PC_WAIT: ("spins", "e_load", "found_due"),
+    ep.PC_WAIT: ("spins",),
 }
 SLOTS = {"start": 1, "now": 2, "now2": 3, "spins": 4, "e_load": 6, "found_due": 7}
 
@@ -165,6 +181,8 @@ def forget_dead(sw: tuple) -> tuple:
     out = [sw[0], 0, 0, 0, 0, sw[5], 0, False]
     for name in live:
         out[SLOTS[name]] = sw[SLOTS[name]]
+    if sw[7]:  # found the epoch due: judged by EP-EPOCH-MOVES when the call ends
+        out[6], out[7] = sw[6], True
     return tuple(out)
 
 
@@ -218,26 +236,33 @@ def thread_of(owner: tuple) -> ThreadState:
                        park_sweeps=park_records(sweeps))
 
 
-# The ghost records of a park's sweeps are kept as (count, epoch of the first, the last
-# record). Every record was judged when it was made (with the one before it); later checks
-# need only the count, the first sweep's epoch and the last record, so the records between
-# are stood in for by ones that say nothing new: the first's epoch, a long time ago.
+# The ghost records of a park's sweeps are kept as (count, epoch of the first, the record
+# before the last or None, the last record). A new record is judged with the one before it
+# (PK-SPACING reads the end of the one before), then the one before is dropped
+# (forget_judged): later checks need only the count, the first sweep's epoch and the last
+# record, so the records before are stood in for by ones that say nothing new: the first's
+# epoch, a long time ago.
 LONG_AGO_MS = 10 ** 9
 
 
 def park_records(sweeps: tuple) -> list[ParkSweep]:
     if not sweeps:
         return []
-    count, first_epoch, last = sweeps
+    count, first_epoch, before, last = sweeps
+    kept = [ParkSweep(*r) for r in (before, last) if r is not None]
     older = [ParkSweep(-LONG_AGO_MS * (count - k), -LONG_AGO_MS * (count - k), first_epoch,
-                       True, PARK_SWEPT_NONE) for k in range(count - 1)]
-    return older + [ParkSweep(*last)]
+                       True, PARK_SWEPT_NONE) for k in range(count - len(kept))]
+    return older + kept
+
+
+def _record(r: ParkSweep) -> tuple:
+    return (r.start_ms, r.end_ms, r.epoch, r.deferred, r.next_state)
 
 
 def owner_of(t: ThreadState, op: int) -> tuple:
     ps = t.park_sweeps
-    sweeps = (len(ps), ps[0].epoch, (ps[-1].start_ms, ps[-1].end_ms, ps[-1].epoch,
-                                     ps[-1].deferred, ps[-1].next_state)) if ps else ()
+    sweeps = (len(ps), ps[0].epoch, _record(ps[-2]) if len(ps) > 1 else None,
+              _record(ps[-1])) if ps else ()
     return (t.park_state, t.park_swept, t.holes_sweep_last, t.holes_park_epoch,
             t.holes_sweep_epoch, t.epoch_seen, sweeps, op)
 
@@ -259,11 +284,15 @@ def page_view(page: tuple) -> SimpleNamespace:
                            emit=lambda *a, **k: None, block_size=256 * 1024, reserved=16)
 
 
-def world_view(cfg: Config, s: tuple) -> _World:
+def world_view(cfg: Config, s: tuple, judged: bool = False) -> _World:
+    """What the model's park functions read of a World; `judged`: what the world invariants
+    may read (pages, threads, options: no clock, no epoch, see check_state)."""
     opts = SimpleNamespace(purge_holes_min_interval=cfg.interval, variant=variants.EPOCH,
                            stale_epochs=cfg.stale_epochs, clock_monotone=True)
-    return _World(pages={1: page_view(s[8])}, threads={1: thread_of(s[7])}, options=opts,
-                  clock=SimpleNamespace(read=lambda: s[0]), log=[], epoch=epoch_state(s))
+    w = _World(pages={1: page_view(s[8])}, threads={1: thread_of(s[7])}, options=opts)
+    if not judged:
+        w.clock, w.log, w.epoch = SimpleNamespace(read=lambda: s[0]), [], epoch_state(s)
+    return w
 
 
 # -- the steps of the allocating thread and the scavenger ---------------------------------
@@ -320,7 +349,7 @@ def owner_op(cfg: Config, s: tuple):
             yield f"owner: {name}", s[:7] + (owner_of(w.threads[1], op + 1), page)
 
 
-def scavenger_moves(cfg: Config, s: tuple):
+def scavenger_moves(cfg: Config, s: tuple, memo: dict | None = None):
     """_mi_theap_sweep_parked for the one parked thread, one atomic step at a time."""
     T = s[0]
     phase, sw, swept, start_ms, deferred = s[6]
@@ -329,19 +358,22 @@ def scavenger_moves(cfg: Config, s: tuple):
         t = thread_of(owner)
         if t.park_state != PARKED or t.park_swept == PARK_SWEPT_DONE:
             return
-        # the due test of mi_theap_sweep_parked: an interval after the end of the last sweep
-        if T - t.holes_sweep_last < cfg.interval and not cfg.ignore_due:
+        if not cfg.ignore_due and not park.is_park_due(t, T, cfg.interval):
             return
         t.park_state = SWEEPING  # the claim, CAS PARKED -> SWEEPING
         t.holes_sweep_deferred = False
-        yield "scavenger: claim", s[:6] + (("advance", IDLE, t.park_swept, T, False),
-                                           owner_of(t, owner[7]), page), None
+        label, sw = "scavenger: claim", IDLE
+        if cfg.reduce_dead:  # begin_advance touches nothing shared: taken with the claim
+            label, sw = "scavenger: claim + begin advance", \
+                forget_dead(step_sweeper(cfg, s, IDLE)[0])
+        yield label, s[:6] + (("advance", sw, t.park_swept, T, False),
+                              owner_of(t, owner[7]), page), None
     elif phase == "advance":
-        sw2, st, why = step_sweeper(cfg, s, sw)
+        sw2, shared, why = advance_move(cfg, s, sw, {} if memo is None else memo, loop=False)
         nxt = ("sweep" if sw2 == IDLE and sw != IDLE else "advance", sw2, swept, start_ms,
                deferred)
-        label = f"scavenger: {sw[0] if sw != IDLE else 'begin advance'}"
-        yield label, with_epoch(s, st)[:6] + (nxt, owner, page), why
+        label = "scavenger: begin advance" if sw == IDLE else SCAVENGER_LABELS[sw[0]]
+        yield label, s[:1] + (shared or s[1:5]) + (s[5], nxt, owner, page), why
     elif phase == "sweep":
         yield ("scavenger: sweep the page",) + sweep_page(cfg, s)
     elif phase == "finish":
@@ -384,27 +416,152 @@ def sweep_page(cfg: Config, s: tuple):
 
 # -- exploration ----------------------------------------------------------------------------
 
-def successors(cfg: Config, s: tuple):
-    """(action, successor, edge violation or None) for every enabled step."""
-    if s[0] < cfg.clock_bound:
-        yield "clock tick", (s[0] + 1,) + s[1:], None
-    sweepers = s[5]
-    for n, sw in enumerate(sweepers):
-        if n and sweepers[n - 1] == sw:
-            continue  # symmetry: an equal sweeper was stepped already
+TICK = "clock tick"
+SWEEPER_LABELS = {pc: f"sweeper: {pc}" for pc in ep.STEPS}
+SCAVENGER_LABELS = {pc: f"scavenger: {pc}" for pc in ep.STEPS}
+
+
+def advance_move(cfg: Config, s: tuple, sw: tuple, memo: dict, loop: bool = True) -> tuple:
+    """step_sweeper as (sweeper after, (start, epoch, began, recorded) after or None, why).
+    The result depends only on the shared part s[:5] and the sweeper, so it is kept in
+    `memo`, which lives for one exploration: a mutant applied for the run is what runs.
+    A sweeper (`loop`) begins its next call when one ends; the scavenger goes on to sweep."""
+    key = (s[:5], sw, loop)
+    hit = memo.get(key)
+    if hit is None:
         sw2, st, why = step_sweeper(cfg, s, sw)
-        if sw2 == IDLE and cfg.reduce_dead:
-            sw2 = forget_dead(step_sweeper(cfg, s, IDLE)[0])  # its next call begins at once
-        rest = sweepers[:n] + (sw2,) + sweepers[n + 1:]
-        ns = with_epoch(s, st)
-        label = "sweeper: begin advance" if sw == IDLE else f"sweeper: {sw[0]}"
-        yield label, ns[:5] + (tuple(sorted(rest)),) + ns[6:], why
+        shared = None if st is None else with_epoch(s, st)[1:5]
+        if cfg.reduce_dead and sw != IDLE:
+            probe_dead_locals(cfg, s, sw, (sw2, shared, why))
+        if shared and shared[1] < s[2] and cfg.reduce_dead:
+            raise ReductionError(f"the epoch went back from {s[2]} to {shared[1]}: "
+                                 f"forget_past assumes it never does (explore this model "
+                                 f"with reduce_dead=False)")
+        if sw2 == IDLE and sw != IDLE and cfg.reduce_dead and loop:
+            # a sweeper is always in a call: the next one begins at once (begin_advance
+            # touches nothing shared)
+            begun = step_sweeper(cfg, (s[0],) + (shared or s[1:5]), IDLE)[0]
+            sw2 = forget_dead(begun)
+        hit = memo[key] = (sw2, shared, why)
+    return hit
+
+
+PROBE = 7_777_777  # a value no local has: a step that reads a forgotten local shows it
+
+
+def probe_dead_locals(cfg: Config, s: tuple, sw: tuple, result: tuple) -> None:
+    """The dead-locals reduction zeroes what the real advance never reads again; a mutant
+    may read it. So each step is taken a second time with the forgotten locals set to
+    PROBE: a different result means the step read one, and the run stops (ReductionError)
+    rather than explore a space that does not stand for the model's."""
+    live = LIVE_LOCALS.get(sw[0], SLOTS)
+    probe = list(sw)
+    for name in ("start", "now", "now2", "spins"):
+        if name not in live:
+            probe[SLOTS[name]] = PROBE
+    sw2, st, why = step_sweeper(cfg, s, tuple(probe))
+    if (sw2, None if st is None else with_epoch(s, st)[1:5], why) != result:
+        raise ReductionError(f"the step at {sw[0]} reads a local the dead-locals reduction "
+                             f"forgets (explore this model with reduce_dead=False)")
+
+
+def successors(cfg: Config, s: tuple, memo: dict | None = None):
+    """(action, successor, edge violation or None) for every enabled step."""
+    for action, ns, _, why in moves(cfg, s, {} if memo is None else memo):
+        yield action, ns, why
+
+
+def moves(cfg: Config, s: tuple, memo: dict):
+    """(action, successor, successor as kept, why) for every enabled step: the successor
+    is what the invariants judge; as kept, it has what no later step tells apart forgotten
+    (forget_judged, forget_past). The steps are computed by the model once per distinct
+    part of a state they read and kept in `memo` (this run's): a sweeper's steps read the
+    epoch state and the sweepers, the scavenger's and the owner's the epoch state and
+    their own parts, and forgetting is split the same way (forget_cached)."""
+    T, head, sweepers, tail = s[0], s[:5], s[5], s[6:]
+    if T < cfg.clock_bound:
+        ns = (T + 1,) + s[1:]
+        yield TICK, ns, forget_cached(cfg, ns, memo), None
+    if cfg.parked or cfg.owner:
+        key = ("sweepers", head, sweepers)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = tuple(sweeper_moves(cfg, s, memo))
+    else:  # the state is all the sweepers' steps read: nothing would be found again
+        found = sweeper_moves(cfg, s, memo)
+    for label, shared, rest, kept, why in found:
+        ns = (T,) + shared + (rest,) + tail
+        if kept is None:  # the start or the epoch changed: the scavenger's frame too
+            kept = forget_cached(cfg, ns, memo)
+        else:
+            kept = kept + tail
+        yield label, ns, kept, why
+    if cfg.parked or cfg.owner:
+        key = ("others", head, tail)
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = tuple(other_moves(cfg, s, memo))
+        for label, shared, tail2, why in found:
+            ns = (T,) + shared + (sweepers,) + tail2
+            yield label, ns, forget_cached(cfg, ns, memo), why
+
+
+def sweeper_moves(cfg: Config, s: tuple, memo: dict):
+    """(label, epoch state after, sweepers after, the state's head as kept or None, why)."""
+    T, sweepers = s[0], s[5]
+    prev = None
+    for n, sw in enumerate(sweepers):
+        if sw == prev:
+            continue  # symmetry: an equal sweeper was stepped already
+        prev = sw
+        sw2, shared, why = advance_move(cfg, s, sw, memo)
+        label = "sweeper: begin advance" if sw == IDLE else SWEEPER_LABELS[sw[0]]
+        rest = tuple(sorted(sweepers[:n] + (sw2,) + sweepers[n + 1:]))
+        shared = shared or s[1:5]
+        kept = None
+        if not cfg.reduce_dead:
+            kept = (T,) + shared + (rest,)
+        elif shared[:2] == s[1:3]:  # start and epoch as they were: only sw2 is new
+            rest_kept = sweepers[:n] + (canonical_frame(sw2, T - cfg.interval, s[1], s[2]),) \
+                + sweepers[n + 1:]
+            kept = (T,) + kept_shared(cfg, T, shared) + (tuple(sorted(rest_kept)),)
+        yield label, shared, rest, kept, why
+
+
+def other_moves(cfg: Config, s: tuple, memo: dict):
+    """(label, epoch state after, (scavenger, owner, page) after, why)."""
     if cfg.parked:
-        for label, ns, why in scavenger_moves(cfg, s):
-            yield label, ns, why
+        for label, ns, why in scavenger_moves(cfg, s, memo):
+            yield label, ns[1:5], ns[6:], why
     if cfg.owner:
         for label, ns in owner_moves(cfg, s):
-            yield label, ns, None
+            yield label, ns[1:5], ns[6:], None
+
+
+def forget_cached(cfg: Config, s: tuple, memo: dict) -> tuple:
+    """forget_past(forget_judged(s)), in two halves kept in memo: the epoch state with the
+    sweepers, and the scavenger, owner and page (which read the clock, start and epoch)."""
+    if not cfg.reduce_dead:
+        return forget_judged(s)
+    key = ("epoch half", s[:6])
+    head = memo.get(key)
+    if head is None:
+        head = memo[key] = forget_past(cfg, s[:6] + (None, None, None))[:6]
+    key = ("world half", s[:3], s[6:])
+    tail = memo.get(key)
+    if tail is None:
+        t = forget_judged(s[:3] + (0, None, ()) + s[6:])
+        tail = memo[key] = forget_past(cfg, t)[6:]
+    return head + tail
+
+
+def kept_shared(cfg: Config, T: int, shared: tuple) -> tuple:
+    """The epoch state of forget_past."""
+    S, E, began, rec = shared
+    floor = T - cfg.interval
+    if S == ep.MOVING or (began >= floor and (rec is None or rec >= floor)):
+        return shared
+    return (S, E, max(began, floor), rec if rec is None else max(rec, floor))
 
 
 def touches_world(action: str) -> bool:
@@ -414,7 +571,8 @@ def touches_world(action: str) -> bool:
                                           and action in WORLD_SCAVENGER_STEPS)
 
 
-WORLD_SCAVENGER_STEPS = ("scavenger: claim", "scavenger: sweep the page",
+WORLD_SCAVENGER_STEPS = ("scavenger: claim", "scavenger: claim + begin advance",
+                         "scavenger: sweep the page",
                          "scavenger: end of sweep")
 
 
@@ -426,36 +584,51 @@ def frames(s: tuple) -> list[AdvanceFrame]:
 
 
 def check_state(cfg: Config, parent: tuple, s: tuple, invs, world_invs, na: set,
-                world_changed: bool = True) -> list:
+                world_changed: bool = True, memo: dict | None = None) -> list:
     """Every invariant on successor s, with the parent's history entries kept (so that the
-    invariants relating epoch e to e - 1 see both)."""
-    st = epoch_state(s)
-    if s[2] != parent[2] and parent[2]:
-        st.history.real_begin[parent[2]] = parent[3]
-        if parent[4] is not None:
-            st.history.recorded_begin[parent[2]] = parent[4]
-    view = EpochView(st, cfg.interval, True, frames(s))
+    invariants relating epoch e to e - 1 see both). The verdicts are kept in `memo` by what
+    the judges read: the epoch invariants read the shared epoch state, its history and the
+    advance frames; the world invariants read the owner and the page (their view of the
+    world has no clock and no epoch, so one that read them would be reported not
+    applicable, not judged on a stale value)."""
+    memo = {} if memo is None else memo
+    moved = s[2] != parent[2] and parent[2]
+    key = (s[1:5], parent[2:5] if moved else None, s[5], s[6][1] if s[6] else None)
+    out = memo.get(key)
+    if out is None:
+        st = epoch_state(s)
+        if moved:
+            st.history.real_begin[parent[2]] = parent[3]
+            if parent[4] is not None:
+                st.history.recorded_begin[parent[2]] = parent[4]
+        view = EpochView(st, cfg.interval, True, frames(s))
+        out = memo[key] = [(inv.id, r) for inv in invs if (r := inv.predicate(view))]
+    if s[7] is None or not world_changed:
+        return out
+    key = ("world", s[7], s[8])
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = judge_world(cfg, s, world_invs, na)
+    return out + found
+
+
+def judge_world(cfg: Config, s: tuple, world_invs, na: set) -> list:
+    w = world_view(cfg, s, judged=True)
     out = []
-    for inv in invs:
-        reason = inv.predicate(view)
+    for inv in world_invs:
+        if inv.id in na:
+            continue
+        try:
+            reason = inv.predicate(w)
+        except (AttributeError, KeyError, TypeError):
+            na.add(inv.id)  # reads what the explorer does not keep
+            continue
         if reason:
             out.append((inv.id, reason))
-    if s[7] is not None and world_changed:
-        w = world_view(cfg, s)
-        for inv in world_invs:
-            if inv.id in na:
-                continue
-            try:
-                reason = inv.predicate(w)
-            except (AttributeError, KeyError, TypeError):
-                na.add(inv.id)  # reads what the explorer does not keep
-                continue
-            if reason:
-                out.append((inv.id, reason))
-        t = w.threads[1]
-        if len(t.park_sweeps) >= MI_PARK_SWEEPS_MAX and t.park_swept != PARK_SWEPT_DONE:
-            out.append(("PK-DONE-WITHIN-MAX", f"the park was swept {len(t.park_sweeps)} times "
-                                              f"and is not done"))
+    t = w.threads[1]
+    if len(t.park_sweeps) >= MI_PARK_SWEEPS_MAX and t.park_swept != PARK_SWEPT_DONE:
+        out.append(("PK-DONE-WITHIN-MAX", f"the park was swept {len(t.park_sweeps)} times "
+                                          f"and is not done"))
     return out
 
 
@@ -463,12 +636,13 @@ def explore(cfg: Config, max_states: int | None = None, progress=None,
             stop_at_first: bool = False, time_limit: float | None = None) -> Report:
     """Breadth-first over every reachable state; the first violation of each invariant is
     kept with its shortest path. `model.epoch.spin_max` is lowered for the run."""
-    old_spin = ep.spin_max
+    old_spin, old_stale = ep.spin_max, _stale_start_ok[0]
     ep.spin_max = cfg.spin_max
+    _stale_start_ok[0] = is_stale_start_sound(cfg)
     try:
         return _explore(cfg, max_states, progress, stop_at_first, time_limit)
     finally:
-        ep.spin_max = old_spin
+        ep.spin_max, _stale_start_ok[0] = old_spin, old_stale
 
 
 def _explore(cfg: Config, max_states, progress, stop_at_first, time_limit) -> Report:
@@ -480,52 +654,65 @@ def _explore(cfg: Config, max_states, progress, stop_at_first, time_limit) -> Re
         if cfg.owner else []
     rep = Report(cfg)
     na: set[str] = set()
+    memo: dict = {}  # this run's model-step results and verdicts (see advance_move)
+    checks: dict = {}
     t0 = time.perf_counter()
     init = initial_state(cfg)
     parent: dict[tuple, tuple | None] = {init: None}
-    depth = {init: 0}
-    queue = deque([init])
-    pending = nx.DiGraph()  # steps between states whose park is pending (not ticks)
+    violations = rep.violations
+    pending: dict[tuple, str] = {}  # (u, v) -> action: steps between park-pending states
     first_seen: dict[tuple, tuple] = {}  # a reached state of each node of `pending`
-    while queue:
-        s = queue.popleft()
-        for action, ns, why in successors(cfg, s):
-            rep.transitions += 1
-            if why and "EP-EPOCH-MOVES" not in rep.violations:
-                rep.violations["EP-EPOCH-MOVES"] = Violation(
-                    "EP-EPOCH-MOVES", why, path_to(parent, s) + [(action, ns)])
-            checked, ns = ns, forget_past(cfg, forget_walk(ns))
-            if cfg.graph and action != "clock tick" and is_park_pending(s) \
-                    and is_park_pending(ns):
-                pending.add_edge(system_part(s), system_part(ns), action=action)
-                first_seen.setdefault(system_part(s), s)
-            if ns in parent:
-                continue
-            parent[ns] = (s, action)
-            depth[ns] = depth[s] + 1
-            rep.depth = max(rep.depth, depth[ns])
-            for inv_id, reason in check_state(cfg, s, checked, invs, world_invs, na,
-                                              touches_world(action)):
-                if inv_id not in rep.violations:
-                    rep.violations[inv_id] = Violation(inv_id, reason, path_to(parent, ns))
-            queue.append(ns)
-            if len(parent) % 10_000 == 0:
-                if progress and len(parent) % 100_000 == 0:
-                    progress(len(parent), time.perf_counter() - t0)
-                if time_limit and time.perf_counter() - t0 > time_limit:
-                    rep.complete = False
-                    queue.clear()
+    frontier, level, stop = [init], 0, False
+    next_report = 100_000
+    while frontier and not stop:
+        nxt = []
+        for s in frontier:
+            for action, checked, ns, why in moves(cfg, s, memo):
+                rep.transitions += 1
+                if why and "EP-EPOCH-MOVES" not in violations:
+                    violations["EP-EPOCH-MOVES"] = Violation(
+                        "EP-EPOCH-MOVES", why, path_to(parent, s) + [(action, checked)])
+                if cfg.graph and action != TICK and is_park_pending(s) \
+                        and is_park_pending(ns):
+                    edge = (system_part(s), system_part(ns))
+                    pending.setdefault(edge, action)
+                    first_seen.setdefault(edge[0], s)
+                size = len(parent)
+                parent.setdefault(ns, (s, action))  # hashes the state once
+                if len(parent) == size:
+                    continue
+                for inv_id, reason in check_state(cfg, s, checked, invs, world_invs, na,
+                                                  touches_world(action), checks):
+                    if inv_id not in violations:
+                        violations[inv_id] = Violation(inv_id, reason, path_to(parent, ns))
+                nxt.append(ns)
+                if (max_states and len(parent) >= max_states) or \
+                        (stop_at_first and violations):
+                    stop = True
                     break
-            if (max_states and len(parent) >= max_states) or (stop_at_first and
-                                                               rep.violations):
-                queue.clear()
+            if stop:
                 break
+            if len(parent) >= next_report:
+                next_report += 100_000
+                elapsed = time.perf_counter() - t0
+                if progress:
+                    progress(len(parent), elapsed)
+                if time_limit and elapsed > time_limit:
+                    rep.complete, stop = False, True
+                    break
+        if nxt:
+            level += 1
+        frontier = nxt
     rep.states = len(parent)
+    rep.depth = level
     if cfg.graph:
-        rep.graph_nodes = pending.number_of_nodes()
-        cyc = stuck_cycle(pending)
+        g = nx.DiGraph()
+        g.add_edges_from(pending)
+        nx.set_edge_attributes(g, pending, "action")
+        rep.graph_nodes = g.number_of_nodes()
+        cyc = stuck_cycle(g)
         if cyc is not None:
-            rep.violations["PK-NO-STUCK-CYCLE"] = Violation(
+            violations["PK-NO-STUCK-CYCLE"] = Violation(
                 "PK-NO-STUCK-CYCLE", "a cycle sweeps the parked thread again and again and "
                                      "the park is never done",
                 path_to(parent, first_seen[cyc[0]]) + [(a, n) for a, n in cyc[1]])
@@ -540,39 +727,94 @@ def _explore(cfg: Config, max_states, progress, stop_at_first, time_limit) -> Re
 def forget_past(cfg: Config, s: tuple) -> tuple:
     """Times more than an interval in the past are all alike to every later step and check:
     each is only ever compared as `later - it >= interval` (the next increment against the
-    current epoch's real beginning, the scavenger's due test against holes_sweep_last, the
-    next park record against the last one's end, a walk against the last allocation), and
-    from `clock - interval` on that holds for all of them. So they are raised to
-    `clock - interval`. The shared start and the sweepers' loaded starts are left exact:
-    the CAS compares them for equality; so is the current epoch's beginning while an
-    advance is between its CAS and its store (its clock read is compared with it)."""
+    current epoch's real beginning, the scavenger's due test against holes_sweep_last, a
+    walk against the last allocation), and from `clock - interval` on that holds for all of
+    them. So they are raised to `clock - interval`. The end of the park's last sweep is
+    compared with the start of the next one, the claim time once the scavenger has claimed:
+    it is raised to `claim - interval` then. The shared start is left exact (the CAS compares
+    it for equality); so is the current epoch's beginning while an advance is between its
+    CAS and its store (its clock read is compared with it). The advance frames are made
+    canonical (canonical_frame)."""
     if not cfg.reduce_dead:
         return s
-    floor = s[0] - cfg.interval
-    up = lambda x: x if x is None or x >= floor else floor  # noqa: E731
-    if s[1] != ep.MOVING:  # else a sweeper's now2 is yet to be recorded against it
-        s = s[:3] + (up(s[3]), up(s[4])) + s[5:]
-    owner, page = s[7], s[8]
+    T, S, E, began, rec = s[:5]
+    floor = T - cfg.interval
+    if S != ep.MOVING:  # else a sweeper's now2 is yet to be recorded against it
+        if began < floor:
+            began = floor
+        if rec is not None and rec < floor:
+            rec = floor
+    sweepers = tuple(sorted(canonical_frame(sw, floor, S, E) for sw in s[5]))
+    scav, owner, page = s[6], s[7], s[8]
+    if scav is not None and scav[1] != IDLE:
+        scav = (scav[0], canonical_frame(scav[1], floor, S, E)) + scav[2:]
     if owner is not None:
         sweeps = owner[6]
         if sweeps:
-            count, first, last = sweeps
-            end = up(last[1])
-            sweeps = (count, first, (end, end) + last[2:])
-        owner = owner[:2] + (up(owner[2]),) + owner[3:6] + (sweeps, owner[7])
-        page = page[:2] + (up(page[2]), page[3])
-        s = s[:7] + (owner, page)
-    return s
+            lo = (scav[3] if scav[0] != "idle" else T) - cfg.interval
+            count, first, before, last = sweeps
+            end = last[1] if last[1] >= lo else lo
+            sweeps = (count, first, before, (end, end) + last[2:])
+        last_ms = owner[2] if owner[2] >= floor else floor
+        owner = owner[:2] + (last_ms,) + owner[3:6] + (sweeps, owner[7])
+        if page[2] is not None and page[2] < floor:
+            page = page[:2] + (floor, page[3])
+    return (T, S, E, began, rec, sweepers, scav, owner, page)
 
 
-def forget_walk(s: tuple) -> tuple:
-    """Drop the ghost record of a walk once the state that follows the walk was checked:
-    the invariants that read it judge the walk against the page's state then, which no later
-    step changes until an allocation replaces the record anyway."""
-    page = s[8]
-    if page is None or page[3] is None:
-        return s
-    return s[:8] + (page[:3] + (None,),)
+STALE_START = -1  # a loaded start that no later CAS can match and every compare finds due
+_stale_start_ok = [True]  # set per run by explore (is_stale_start_sound)
+
+
+def is_stale_start_sound(cfg: Config) -> bool:
+    """The model's compare (model.epoch.is_epoch_due, which a mutant may replace) finds
+    every start more than an interval old due, and STALE_START with it, at every clock
+    reading of this configuration: only then may canonical_frame stand one for the other."""
+    for T in range(cfg.clock_bound + 1):
+        for start in range(T - cfg.interval):
+            for now in range(T, cfg.clock_bound + 1):
+                if not (ep.is_epoch_due(start, now, cfg.interval)
+                        and ep.is_epoch_due(STALE_START, now, cfg.interval)):
+                    return False
+    return True
+START_LIVE = (ep.PC_READ_CLOCK, ep.PC_COMPARE, ep.PC_CAS)
+
+
+def canonical_frame(sw: tuple, floor: int, S: int, E: int) -> tuple:
+    """One representative for advance frames that no later step tells apart.
+    - a loaded start that is no longer the shared start and is more than an interval in the
+      past: every later compare finds the epoch due (now - start >= interval) and the CAS
+      fails (the shared start is written only with MOVING or a clock reading taken after a
+      CAS, later than it), so it is replaced by STALE_START, for which both hold too;
+    - e_load (a ghost) is only compared for equality with the epoch when the call ends; the
+      epoch never goes back (advance_move stops the run if it does), so every e_load older
+      than the epoch before the current one is replaced by that one."""
+    if sw == IDLE:
+        return sw
+    pc, start, e_load = sw[0], sw[1], sw[6]
+    if pc in START_LIVE and start != S and start < floor and _stale_start_ok[0]:
+        start = STALE_START
+    if e_load < E - 1 and (sw[7] or pc in START_LIVE[:2]):
+        e_load = E - 1
+    if start == sw[1] and e_load == sw[6]:
+        return sw
+    return (pc, start) + sw[2:6] + (e_load, sw[7])
+
+
+def forget_judged(s: tuple) -> tuple:
+    """Drop the ghost records that were judged once, when the state after them was checked:
+    a walk's record (the invariants that read it judge the walk against the page's state
+    then, which no later step changes until an allocation replaces the record anyway) and
+    the park record before the last one (PK-SPACING judged the last against it)."""
+    owner, page = s[7], s[8]
+    if page is not None and page[3] is not None:
+        page = page[:3] + (None,)
+    if owner is not None and owner[6] and owner[6][2] is not None:
+        owner = owner[:6] + (owner[6][:2] + (None, owner[6][3]), owner[7])
+    return s[:7] + (owner, page)
+
+
+forget_walk = forget_judged  # the older name
 
 
 def system_part(s: tuple) -> tuple:

@@ -21,10 +21,10 @@ def ladder() -> list[Config]:
     only), for scale."""
     bare = [CONFIGS[n] for n in ("bare-1", "bare-2", "bare-3", "bare-4")]
     bare.append(Config("bare-5", sweepers=5))
-    parks = [CONFIGS["park-1-short"], CONFIGS["park-1"], CONFIGS["park-2"],
-             BENCH_ONLY["park-3"]]
+    parks = [CONFIGS[n] for n in ("park-1-short", "park-1", "park-2", "park-3")]
+    parks += list(BENCH_ONLY.values())
     unreduced = [replace(CONFIGS[n], name=f"{n} (symmetry only)", reduce_dead=False)
-                 for n in ("bare-2", "bare-3")]
+                 for n in ("bare-2", "bare-3", "park-1-short")]
     return bare + unreduced + parks
 
 

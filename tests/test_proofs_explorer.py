@@ -92,17 +92,126 @@ def test_no_stuck_cycle_with_the_due_time_kept():
 
 
 def test_park_done_within_max_is_reported_in_a_state_that_breaks_it():
-    """A park swept MI_PARK_SWEEPS_MAX times and still not done (what the mutant
-    park-unbounded reaches when the epoch is stalled for six intervals) is a violation."""
+    """A park swept MI_PARK_SWEEPS_MAX times and still not done is a violation."""
     cfg = CONFIGS["park-1-short"]
     rec = (0, 1, 0, True, PARK_SWEPT_SMALL + 4)
-    owner = (PARKED, PARK_SWEPT_SMALL + 5, 1, 0, 0, 0, (MI_PARK_SWEEPS_MAX, 0, rec), 3)
+    owner = (PARKED, PARK_SWEPT_SMALL + 5, 1, 0, 0, 0, (MI_PARK_SWEEPS_MAX, 0, None, rec), 3)
     s0 = X.initial_state(cfg)
     s = s0[:7] + (owner, s0[8])
     found = X.check_state(cfg, s0, s, [], [], set())
     assert [i for i, _ in found] == ["PK-DONE-WITHIN-MAX"]
     ok = s0[:7] + (owner[:1] + (1,) + owner[2:], s0[8])  # the same, done
     assert X.check_state(cfg, s0, ok, [], [], set()) == []
+
+
+# No sweeper, so the epoch stays where it is and the page stays young: every sweep defers.
+# The scavenger ignores the due time (a broken variant) so that six sweeps fit in 1 ms.
+STALLED = X.Config("stalled", 0, interval=2, clock_bound=1, owner=True, parked=True,
+                   ignore_due=True)
+
+
+@pytest.mark.parametrize("reduce_dead", [True, False])
+def test_park_done_within_max_is_reached_from_an_initial_state_under_a_mutant(reduce_dead):
+    cfg = replace(STALLED, reduce_dead=reduce_dead)
+    with applied(MUTANTS["park-unbounded"]):
+        rep = X.explore(cfg, max_states=3_000)
+    v = rep.violations["PK-DONE-WITHIN-MAX"]
+    assert v.path[0][0] == "initial state"
+    assert [a for a, _ in v.path].count("scavenger: end of sweep") == MI_PARK_SWEEPS_MAX
+    # the real rule, and a park that ends at the cap only, are done at the sixth sweep
+    for mutant in (None, "park-ignores-epochs"):
+        with applied(MUTANTS[mutant] if mutant else None):
+            rep = X.explore(cfg)
+        assert rep.complete and "PK-DONE-WITHIN-MAX" not in rep.violations
+
+
+@pytest.mark.parametrize("reduce_dead", [True, False])
+def test_park_spacing_is_judged_against_the_sweep_before(reduce_dead):
+    """The record before the last is kept until the new one was judged (PK-SPACING reads
+    its end), and its end is raised no later than the claim time minus the interval."""
+    cfg = replace(V_PARK, clock_bound=6, reduce_dead=reduce_dead)
+    with applied(MUTANTS["sweep-last-before-work"]):
+        rep = X.explore(cfg, stop_at_first=True, max_states=400_000)
+    assert list(rep.violations) == ["PK-SPACING"]
+    assert X.explore(replace(cfg, clock_bound=5)).ok
+
+
+# -- the reductions hide no violation ---------------------------------------------------
+# Small configurations that the explorer also runs without the reductions (dead locals,
+# canonical frames, forgotten past times), whose verdicts must be the same under every
+# mutant of what the explorer runs. A mutant whose step reads a local the reduction forgets
+# makes the reduced run stop (ReductionError) rather than answer.
+V_BARE = X.Config("v-bare", 2, interval=2, clock_bound=5)
+V_PARK = X.Config("v-park", 1, interval=2, clock_bound=5, owner=True, parked=True)
+EXPLORER_MUTANTS = [m.name for m in MUTANTS.values()
+                    if any(p.module in ("model.epoch", "model.park", "model.stamp",
+                                        "model.variants") for p in m.patches)]
+UNBOUNDED = ("epoch-not-rate-limited",)  # the epoch moves without end: the space is infinite
+QUICK_MUTANTS = ("no-cas-exclusion", "wait-returns-at-once", "double-increment", "age-lt-1",
+                 "start-before-increment")
+
+
+def verdicts(cfg, mutant, reduce_dead):
+    with applied(MUTANTS[mutant] if mutant else None):
+        try:
+            rep = X.explore(replace(cfg, reduce_dead=reduce_dead),
+                            max_states=20_000 if mutant in UNBOUNDED else None)
+        except X.ReductionError:
+            return "refused"
+    return sorted(rep.violations)
+
+
+def same_verdicts(cfg, mutant):
+    full, reduced = verdicts(cfg, mutant, False), verdicts(cfg, mutant, True)
+    if reduced == "refused":
+        assert full, f"{mutant}: refused, though nothing is violated"
+        return
+    assert reduced == full, mutant
+
+
+@pytest.mark.parametrize("mutant", (None,) + QUICK_MUTANTS)
+def test_reduced_and_unreduced_verdicts_agree(mutant):
+    same_verdicts(V_BARE, mutant)
+    if mutant in (None, "age-lt-1", "double-increment"):
+        same_verdicts(V_PARK, mutant)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutant", EXPLORER_MUTANTS)
+def test_reduced_and_unreduced_verdicts_agree_for_every_mutant(mutant):
+    same_verdicts(V_BARE, mutant)
+    same_verdicts(V_PARK, mutant)
+
+
+def test_the_explorer_mutants_are_the_ones_it_runs():
+    assert {"no-cas-exclusion", "start-before-increment", "park-unbounded",
+            "sweep-last-before-work", "stamp-never-written"} <= set(EXPLORER_MUTANTS)
+
+
+def test_a_step_that_reads_a_forgotten_local_stops_the_reduced_run():
+    """start-before-increment stores the clock read before the increment, which the real
+    advance never reads after its compare."""
+    with applied(MUTANTS["start-before-increment"]):
+        with pytest.raises(X.ReductionError, match="reads a local"):
+            X.explore(V_BARE)
+
+
+def test_stale_start_is_kept_when_the_compare_is_broken():
+    """canonical_frame stands STALE_START for an old loaded start only while the model's
+    compare finds both due; a compare that does not (here: never due) turns that off."""
+    assert X.is_stale_start_sound(V_BARE)
+    from purgecheck.mutants import Mutant, Patch
+    never = Mutant("never-due", "", (), (Patch("model.epoch", "is_epoch_due",
+                                               lambda start, now, interval: False),))
+    with applied(never):
+        assert not X.is_stale_start_sound(V_BARE)
+
+
+def test_is_park_due_is_the_model_s_due_test():
+    from model.park import is_park_due
+    from model.thread import ThreadState
+    t = ThreadState(1, holes_sweep_last=5)
+    assert not is_park_due(t, 6, 2) and is_park_due(t, 7, 2)
 
 
 def test_spin_max_is_restored_after_exploring():
