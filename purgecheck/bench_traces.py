@@ -46,14 +46,15 @@ pstats.Stats("/tmp/purgecheck-bench.prof").sort_stats("tottime").print_stats(12)
 
 def ensure_trace(path: Path, events: int, seed: int) -> int:
     """Generate the trace unless a file of that many events is there already."""
+    from purgecheck.tracegen import GENERATION, generate
     stamp = path.with_suffix(".count")
-    if path.exists() and stamp.exists() and stamp.read_text() == f"{events} {seed}":
+    made = f"{events} {seed} {GENERATION}"
+    if path.exists() and stamp.exists() and stamp.read_text() == made:
         return sum(1 for _ in open(path, "rb")) - 2
-    from purgecheck.tracegen import generate
     t0 = time.perf_counter()
     with open(path, "wb") as f:
         n = generate(f, events, seed)
-    stamp.write_text(f"{events} {seed}")
+    stamp.write_text(made)
     print(f"generated {n:,} events in {time.perf_counter() - t0:.1f} s "
           f"({path.stat().st_size / 1e6:.0f} MB): {path}")
     return n

@@ -23,6 +23,7 @@ from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, ThreadState
 from model.world import Options
 from purgecheck.trace import FORMAT, VERSION, config_of
 
+GENERATION = 2  # bumped when what it writes changes (bench_traces makes its trace again)
 BLOCK = 256 * 1024  # a large-page block: the page has 16, the first 4 are formed
 SCAVENGER = -1
 FULL_EVERY = 64
@@ -32,7 +33,7 @@ FREE_RUN = (16, 64)
 TAIL = (1 << 20, 3 << 20)
 
 EV_MALLOC = b'{"ev":"malloc","page":%d,"block":%d,"zero":false,"src":"%s","lin":%d,"tid":%d}\n'
-EV_FREE = b'{"ev":"free","page":%d,"block":1,"thread":"owner","lin":%d,"tid":%d}\n'
+EV_FREE = b'{"ev":"free","page":%d,"block":%d,"thread":"owner","lin":%d,"tid":%d}\n'
 EV_STAMP = b'{"ev":"stamp","page":%d,"epoch":%d,"lin":%d,"tid":%d}\n'
 EV_STEP = b'{"ev":"advance_step","pc":"%s","value":%s,"lin":%d,"tid":%d}\n'
 EV_WAIT = b'{"ev":"advance_step","pc":"wait_moving","value":%d,"spins":%d,"lin":%d,"tid":%d}\n'
@@ -62,6 +63,9 @@ class PageSim:
     walked: bool = False
     purged: bool = False  # blocks 1..3 discarded
     tail_discarded: bool = False
+    # its free lists, as model/alloc.py keeps them: blocks 1..3 go round through them
+    free: list[int] = field(default_factory=list)
+    local_free: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -124,6 +128,8 @@ class Sim:
         t.holes_sweep_epoch = epoch = self.epoch
         yield self.ev(EV_BEGIN, thread, t.holes_sweep_seq, BOOL[full], epoch, self.clock, tid)
         p = self.pages[thread]
+        p.free += p.local_free  # the sweep collects the page first
+        p.local_free = []
         if p.stamp is not None and is_epoch_young(epoch, p.stamp):
             deferred = not p.purged or not p.tail_discarded
             yield self.ev(EV_SWEPT, p.id, b"held", tid)
@@ -142,23 +148,33 @@ class Sim:
                     yield self.ev(EV_DISCARD, p.id, k0, k1, k0 * 16384, (k1 - k0) * 16384, tid)
                     yield self.ev(EV_WALK, p.id, b"[[%d,%d]]" % FREE_RUN, 3, tid)
                 p.purged, p.walked, p.stamp = True, True, None
+                p.free = []  # every free block (1..3) lies in the discarded units
                 yield self.ev(EV_SWEPT, p.id, b"walked", tid)
         yield self.ev(EV_IDLE, thread, epoch, BOOL[tid != thread], BOOL[deferred], BOOL[full],
                       tid)
         return deferred
 
     def allocate(self, tid: int) -> Iterator[bytes | None]:
-        """Take block 1 (unpurged if it was discarded), stamp when the epoch is new, free it."""
+        """Take the block mi_page_malloc takes (the head of the free list; after a collect
+        when it is empty; unpurged if the blocks were discarded), stamp when the epoch is
+        new, free it (on local_free)."""
         p = self.pages[tid]
         if p.purged:
             p.purged, p.walked, p.stamp = False, False, None
             yield self.ev(EV_UNPURGE, p.id, *FREE_RUN, tid)
-        yield self.ev(EV_MALLOC, p.id, 1, b"unpurge" if p.stamp is None else b"free", tid)
+            p.free, src = [1, 2, 3], b"unpurge"  # pushed back in order at the head
+        elif p.free:
+            src = b"free"
+        else:
+            p.free, p.local_free, src = p.local_free, [], b"collect"
+        block = p.free.pop(0)
+        yield self.ev(EV_MALLOC, p.id, block, src, tid)
         if p.stamp != self.epoch:  # the relaxed read, under lin_lock: the current epoch
             p.stamp = self.epoch
             p.walked = False
             yield self.ev(EV_STAMP, p.id, self.epoch, tid)
-        yield self.ev(EV_FREE, p.id, tid)
+        p.local_free.insert(0, block)
+        yield self.ev(EV_FREE, p.id, block, tid)
 
     def new_page(self, tid: int) -> Iterator[bytes]:
         self.threads[tid] = ThreadState(tid)
@@ -168,6 +184,7 @@ class Sim:
         yield self.ev(b'{"ev":"extend","page":%d,"first":0,"count":4,"lin":%d,"tid":%d}\n',
                       p.id, tid)
         yield self.ev(EV_MALLOC, p.id, 0, b"extend", tid)
+        p.free = [1, 2, 3]
         p.stamp = self.epoch
         yield self.ev(EV_STAMP, p.id, self.epoch, tid)
 
@@ -202,15 +219,16 @@ class Sim:
             t.park_state = "running"
             yield self.ev(EV_UNPARK, tid, tid)
 
-    def scavenger(self, parked: list[int]) -> Iterator[bytes | None]:
+    def scavenger(self, parked: list[int], early: int = 0) -> Iterator[bytes | None]:
         """_mi_theap_sweep_parked on its own thread: each parked thread that is not done and
-        is due (an interval after the end of its last sweep) is claimed and swept."""
+        is due (an interval after the end of its last sweep) is claimed and swept. `early`:
+        a broken scavenger that takes a thread as due that many ms too soon (the tests)."""
         while not (self.stopping and all(self.threads[p].park_state == "running"
                                          for p in parked if p in self.threads)):
             for pid in parked:
                 t = self.threads.get(pid)
                 if t is None or t.park_state != "parked" or t.park_swept == PARK_SWEPT_DONE \
-                        or self.clock - t.holes_sweep_last < self.interval:
+                        or self.clock - t.holes_sweep_last < self.interval - early:
                     continue
                 t.park_state = "sweeping"
                 swept = t.park_swept
@@ -235,7 +253,7 @@ def header(interval: int, threads: list[int], seed: int) -> dict:
 
 def generate(f: IO[bytes], events: int, seed: int = 0, sweepers: int = 4, parkers: int = 1,
              interval: int = 10, steps_per_ms: int = 40, quiet_every: int = 200,
-             late_every: int = 100) -> int:
+             late_every: int = 100, scavenger_early: int = 0) -> int:
     """Write a linearized trace of about `events` events to `f`; returns how many. The run
     stops taking new iterations at `events` and lets every thread finish what it began."""
     rng = random.Random(seed)
@@ -246,7 +264,7 @@ def generate(f: IO[bytes], events: int, seed: int = 0, sweepers: int = 4, parker
     running = [sim.sweeper(t, quiet_every) for t in sweeper_ids]
     running += [sim.parker(t) for t in parker_ids]
     if parkers:
-        running.append(sim.scavenger(parker_ids))
+        running.append(sim.scavenger(parker_ids, scavenger_early))
     late: bytes | None = None
     buf: list[bytes] = []
     written = 0

@@ -13,6 +13,7 @@ advance taken as one step. docs/validation.md says what is checked and what is n
 from __future__ import annotations
 
 import dataclasses
+import types
 from dataclasses import dataclass, field
 from typing import IO, Any, Callable, Iterable
 
@@ -23,7 +24,8 @@ from model.epoch import (MOVING, PC_CAS, PC_COMPARE, PC_DONE, PC_INCREMENT, PC_L
 from model.geometry import mi_page_can_purge_holes
 from model.page import (EPOCH_MASK, MI_PAGE_SWEPT_NONE, MI_PAGE_SWEPT_STAMP_TAG, Page,
                         encode_stamp, encode_walked, is_stamp, stamp_epoch)
-from model.park import compute_park_next
+from model.alloc import mi_page_free_collect
+from model.park import compute_park_next, is_park_due, mi_theap_sweep_parked
 from model.stamp import is_stamp_gated, read_epoch_relaxed
 from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, PARKED, RUNNING, SWEEPING, ThreadState
 from model.variants import CLOCK, TWO_UNTOUCHED, SweepContext, is_page_held
@@ -37,6 +39,9 @@ STEP_PCS = (PC_LOAD, PC_READ_CLOCK, PC_CAS, PC_INCREMENT, PC_READ_CLOCK2, PC_STO
 OUTCOMES = ("off", "all-free", "held", "ineligible", "unchanged", "walked", "incomplete")
 _OUTCOMES = frozenset(OUTCOMES)
 HANDOFF_OPS = frozenset({"scavenge", "scavenger"})
+# Ops that collect or rebuild their heap's free lists with no event of their own (runner.py):
+# after them the replay no longer knows those pages' lists.
+LIST_OPS = frozenset({"collect", "walk", "heap_destroy"})
 SCAVENGER_TID = -1  # the label of the scavenger thread in linearized traces (linearize.c)
 # The header's config as the replay reads it (purgecheck/trace.py CONFIG_KEYS).
 CONFIG_TYPES = {"page_kinds": dict, "os_page_size": int, "arch": int, "first_block_offset": int,
@@ -75,7 +80,7 @@ class Verdict:
 class Sweep:
     """A sweep in progress on one OS thread: from its sweep_begin to its idle."""
 
-    __slots__ = ("thread", "ctx", "held", "decided", "holds", "walked")
+    __slots__ = ("thread", "ctx", "held", "decided", "holds", "walked", "lin")
 
     def __init__(self, thread: int, ctx: SweepContext, held: dict) -> None:
         self.thread = thread
@@ -84,6 +89,7 @@ class Sweep:
         self.decided: dict[int, bool] = {}  # page -> held
         self.holds = False  # it has held a page
         self.walked: set[int] = set()
+        self.lin: int | None = None  # its sweep_begin's (the collects come after it)
 
 
 # A malloc on a page behind the stamp's gate: the model then stores the epoch it read, unless
@@ -160,6 +166,17 @@ class Validator:
         # sweeps in one ms and epoch share one context, and its hold decisions (see decide)
         self.contexts: dict[tuple, tuple[SweepContext, dict]] = {}
         self.walked_capacity: dict[int, int] = {}
+        # The free lists (the model's page.free, local_free, xthread_free) of the pages whose
+        # lists the trace determines so far (see take_block), the lin of the owner's last event
+        # on each, and of the newest push on its xthread_free.
+        self.listed: set[int] = set()
+        self.owner_mark: dict[int, int | None] = {}
+        self.newest_push: dict[int, int | None] = {}
+        self.blocks_checked = 0
+        # The scavenger's due times (check_park_due): where the clock of a sequential trace is
+        # known exactly, and whether a sweep of the current scavenge op moved it.
+        self.clock_exact = not self.linearized and cfg["clock"] == "virtual"
+        self.pass_moved = False
         self.inside: set[tuple] = set()  # (page, capacity, k0, k1) whose units lie in blocks
         self.op_thread: int | None = None
         self.op_name: str | None = None
@@ -232,6 +249,13 @@ class Validator:
         if thread is not None and type(thread) is not int:
             raise Rejection(f"an op of thread {thread!r}: threads are integers")
         self.op_thread, self.op_name = thread, ev.op
+        if ev.op in LIST_OPS:
+            self.listed.difference_update([pid for pid in self.listed
+                                           if self.pages[pid].owner == thread])
+        elif ev.op == "scavenger":  # its loop moves the virtual clock by what it finds due
+            self.clock_exact = False
+        elif ev.op == "scavenge":
+            self.pass_moved = False
         if thread is not None and thread not in self.threads:
             self.threads[thread] = ThreadState(thread)  # an op introduces its thread
         if ev.op == "heap_delete" and thread is not None:
@@ -246,9 +270,31 @@ class Validator:
 
     def on_clock(self, ev: Event, tid) -> None:
         self.clock(ev.now, self.line, "clock")
+        self.clock_exact = not self.linearized
 
     def on_scavenge(self, ev: Event, tid) -> None:
-        pass
+        """The due time a pass of the scavenger returned (mi_theap_sweep_parked: the ms until
+        the next parked thread is due, null when none waits). Checked in sequential traces
+        where the clock is known exactly and no sweep of the pass moved it (sweep_ms 0 or no
+        sweep), so that every wait the pass took was taken at the present reading: then no
+        waiting thread may be due, and the model's pass run now, which finds none due and
+        sweeps nothing, returns the due time the trace must say."""
+        if self.linearized or not self.clock_exact or self.pass_moved or self.interval <= 0:
+            return
+        now = self.clock_lo
+        for t in self.threads.values():
+            if t.park_state == PARKED and t.park_swept != PARK_SWEPT_DONE \
+                    and is_park_due(t, now, self.interval):
+                raise Rejection(f"the scavenger's pass ends at {now} ms with thread {t.id} "
+                                f"parked and due (its last park sweep ended at "
+                                f"{t.holes_sweep_last} ms, the interval is {self.interval} "
+                                f"ms), but it did not sweep it")
+        view = types.SimpleNamespace(options=self.options, threads=self.threads,
+                                     clock=types.SimpleNamespace(read=lambda: now))
+        want = mi_theap_sweep_parked(view)
+        if ev.due != want:
+            raise Rejection(f"the scavenger's pass says the next park is due in {ev.due!r} ms; "
+                            f"the model's pass at {now} ms says {want!r}")
 
     # -- pages and blocks -----------------------------------------------------------------------
 
@@ -266,6 +312,8 @@ class Validator:
         page.log = []
         self.pages[pid] = page
         self.gated[pid] = is_stamp_gated(page)
+        self.listed.add(pid)
+        self.owner_mark[pid] = self.newest_push[pid] = None
         want = (page.geom.kind.value, page.reserved, page.unit)
         got = (ev.page_kind, ev.reserved, ev.unit)
         if want != got:
@@ -281,6 +329,14 @@ class Validator:
         if (ev.first, ev.count) != want:
             raise Rejection(f"extend of page {page.id}: the model forms {want[1]} blocks from "
                             f"block {want[0]}, the trace {ev.count!r} from {ev.first!r}")
+        if page.id in self.listed:
+            # mi_page_malloc extends only when the free list is empty after a collect
+            self.collect(page, self.owner_mark[page.id])
+            if page.id in self.listed and page.free:
+                raise Rejection(f"page {page.id} forms new blocks, but the model's free list "
+                                f"holds {describe_blocks(page.free)}: it takes one of those")
+            page.free.extend(range(want[0], want[0] + want[1]))
+            self.owner_mark[page.id] = ev.lin
         page.capacity += want[1]
 
     def block(self, page: Page, ev: Event) -> int:
@@ -299,8 +355,48 @@ class Validator:
             page = self.live(self.page(ev, self.line))  # the slow way, to say what is wrong
             self.require_owner(page, tid, "malloc")
             self.block(page, ev)
+        if page.id in self.listed:
+            self.take_block(page, ev)
         if self.gated[page.id]:
             self.obligations[tid] = (page.id, self.st.epoch, self.line)
+
+    def collect(self, page: Page, mark: int | None) -> None:
+        """mi_page_free_collect (the model's): xthread_free before local_free, appended to
+        free. The exchange has no event: it comes after `mark`, the lin of an event of the
+        collecting thread before it (None in file-order traces: every push came first). A
+        push after `mark` may or may not have been taken: the lists are no longer known."""
+        newest = self.newest_push[page.id]
+        if newest is not None and mark is not None and newest > mark and page.xthread_free:
+            self.listed.discard(page.id)
+            return
+        mi_page_free_collect(page)
+
+    def take_block(self, page: Page, ev: Event) -> None:
+        """The block mi_page_malloc takes (model/alloc.py): the head of `free`; when `free`
+        is empty, after a collect; when the collect found nothing, the first block formed
+        (the extend event before this one). From purged units (src unpurge) the replay does
+        not follow: it keeps no purged units, so the page leaves the check."""
+        pid, src = page.id, ev.src
+        if src == "unpurge":
+            self.listed.discard(pid)
+            return
+        if src == "collect":
+            if page.free:
+                raise Rejection(f"a malloc from page {page.id} collects its free lists, but the "
+                                f"model's free list holds {describe_blocks(page.free)}")
+            self.collect(page, self.owner_mark[pid])
+            if pid not in self.listed:
+                return
+        elif src != "free" and src != "extend":
+            raise self.bad(self.line, f"malloc: unknown src {src!r}; expected free, collect, "
+                                      f"unpurge or extend")
+        if not page.free or page.free[0] != ev.block:
+            raise Rejection(f"a malloc from page {page.id} takes block {ev.block!r} ({src}); the "
+                            f"model takes the head of its free list: "
+                            f"{describe_blocks(page.free)}")
+        del page.free[0]
+        self.owner_mark[pid] = ev.lin
+        self.blocks_checked += 1
 
     def on_free(self, ev: Event, tid) -> None:
         page = self.pages.get(ev.page)
@@ -309,6 +405,9 @@ class Validator:
         if page is not None and not page.retired and type(i) is int and 0 <= i < page.capacity \
                 and ev.thread == "owner" and (actor is None or (page.owner == actor
                                                                   and not page.abandoned)):
+            if page.id in self.listed:  # mi_free_local: pushed on local_free
+                page.local_free.insert(0, i)
+                self.owner_mark[page.id] = ev.lin
             return  # the owner's free (the common case), all checked
         page = self.live(self.page(ev, self.line))
         self.block(page, ev)
@@ -317,6 +416,13 @@ class Validator:
         elif actor is not None and actor == page.owner and not page.abandoned:
             raise Rejection(f"thread {actor} frees block {ev.block} of its own page "
                             f"{page.id} as another thread would (xthread_free)")
+        if page.id in self.listed:
+            if ev.thread == "owner":
+                page.local_free.insert(0, i)
+                self.owner_mark[page.id] = ev.lin
+            else:  # mi_free_xthread: pushed on xthread_free, under lin_lock with this event
+                page.xthread_free.insert(0, i)
+                self.newest_push[page.id] = ev.lin
 
     def on_double_free(self, ev: Event, tid) -> None:
         self.page(ev, self.line)
@@ -326,10 +432,12 @@ class Validator:
 
     def on_retire(self, ev: Event, tid) -> None:
         self.live(self.page(ev, self.line)).retired = True
+        self.listed.discard(ev.page)
 
     def on_abandon(self, ev: Event, tid) -> None:
         page = self.live(self.page(ev, self.line))
         page.abandoned, page.owner = True, -1
+        self.listed.discard(page.id)  # its next owner collects at a time the trace does not show
 
     def on_reclaim(self, ev: Event, tid) -> None:
         page = self.live(self.page(ev, self.line))
@@ -375,6 +483,7 @@ class Validator:
         sweep = self.in_sweep(page, tid)
         if sweep is not None:
             sweep.walked.add(page.id)
+        self.listed.discard(page.id)  # the walk's collect and rebuild are not followed
         if ev.complete is True:  # mark_walked: (capacity, used) replaces a stamp
             page.swept_state = encode_walked(page.capacity, 0)
             self.walked_capacity[page.id] = page.capacity
@@ -387,9 +496,11 @@ class Validator:
 
     def on_unpurge(self, ev: Event, tid) -> None:
         self.live(self.page(ev, self.line)).swept_state = MI_PAGE_SWEPT_NONE
+        self.listed.discard(ev.page)
 
     def on_unpurge_all(self, ev: Event, tid) -> None:
         self.live(self.page(ev, self.line)).swept_state = MI_PAGE_SWEPT_NONE
+        self.listed.discard(ev.page)
 
     # -- the stamp ------------------------------------------------------------------------------
 
@@ -605,6 +716,7 @@ class Validator:
             st.history.recorded_begin.pop(st.epoch - 3, None)
             if f.advanced and got == want:
                 self.start_known = True
+                self.clock_exact = True  # `start` is the virtual time now
                 self.advanced_seq.add(thread.id)
                 return
             st.start, st.epoch = before  # the report shows the state before the event
@@ -657,6 +769,9 @@ class Validator:
             self.clock_lo = now  # monotone, as expected
         else:
             now = self.clock(now, self.line, "sweep_begin")
+        if handoff:
+            self.check_park_due(t, ev.now if ev.now is not None
+                                else self.clock_lo if self.clock_exact else None)
         # Checked: the sweep begins.
         if f is not None:
             del self.frames[tid]
@@ -684,6 +799,31 @@ class Validator:
             sweep.decided.clear()
             sweep.walked.clear()
             sweeps[tid] = sweep
+        sweeps[tid].lin = ev.lin
+
+    def check_park_due(self, t: ThreadState, now: int | None) -> None:
+        """The scavenger claims a parked thread only when it is due, an interval after the
+        END of its last park sweep (model.park.is_park_due). `t.holes_sweep_last` is no later
+        than that end (park_sweep_ended), and `now` (a reading of this sweep, or the exact
+        virtual time) no earlier than the reading the scavenger decided on, so a thread not
+        due by these two was not due when it was claimed. None: the time is not known."""
+        if now is not None and self.interval > 0 and not is_park_due(t, now, self.interval):
+            raise Rejection(f"the scavenger sweeps thread {t.id} at {now} ms, but its last park "
+                            f"sweep ended at {t.holes_sweep_last} ms or later: the model sweeps "
+                            f"a parked thread again only {self.interval} ms after the end of "
+                            f"its last sweep")
+
+    def park_sweep_ended(self, t: ThreadState) -> None:
+        """holes_sweep_last, taken after the work of a handoff sweep (model.park
+        record_sweep_last), as the trace bounds it from below: in a linearized trace the
+        last reading before the sweep's idle event (the scavenger reads the clock after it);
+        in a sequential one the virtual time, which the work moved by sweep_ms."""
+        if self.clock_lo is None:
+            return
+        if not self.linearized and self.options.sweep_ms:
+            self.clock_lo += self.options.sweep_ms
+            self.pass_moved = True
+        t.holes_sweep_last = self.clock_lo
 
     def check_advance_before_sweep(self, t: ThreadState, tid, f: AdvanceFrame | None) -> None:
         """Each sweep advances the epoch first (mi_holes_sweep_begin). `f`: the advance of
@@ -743,6 +883,8 @@ class Validator:
         page = self.pages.get(ev.page)
         if page is None or page.retired:
             page = self.live(self.page(ev, self.line))
+        if page.id in self.listed and page.id not in sweep.walked:
+            self.collect(page, sweep.lin)  # sweep_pages collects each page first
         outcome = ev.outcome
         if outcome not in _OUTCOMES:
             raise self.bad(self.line, f"sweep_page: unknown outcome {outcome!r}; expected one "
@@ -790,6 +932,8 @@ class Validator:
             raise Rejection(f"the sweep of thread {sweep.thread} says it left blocks behind "
                             f"(deferred), but it held no page")
         self.threads[sweep.thread].holes_sweep_deferred = deferred
+        if ctx.in_handoff:
+            self.park_sweep_ended(self.threads[sweep.thread])
         self.last_deferred[sweep.thread] = deferred
         self.spare_sweeps[tid] = self.sweeps.pop(tid)
 
@@ -1044,6 +1188,11 @@ def show_start(start) -> str:
     return "MOVING" if start == MOVING else f"{start!r}"
 
 
+def describe_blocks(blocks: list[int]) -> str:
+    shown = ", ".join(map(str, blocks[:8]))
+    return f"[{shown}{', ...' if len(blocks) > 8 else ''}]" if blocks else "nothing"
+
+
 def describe_swept_state(state) -> str:
     if state == MI_PAGE_SWEPT_NONE:
         return "NONE"
@@ -1071,7 +1220,8 @@ def validate_stream(f: IO[bytes], source: str, progress: Callable[[int], None] |
         raise TraceError(source, v.line, f"a field of this {kind} event has a value of the "
                                          f"wrong kind ({type(e).__name__}: {e})") from None
     return Verdict(source, True, v.replayed, stats={"threads": len(v.threads), "pages": len(v.pages),
-                                           "epochs": v.st.epoch})
+                                           "epochs": v.st.epoch,
+                                           "blocks_checked": v.blocks_checked})
 
 
 def validate_file(path: str, progress: Callable[[int], None] | None = None) -> Verdict:

@@ -87,6 +87,7 @@ C_MUTANTS = [
     ("walk-keeps-stamp", "every-third", "is observed with swept_state"),  # the observation
     ("park-done-first", "park-handoff", "says done True"),  # compute_park_next
     ("park-unbounded", "park-churn", "says done False"),
+    ("sweep-last-before-work", "park-slow-sweeps", "its last park sweep ended at"),  # due
     ("epoch-not-rate-limited", "inline-hold", "less than the interval"),  # the whole advance
     ("double-increment", "inline-hold", "the model's advance made epoch 1"),
     ("unit-outside-area", "reuse-after-purge", "does not lie wholly inside"),  # the discard
@@ -209,7 +210,7 @@ def broken_variants():
     # A stamp of an epoch the read cannot return.
     future = replace(base, at(base, lambda ev: ev["ev"] == "stamp"), epoch=3)
     # A stamp of the epoch before the current one, read under the trace's lock.
-    past = base + [{"ev": "malloc", "page": 1, "block": 1, "zero": False, "src": "free",
+    past = base + [{"ev": "malloc", "page": 1, "block": 2, "zero": False, "src": "free",
                     "tid": 1}, {"ev": "stamp", "page": 1, "epoch": 0, "tid": 1}]
     # The pending flag of a sweep that left nothing.
     liar = replace(base, at(base, lambda ev: ev["ev"] == "pending"), value=False)
