@@ -25,6 +25,7 @@ from model.geometry import mi_page_can_purge_holes
 from model.page import (EPOCH_MASK, MI_PAGE_SWEPT_NONE, MI_PAGE_SWEPT_STAMP_TAG, Page,
                         encode_stamp, encode_walked, is_stamp, stamp_epoch)
 from model.alloc import mi_page_free_collect
+from model.holes import mi_page_purge_holes_walk, mi_page_unpurge_run
 from model.park import compute_park_next, is_park_due, mi_theap_sweep_parked
 from model.stamp import is_stamp_gated, read_epoch_relaxed
 from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, PARKED, RUNNING, SWEEPING, ThreadState
@@ -51,7 +52,7 @@ CONFIG_TYPES = {"page_kinds": dict, "os_page_size": int, "arch": int, "first_blo
 TYPE_WORDS = {dict: "an object", int: "an integer", bool: "true or false", str: "a string"}
 MAIN_TID = 0
 Event = Any  # a typed event: an instance of one of purgecheck.trace.EVENT_TYPES
-OP, STAMP = EVENT_TYPES["op"], EVENT_TYPES["stamp"]
+OP, STAMP, WALK = EVENT_TYPES["op"], EVENT_TYPES["stamp"], EVENT_TYPES["walk"]
 
 
 class Rejection(Exception):
@@ -172,6 +173,9 @@ class Validator:
         self.listed: set[int] = set()
         self.owner_mark: dict[int, int | None] = {}
         self.newest_push: dict[int, int | None] = {}
+        # a walk in progress: page -> the events the model's walk of it made, yet to be seen
+        self.walks: dict[int, list[dict]] = {}
+        self.model_runs: dict[tuple, tuple] = {}  # see run_model
         self.blocks_checked = 0
         # The scavenger's due times (check_park_due): where the clock of a sequential trace is
         # known exactly, and whether a sweep of the current scavenge op moved it.
@@ -373,13 +377,9 @@ class Validator:
 
     def take_block(self, page: Page, ev: Event) -> None:
         """The block mi_page_malloc takes (model/alloc.py): the head of `free`; when `free`
-        is empty, after a collect; when the collect found nothing, the first block formed
-        (the extend event before this one). From purged units (src unpurge) the replay does
-        not follow: it keeps no purged units, so the page leaves the check."""
+        is empty, after a collect; when the collect found nothing, the first block the unpurge
+        or the extend before this event put there (follow_unpurge, on_extend)."""
         pid, src = page.id, ev.src
-        if src == "unpurge":
-            self.listed.discard(pid)
-            return
         if src == "collect":
             if page.free:
                 raise Rejection(f"a malloc from page {page.id} collects its free lists, but the "
@@ -387,7 +387,7 @@ class Validator:
             self.collect(page, self.owner_mark[pid])
             if pid not in self.listed:
                 return
-        elif src != "free" and src != "extend":
+        elif src != "free" and src != "extend" and src != "unpurge":
             raise self.bad(self.line, f"malloc: unknown src {src!r}; expected free, collect, "
                                       f"unpurge or extend")
         if not page.free or page.free[0] != ev.block:
@@ -458,6 +458,56 @@ class Validator:
                             f"the model holds: {self.describe_hold(page, sweep)}")
         return sweep
 
+    def run_model(self, step: Callable[[Page], Any], page: Page) -> list[dict]:
+        """The model's walk or unpurge of a page: the events it makes, and the free list
+        and purged units it leaves on the page. They depend on nothing but those two and the
+        page's shape (model/holes.py), so a run from the same lists is taken again (the
+        residency and the discard accounting it would also change the replay does not
+        keep)."""
+        key = (step, page.block_size, page.capacity, tuple(page.free), page.purged)
+        known = self.model_runs.get(key)
+        if known is None:
+            page.log = []
+            step(page)
+            known = (page.log, tuple(page.free), page.purged)
+            page.log = []
+            if len(self.model_runs) > 4096:
+                self.model_runs.clear()
+            self.model_runs[key] = known
+        events, free, page.purged = known
+        page.free = list(free)
+        return list(events)
+
+    def follow_walk(self, page: Page, ev: Event) -> None:
+        """A discard or the walk event of a listed page: the model's walk of the page
+        (mi_page_purge_holes_walk, run at the first of them on the lists the replay has)
+        discards these runs, drops these blocks and ends so. A discard that failed in the
+        trace (ok false) the model cannot foresee: the page leaves the check."""
+        pid = page.id
+        expected = self.walks.get(pid)
+        if expected is None:
+            before = page.free[:]
+            expected = self.walks[pid] = self.run_model(mi_page_purge_holes_walk, page)
+            expected.append({"ev": "before", "free": before})  # for the report
+        want = expected.pop(0) if len(expected) > 1 else {}
+        if type(ev) is WALK:
+            got = {"ev": "walk", "complete": ev.complete, "runs": ev.runs, "dropped": ev.dropped}
+            what = f"discards runs {ev.runs!r} and drops {ev.dropped!r} blocks"
+        elif ev.ok is not True:
+            self.listed.discard(pid)
+            del self.walks[pid]
+            return
+        else:
+            got = {"ev": "discard", "k0": ev.k0, "k1": ev.k1}
+            what = f"discards units {ev.k0!r}..{ev.k1!r}"
+        if any(want.get(k) != v for k, v in got.items()):
+            walk = next((e for e in expected if e["ev"] == "walk"), want)
+            raise Rejection(f"the walk of page {pid} {what}; the model's walk of its free "
+                            f"blocks {describe_blocks(expected[-1]['free'])} discards runs "
+                            f"{walk.get('runs')} and drops {walk.get('dropped')} blocks")
+        if type(ev) is WALK:
+            del self.walks[pid]
+
     def on_discard(self, ev: Event, tid) -> None:
         page = self.live(self.page(ev, self.line))
         self.in_sweep(page, tid)
@@ -477,13 +527,16 @@ class Validator:
             if len(self.inside) > 4096:
                 self.inside.clear()
             self.inside.add(key)
+        if page.id in self.listed:
+            self.follow_walk(page, ev)
 
     def on_walk(self, ev: Event, tid) -> None:
         page = self.live(self.page(ev, self.line))
         sweep = self.in_sweep(page, tid)
         if sweep is not None:
             sweep.walked.add(page.id)
-        self.listed.discard(page.id)  # the walk's collect and rebuild are not followed
+        if page.id in self.listed:
+            self.follow_walk(page, ev)
         if ev.complete is True:  # mark_walked: (capacity, used) replaces a stamp
             page.swept_state = encode_walked(page.capacity, 0)
             self.walked_capacity[page.id] = page.capacity
@@ -495,8 +548,30 @@ class Validator:
         self.live(self.page(ev, self.line))
 
     def on_unpurge(self, ev: Event, tid) -> None:
-        self.live(self.page(ev, self.line)).swept_state = MI_PAGE_SWEPT_NONE
-        self.listed.discard(ev.page)
+        page = self.live(self.page(ev, self.line))
+        page.swept_state = MI_PAGE_SWEPT_NONE
+        if page.id in self.listed:
+            self.follow_unpurge(page, ev)
+
+    def follow_unpurge(self, page: Page, ev: Event) -> None:
+        """The unpurge of a malloc (the only one outside a walk, whose failed discards end
+        the check): mi_page_malloc collects, finds the free list still empty, and brings
+        back the lowest run of purged units (mi_page_unpurge_run): these units, so many
+        blocks, pushed on the free list for the malloc that follows."""
+        pid = page.id
+        self.collect(page, self.owner_mark[pid])
+        if pid not in self.listed:
+            return
+        if page.free:
+            raise Rejection(f"a malloc from page {pid} unpurges units, but the model's free "
+                            f"list holds {describe_blocks(page.free)}")
+        events = self.run_model(mi_page_unpurge_run, page)
+        want = events[0] if events else {}
+        if (want.get("k0"), want.get("k1"), want.get("blocks")) != (ev.k0, ev.k1, ev.blocks):
+            raise Rejection(f"a malloc from page {pid} unpurges units {ev.k0!r}..{ev.k1!r} "
+                            f"({ev.blocks!r} blocks); the model's lowest purged run is "
+                            f"{want.get('k0')}..{want.get('k1')} ({want.get('blocks')} blocks)")
+        self.owner_mark[pid] = ev.lin
 
     def on_unpurge_all(self, ev: Event, tid) -> None:
         self.live(self.page(ev, self.line)).swept_state = MI_PAGE_SWEPT_NONE
@@ -793,13 +868,13 @@ class Validator:
                                                        self.interval, handoff, full), {})
         sweep = self.spare_sweeps.pop(tid, None)
         if sweep is None:
-            sweeps[tid] = Sweep(t.id, *known)
+            sweep = sweeps[tid] = Sweep(t.id, *known)
         else:  # the OS thread's last sweep, made new again (fewer objects to collect)
             sweep.thread, (sweep.ctx, sweep.held), sweep.holds = t.id, known, False
             sweep.decided.clear()
             sweep.walked.clear()
             sweeps[tid] = sweep
-        sweeps[tid].lin = ev.lin
+        sweep.lin = ev.lin
 
     def check_park_due(self, t: ThreadState, now: int | None) -> None:
         """The scavenger claims a parked thread only when it is due, an interval after the
@@ -872,6 +947,8 @@ class Validator:
             sweep.decided[page.id] = held
             if held:
                 sweep.holds = True
+            if page.id in self.listed:  # sweep_pages collects each page before it sweeps it
+                self.collect(page, sweep.lin)
         return held
 
     def describe_hold(self, page: Page, sweep: Sweep) -> str:
@@ -883,19 +960,19 @@ class Validator:
         page = self.pages.get(ev.page)
         if page is None or page.retired:
             page = self.live(self.page(ev, self.line))
-        if page.id in self.listed and page.id not in sweep.walked:
-            self.collect(page, sweep.lin)  # sweep_pages collects each page first
         outcome = ev.outcome
         if outcome not in _OUTCOMES:
             raise self.bad(self.line, f"sweep_page: unknown outcome {outcome!r}; expected one "
                                       f"of {', '.join(OUTCOMES)}")
-        if outcome == "off":
+        if outcome == "off" or outcome == "all-free":
+            if page.id in self.listed:  # no hold decision: the page's first event in the sweep
+                self.collect(page, sweep.lin)
+            if outcome == "all-free":
+                return  # before the hold
             o = self.options
             if o.purge_holes and o.purge_delay >= 0:
                 raise Rejection(f"page {page.id} swept as 'off', but purge_holes is on")
             return
-        if outcome == "all-free":
-            return  # before the hold; which blocks are free is not in the trace
         held = self.decide(sweep, page)
         if (outcome == "held") != held:
             raise Rejection(f"page {page.id} is {outcome} by the sweep of thread "

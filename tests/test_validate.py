@@ -88,6 +88,7 @@ C_MUTANTS = [
     ("park-done-first", "park-handoff", "says done True"),  # compute_park_next
     ("park-unbounded", "park-churn", "says done False"),
     ("sweep-last-before-work", "park-slow-sweeps", "its last park sweep ended at"),  # due
+    ("unit-next-to-live", "inline-hold", "the model's walk of its free blocks"),  # the walk
     ("epoch-not-rate-limited", "inline-hold", "less than the interval"),  # the whole advance
     ("double-increment", "inline-hold", "the model's advance made epoch 1"),
     ("unit-outside-area", "reuse-after-purge", "does not lie wholly inside"),  # the discard

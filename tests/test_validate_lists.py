@@ -1,7 +1,8 @@
 """`purgecheck validate`: which block a malloc returns, and the scavenger's due times.
 
 The replay follows each page's free lists (model/alloc.py) as long as the trace determines
-them, and checks that every malloc takes the block the model takes; it checks that the
+them, and checks that every malloc takes the block the model takes, that a sweep's walk is
+the model's walk of those lists and a malloc's unpurge the model's; it checks that the
 scavenger sweeps a parked thread only once it is due (model.park.is_park_due) and, where the
 virtual clock is known, the due time a pass returns (mi_theap_sweep_parked). Each check is
 shown rejecting a tampered trace or a broken variant, beside clean traces it accepts.
@@ -112,6 +113,40 @@ def test_a_cross_thread_free_racing_with_the_collect_leaves_the_check():
     v = verdict_of(lin_header(), numbered(before + [take(1, "collect")]))
     assert not v.accepted and "takes block 1 (collect)" in v.why and "[2, 1]" in v.why
     assert verdict_of(lin_header(), numbered(before + [take(2, "collect")])).accepted
+
+
+def test_the_walk_is_the_models_walk_of_the_free_lists():
+    """A sweep's walk of a listed page: the model's walk of the lists the replay has
+    discards these runs and drops these blocks (a C walk that purges a unit beside a live
+    block is rejected so too: test_validate.C_MUTANTS, unit-next-to-live)."""
+    sc = SCENARIOS["inline-hold"]
+    header, events = model_trace(sc.ops(), sc.options, source="inline-hold")
+    assert verdict_of(header, events).accepted
+    i = next(n for n, ev in enumerate(events) if ev["ev"] == "walk" and ev["dropped"])
+    wrong = [dict(ev) for ev in events]
+    wrong[i]["dropped"] -= 1
+    v = verdict_of(header, wrong)
+    assert not v.accepted and "the model's walk of its free blocks" in v.why
+    j = next(n for n, ev in enumerate(events) if ev["ev"] == "discard" and ev["k1"] - ev["k0"] > 1)
+    wrong = [dict(ev) for ev in events]
+    wrong[j]["k1"] -= 1
+    v = verdict_of(header, wrong)
+    assert not v.accepted and f"discards units {events[j]['k0']}.." in v.why
+
+
+def test_the_unpurge_of_a_malloc_is_the_lowest_purged_run():
+    lines = generated(20_000, seed=6)
+    i = first(lines, b'"ev":"unpurge"')
+    v = validate_lines(edit_line(lines, i, blocks=2))
+    assert not v.accepted and v.line == i + 1 and "the model's lowest purged run is" in v.why
+    # an unpurge while the free list still holds a block (the model takes that block)
+    unpurge = orjson.loads(lines[i])
+    k = first(lines, b'"src":"free"', start=i)
+    malloc = orjson.loads(lines[k])
+    unpurge.update(page=malloc["page"], lin=malloc["lin"], tid=malloc["tid"])
+    v = validate_lines(lines[:k] + [orjson.dumps(unpurge)] + lines[k + 1:])
+    assert not v.accepted and v.line == k + 1
+    assert "unpurges units, but the model's free list holds" in v.why
 
 
 def test_every_malloc_of_the_c_stress_run_is_checked(tmp_path):
