@@ -8,10 +8,11 @@ figure is the steadier one). `diff` runs twice: on the trace and itself (every l
 bytes, as the model's and the C reference's are: checked once), and on a one-million-event
 trace and its twin, whose keys come in another order (no line equal in bytes: both sides
 decoded, checked and compared as dicts, the slow way). `--profile` adds the top functions of
-each on the one-million-event trace.
+each on the one-million-event trace; `--reader` compares ways of decoding its lines.
 
     python -m purgecheck.bench_traces                 # 10 M events, trace kept in /tmp
     python -m purgecheck.bench_traces --events 2000000 --profile
+    python -m purgecheck.bench_traces --reader        # one msgspec call per line or per batch
 """
 
 from __future__ import annotations
@@ -85,6 +86,57 @@ def ensure_twin(path: Path) -> Path:
     return twin
 
 
+def bench_reader(path: Path) -> None:
+    """The decoding of the reader three ways, by CPU time on the trace (its lines split into
+    the reader's batches first, not timed): one msgspec call per line (the reader); one per
+    batch of lines joined as a JSON array (not as strict on its own: a line holding two
+    events and an event split over two lines decode alike); one per chunk of lines, each
+    wrapped in brackets and decoded as a one-element tuple by decode_lines (as strict: `]\\n[`
+    can only stand between two top-level values, so each line holds exactly one event)."""
+    import operator
+
+    import msgspec
+
+    from purgecheck.trace import _ANY_EVENT, _BATCH, _decode_event
+
+    with open(path, "rb") as f:
+        f.readline()
+        body = f.read()
+    body = body[:body.rfind(b"\n", 0, len(body) - 1) + 1]  # without the end event
+    lines = body.split(b"\n")[:-1]
+    batches = [lines[i:i + _BATCH] for i in range(0, len(lines), _BATCH)]
+    chunks = [b"\n".join(b) + b"\n" for b in batches]
+    as_array = msgspec.json.Decoder(list[_ANY_EVENT]).decode
+    as_tuples = msgspec.json.Decoder(tuple[_ANY_EVENT]).decode_lines
+    head = operator.itemgetter(0)
+
+    def per_line() -> int:
+        return sum(len(list(map(_decode_event, b))) for b in batches)
+
+    def per_batch() -> int:
+        return sum(len(as_array(b"[" + b",".join(b) + b"]")) for b in batches)
+
+    def per_chunk_strict() -> int:
+        n = 0
+        for c in chunks:
+            wrapped = b"[" + c.replace(b"\n", b"]\n[")[:-1]
+            evs = list(map(head, as_tuples(wrapped)))
+            assert len(evs) == (len(wrapped) - len(c)) // 2  # one event per line
+            n += len(evs)
+        return n
+
+    print(f"\n-- the reader's decoding, {len(lines):,} lines of {path} --")
+    for fn in (per_line, per_batch, per_chunk_strict):
+        best = min(_cpu(fn) for _ in range(3))
+        print(f"{fn.__name__:<20} {best:6.3f} s CPU  {len(lines) / best:>11,.0f} lines/s")
+
+
+def _cpu(fn) -> float:
+    c0 = time.process_time()
+    fn()
+    return time.process_time() - c0
+
+
 def row(name: str, n: int, argv: list[str]) -> None:
     r = measure(argv)
     status = "" if r["rc"] == 0 else f"  (exit {r['rc']})"
@@ -101,11 +153,16 @@ def main(args: list[str] | None = None) -> int:
                    help="where the generated trace is kept (reused when it matches)")
     p.add_argument("--profile", action="store_true",
                    help="also print the top functions of each on a 1 M-event trace")
+    p.add_argument("--reader", action="store_true",
+                   help="only compare ways of decoding the lines of the 1 M-event trace")
     a = p.parse_args(args)
     path = Path(a.trace)
     n = ensure_trace(path, a.events, a.seed)
     small = path.with_name(path.stem + "-1m.jsonl")
     n_small = ensure_trace(small, min(a.events, 1_000_000), a.seed)
+    if a.reader:
+        bench_reader(small)
+        return 0
     twin = ensure_twin(small)
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     print(f"{'command':<44} {'events':>12} {'wall s':>8} {'ev/s wall':>11} {'ev/s cpu':>11} "
