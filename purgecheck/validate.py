@@ -947,8 +947,8 @@ class Validator:
             sweep.decided[page.id] = held
             if held:
                 sweep.holds = True
-            if page.id in self.listed:  # sweep_pages collects each page before it sweeps it
-                self.collect(page, sweep.lin)
+            if (page.local_free or page.xthread_free) and page.id in self.listed:
+                self.collect(page, sweep.lin)  # sweep_pages collects a page before its sweep
         return held
 
     def describe_hold(self, page: Page, sweep: Sweep) -> str:
