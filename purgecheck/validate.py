@@ -317,7 +317,8 @@ class Validator:
         self.pages[pid] = page
         self.gated[pid] = is_stamp_gated(page)
         self.listed.add(pid)
-        self.owner_mark[pid] = self.newest_push[pid] = None
+        self.owner_mark[pid], self.newest_push[pid] = ev.lin, None
+        self.walks.pop(pid, None)
         want = (page.geom.kind.value, page.reserved, page.unit)
         got = (ev.page_kind, ev.reserved, ev.unit)
         if want != got:
@@ -334,11 +335,16 @@ class Validator:
             raise Rejection(f"extend of page {page.id}: the model forms {want[1]} blocks from "
                             f"block {want[0]}, the trace {ev.count!r} from {ev.first!r}")
         if page.id in self.listed:
-            # mi_page_malloc extends only when the free list is empty after a collect
+            # mi_page_malloc extends only when the free list is empty after a collect and
+            # no unit is purged (it would bring those back first)
             self.collect(page, self.owner_mark[page.id])
             if page.id in self.listed and page.free:
                 raise Rejection(f"page {page.id} forms new blocks, but the model's free list "
                                 f"holds {describe_blocks(page.free)}: it takes one of those")
+            if page.id in self.listed and page.purged:
+                raise Rejection(f"page {page.id} forms new blocks, but units "
+                                f"{page.purged_units()[:8]} are purged: the model unpurges "
+                                f"the lowest run of them first")
             page.free.extend(range(want[0], want[0] + want[1]))
             self.owner_mark[page.id] = ev.lin
         page.capacity += want[1]
@@ -566,11 +572,14 @@ class Validator:
             raise Rejection(f"a malloc from page {pid} unpurges units, but the model's free "
                             f"list holds {describe_blocks(page.free)}")
         events = self.run_model(mi_page_unpurge_run, page)
-        want = events[0] if events else {}
-        if (want.get("k0"), want.get("k1"), want.get("blocks")) != (ev.k0, ev.k1, ev.blocks):
+        if not events:
+            raise Rejection(f"a malloc from page {pid} unpurges units {ev.k0!r}..{ev.k1!r}, "
+                            f"but the model's page has no purged unit")
+        want = events[0]
+        if (want["k0"], want["k1"], want["blocks"]) != (ev.k0, ev.k1, ev.blocks):
             raise Rejection(f"a malloc from page {pid} unpurges units {ev.k0!r}..{ev.k1!r} "
                             f"({ev.blocks!r} blocks); the model's lowest purged run is "
-                            f"{want.get('k0')}..{want.get('k1')} ({want.get('blocks')} blocks)")
+                            f"{want['k0']}..{want['k1']} ({want['blocks']} blocks)")
         self.owner_mark[pid] = ev.lin
 
     def on_unpurge_all(self, ev: Event, tid) -> None:

@@ -147,6 +147,26 @@ def test_the_unpurge_of_a_malloc_is_the_lowest_purged_run():
     v = validate_lines(lines[:k] + [orjson.dumps(unpurge)] + lines[k + 1:])
     assert not v.accepted and v.line == k + 1
     assert "unpurges units, but the model's free list holds" in v.why
+    # an unpurge of a page with nothing purged: every block taken, the lists empty
+    unpurge = {"ev": "unpurge", "page": 1, "k0": 16, "k1": 32, "reuse": True, "blocks": 1,
+               "tid": 1}
+    events = two_sweepers()[:6] + [take(2, "free"), take(3, "free"), take(1, "collect")]
+    assert verdict_of(lin_header(), numbered(events)).accepted
+    v = verdict_of(lin_header(), numbered(events + [unpurge]))
+    assert not v.accepted and "but the model's page has no purged unit" in v.why
+
+
+def test_extend_while_units_are_purged_is_rejected():
+    """After a walk purged the free blocks, the model's malloc unpurges the lowest run before
+    it forms new blocks: an extend in place of the unpurge is rejected."""
+    lines = generated(20_000, seed=7)
+    i = first(lines, b'"ev":"unpurge"')
+    unpurge = orjson.loads(lines[i])
+    extend = {"ev": "extend", "page": unpurge["page"], "first": 4, "count": 4,
+              "lin": unpurge["lin"], "tid": unpurge["tid"]}
+    v = validate_lines(lines[:i] + [orjson.dumps(extend)] + lines[i + 1:])
+    assert not v.accepted and v.line == i + 1
+    assert "forms new blocks, but units" in v.why and "are purged" in v.why
 
 
 def test_every_malloc_of_the_c_stress_run_is_checked(tmp_path):
