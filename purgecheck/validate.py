@@ -81,7 +81,7 @@ class Verdict:
 class Sweep:
     """A sweep in progress on one OS thread: from its sweep_begin to its idle."""
 
-    __slots__ = ("thread", "ctx", "held", "decided", "holds", "walked", "lin")
+    __slots__ = ("thread", "ctx", "held", "decided", "holds", "defers", "walked", "lin")
 
     def __init__(self, thread: int, ctx: SweepContext, held: dict) -> None:
         self.thread = thread
@@ -89,6 +89,7 @@ class Sweep:
         self.held = held  # swept_state -> is_page_held in this context (see Validator.decide)
         self.decided: dict[int, bool] = {}  # page -> held
         self.holds = False  # it has held a page
+        self.defers: int | None = None  # a held page with free blocks on its known lists
         self.walked: set[int] = set()
         self.lin: int | None = None  # its sweep_begin's (the collects come after it)
 
@@ -880,6 +881,7 @@ class Validator:
             sweep = sweeps[tid] = Sweep(t.id, *known)
         else:  # the OS thread's last sweep, made new again (fewer objects to collect)
             sweep.thread, (sweep.ctx, sweep.held), sweep.holds = t.id, known, False
+            sweep.defers = None
             sweep.decided.clear()
             sweep.walked.clear()
             sweeps[tid] = sweep
@@ -958,6 +960,8 @@ class Validator:
                 sweep.holds = True
             if (page.local_free or page.xthread_free) and page.id in self.listed:
                 self.collect(page, sweep.lin)  # sweep_pages collects a page before its sweep
+            if held and page.free and page.id in self.listed:
+                sweep.defers = page.id  # a held page with free blocks: the sweep defers them
         return held
 
     def describe_hold(self, page: Page, sweep: Sweep) -> str:
@@ -1017,6 +1021,11 @@ class Validator:
         if deferred and not sweep.holds:
             raise Rejection(f"the sweep of thread {sweep.thread} says it left blocks behind "
                             f"(deferred), but it held no page")
+        if not deferred and sweep.defers is not None:
+            page = self.pages[sweep.defers]
+            raise Rejection(f"the sweep of thread {sweep.thread} says it left nothing behind "
+                            f"(deferred false), but it held page {page.id}, whose free list "
+                            f"holds {describe_blocks(page.free)}: the model defers them")
         self.threads[sweep.thread].holes_sweep_deferred = deferred
         if ctx.in_handoff:
             self.park_sweep_ended(self.threads[sweep.thread])

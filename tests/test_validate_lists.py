@@ -169,6 +169,16 @@ def test_extend_while_units_are_purged_is_rejected():
     assert "forms new blocks, but units" in v.why and "are purged" in v.why
 
 
+def test_a_held_page_with_free_blocks_makes_the_sweep_defer():
+    """A sweep that holds a page whose known lists hold free blocks leaves them behind
+    (deferred): an idle that says otherwise is rejected (before, only the converse was)."""
+    lines = generated(20_000, seed=8)
+    i = first(lines, b'"handoff":false,"deferred":true')
+    v = validate_lines(edit_line(lines, i, deferred=False))
+    assert not v.accepted and v.line == i + 1
+    assert "says it left nothing behind (deferred false), but it held page" in v.why
+
+
 def test_every_malloc_of_the_c_stress_run_is_checked(tmp_path):
     run = run_stress(tmp_path, "sweepers", ms=60)
     assert run.returncode == 0, run.stderr
