@@ -169,11 +169,12 @@ class Validator:
         self.contexts: dict[tuple, tuple[SweepContext, dict]] = {}
         self.walked_capacity: dict[int, int] = {}
         # The free lists (the model's page.free, local_free, xthread_free) of the pages whose
-        # lists the trace determines so far (see take_block), the lin of the owner's last event
-        # on each, and of the newest push on its xthread_free.
+        # lists the trace determines so far (see take_block and collect); in a linearized
+        # trace the lin of the newest push on each page's xthread_free, and the pages pushed
+        # on since the owner's last event on them.
         self.listed: set[int] = set()
-        self.owner_mark: dict[int, int | None] = {}
-        self.newest_push: dict[int, int | None] = {}
+        self.newest_push: dict[int, int] = {}
+        self.unsettled: set[int] = set()
         # a walk in progress: page -> the events the model's walk of it made, yet to be seen
         self.walks: dict[int, list[dict]] = {}
         self.model_runs: dict[tuple, tuple] = {}  # see run_model
@@ -318,7 +319,8 @@ class Validator:
         self.pages[pid] = page
         self.gated[pid] = is_stamp_gated(page)
         self.listed.add(pid)
-        self.owner_mark[pid], self.newest_push[pid] = ev.lin, None
+        self.newest_push[pid] = -1
+        self.unsettled.discard(pid)
         self.walks.pop(pid, None)
         want = (page.geom.kind.value, page.reserved, page.unit)
         got = (ev.page_kind, ev.reserved, ev.unit)
@@ -338,7 +340,7 @@ class Validator:
         if page.id in self.listed:
             # mi_page_malloc extends only when the free list is empty after a collect and
             # no unit is purged (it would bring those back first)
-            self.collect(page, self.owner_mark[page.id])
+            self.collect(page, page.id in self.unsettled)
             if page.id in self.listed and page.free:
                 raise Rejection(f"page {page.id} forms new blocks, but the model's free list "
                                 f"holds {describe_blocks(page.free)}: it takes one of those")
@@ -346,8 +348,8 @@ class Validator:
                 raise Rejection(f"page {page.id} forms new blocks, but units "
                                 f"{page.purged_units()[:8]} are purged: the model unpurges "
                                 f"the lowest run of them first")
+            self.unsettled.discard(page.id)
             page.free.extend(range(want[0], want[0] + want[1]))
-            self.owner_mark[page.id] = ev.lin
         page.capacity += want[1]
 
     def block(self, page: Page, ev: Event) -> int:
@@ -367,17 +369,23 @@ class Validator:
             self.require_owner(page, tid, "malloc")
             self.block(page, ev)
         if page.id in self.listed:
-            self.take_block(page, ev)
+            free = page.free
+            if ev.src == "free" and free and free[0] == i:  # the common case, checked
+                del free[0]
+                self.blocks_checked += 1
+                if self.unsettled:
+                    self.unsettled.discard(page.id)
+            else:
+                self.take_block(page, ev)
         if self.gated[page.id]:
             self.obligations[tid] = (page.id, self.st.epoch, self.line)
 
-    def collect(self, page: Page, mark: int | None) -> None:
+    def collect(self, page: Page, racing: bool) -> None:
         """mi_page_free_collect (the model's): xthread_free before local_free, appended to
-        free. The exchange has no event: it comes after `mark`, the lin of an event of the
-        collecting thread before it (None in file-order traces: every push came first). A
-        push after `mark` may or may not have been taken: the lists are no longer known."""
-        newest = self.newest_push[page.id]
-        if newest is not None and mark is not None and newest > mark and page.xthread_free:
+        free. The exchange has no event: it comes after the collecting thread's last event
+        on the page (the owner's; a sweep's sweep_begin). `racing`: a push came after that
+        event, so it may or may not have been taken: the lists are no longer known."""
+        if racing and page.xthread_free:
             self.listed.discard(page.id)
             return
         mi_page_free_collect(page)
@@ -391,7 +399,7 @@ class Validator:
             if page.free:
                 raise Rejection(f"a malloc from page {page.id} collects its free lists, but the "
                                 f"model's free list holds {describe_blocks(page.free)}")
-            self.collect(page, self.owner_mark[pid])
+            self.collect(page, pid in self.unsettled)
             if pid not in self.listed:
                 return
         elif src != "free" and src != "extend" and src != "unpurge":
@@ -402,7 +410,7 @@ class Validator:
                             f"model takes the head of its free list: "
                             f"{describe_blocks(page.free)}")
         del page.free[0]
-        self.owner_mark[pid] = ev.lin
+        self.unsettled.discard(pid)  # the owner's event: every push so far came before it
         self.blocks_checked += 1
 
     def on_free(self, ev: Event, tid) -> None:
@@ -414,7 +422,8 @@ class Validator:
                                                                   and not page.abandoned)):
             if page.id in self.listed:  # mi_free_local: pushed on local_free
                 page.local_free.insert(0, i)
-                self.owner_mark[page.id] = ev.lin
+                if self.unsettled:
+                    self.unsettled.discard(page.id)
             return  # the owner's free (the common case), all checked
         page = self.live(self.page(ev, self.line))
         self.block(page, ev)
@@ -426,10 +435,12 @@ class Validator:
         if page.id in self.listed:
             if ev.thread == "owner":
                 page.local_free.insert(0, i)
-                self.owner_mark[page.id] = ev.lin
+                self.unsettled.discard(page.id)
             else:  # mi_free_xthread: pushed on xthread_free, under lin_lock with this event
                 page.xthread_free.insert(0, i)
-                self.newest_push[page.id] = ev.lin
+                if self.linearized:  # else nothing races: the trace's order is the order
+                    self.newest_push[page.id] = ev.lin
+                    self.unsettled.add(page.id)
 
     def on_double_free(self, ev: Event, tid) -> None:
         self.page(ev, self.line)
@@ -566,7 +577,7 @@ class Validator:
         back the lowest run of purged units (mi_page_unpurge_run): these units, so many
         blocks, pushed on the free list for the malloc that follows."""
         pid = page.id
-        self.collect(page, self.owner_mark[pid])
+        self.collect(page, pid in self.unsettled)
         if pid not in self.listed:
             return
         if page.free:
@@ -581,7 +592,7 @@ class Validator:
             raise Rejection(f"a malloc from page {pid} unpurges units {ev.k0!r}..{ev.k1!r} "
                             f"({ev.blocks!r} blocks); the model's lowest purged run is "
                             f"{want['k0']}..{want['k1']} ({want['blocks']} blocks)")
-        self.owner_mark[pid] = ev.lin
+        self.unsettled.discard(pid)
 
     def on_unpurge_all(self, ev: Event, tid) -> None:
         self.live(self.page(ev, self.line)).swept_state = MI_PAGE_SWEPT_NONE
@@ -959,7 +970,8 @@ class Validator:
             if held:
                 sweep.holds = True
             if (page.local_free or page.xthread_free) and page.id in self.listed:
-                self.collect(page, sweep.lin)  # sweep_pages collects a page before its sweep
+                # sweep_pages collects a page before its sweep, after the sweep began
+                self.collect(page, self.linearized and self.newest_push[page.id] > sweep.lin)
             if held and page.free and page.id in self.listed:
                 sweep.defers = page.id  # a held page with free blocks: the sweep defers them
         return held
@@ -979,7 +991,7 @@ class Validator:
                                       f"of {', '.join(OUTCOMES)}")
         if outcome == "off" or outcome == "all-free":
             if page.id in self.listed:  # no hold decision: the page's first event in the sweep
-                self.collect(page, sweep.lin)
+                self.collect(page, self.linearized and self.newest_push[page.id] > sweep.lin)
             if outcome == "all-free":
                 return  # before the hold
             o = self.options
