@@ -40,9 +40,10 @@ STEP_PCS = (PC_LOAD, PC_READ_CLOCK, PC_CAS, PC_INCREMENT, PC_READ_CLOCK2, PC_STO
 OUTCOMES = ("off", "all-free", "held", "ineligible", "unchanged", "walked", "incomplete")
 _OUTCOMES = frozenset(OUTCOMES)
 HANDOFF_OPS = frozenset({"scavenge", "scavenger"})
-# Ops that collect or rebuild their heap's free lists with no event of their own (runner.py):
-# after them the replay no longer knows those pages' lists.
-LIST_OPS = frozenset({"collect", "walk", "heap_destroy"})
+# Ops that collect their heap's pages with no event of their own (runner.py; `walk` then walks
+# those that can purge holes, with events), and one that drops its heap's lists unseen.
+COLLECT_OPS = frozenset({"collect", "walk"})
+LIST_OPS = frozenset({"heap_destroy"})
 SCAVENGER_TID = -1  # the label of the scavenger thread in linearized traces (linearize.c)
 # The header's config as the replay reads it (purgecheck/trace.py CONFIG_KEYS).
 CONFIG_TYPES = {"page_kinds": dict, "os_page_size": int, "arch": int, "first_block_offset": int,
@@ -175,6 +176,7 @@ class Validator:
         self.listed: set[int] = set()
         self.newest_push: dict[int, int] = {}
         self.unsettled: set[int] = set()
+        self.pending_collect: set[int] = set()  # see settle_collect
         # a walk in progress: page -> the events the model's walk of it made, yet to be seen
         self.walks: dict[int, list[dict]] = {}
         self.model_runs: dict[tuple, tuple] = {}  # see run_model
@@ -255,7 +257,9 @@ class Validator:
         if thread is not None and type(thread) is not int:
             raise Rejection(f"an op of thread {thread!r}: threads are integers")
         self.op_thread, self.op_name = thread, ev.op
-        if ev.op in LIST_OPS:
+        if ev.op in COLLECT_OPS:
+            self.op_collects(thread)
+        elif ev.op in LIST_OPS:
             self.listed.difference_update([pid for pid in self.listed
                                            if self.pages[pid].owner == thread])
         elif ev.op == "scavenger":  # its loop moves the virtual clock by what it finds due
@@ -270,6 +274,30 @@ class Validator:
             for page in self.pages.values():
                 if page.owner == thread and not page.abandoned:
                     page.owner = MAIN_TID
+
+    def op_collects(self, thread) -> None:
+        """The `collect` and `walk` ops: mi_page_free_collect on each page of the thread's
+        heap, after the op's event. In file order it is done before the next op, so now; in a
+        linearized trace before the thread's next event, so at the page's next event, which
+        is one of its own or comes after one (settle_collect). Pushes on the page before the
+        op's event are in it; one between the op's event and the page's next event may or
+        may not be: the page then leaves the check."""
+        mine = [pid for pid in self.listed
+                if self.pages[pid].owner == thread and not self.pages[pid].abandoned]
+        if self.linearized:
+            self.unsettled.difference_update(mine)
+            self.pending_collect.update(mine)
+        else:
+            for pid in mine:
+                mi_page_free_collect(self.pages[pid])
+
+    def settle_collect(self, page: Page) -> None:
+        """The collect a collect or walk op left pending on this page, at the page's next
+        event (not a cross-thread push: on_free)."""
+        if page.id in self.pending_collect:
+            self.pending_collect.discard(page.id)
+            if page.id in self.listed:
+                mi_page_free_collect(page)
 
     def on_error(self, ev: Event, tid) -> None:
         pass  # a script error: the trace says so and ends
@@ -321,6 +349,7 @@ class Validator:
         self.listed.add(pid)
         self.newest_push[pid] = -1
         self.unsettled.discard(pid)
+        self.pending_collect.discard(pid)
         self.walks.pop(pid, None)
         want = (page.geom.kind.value, page.reserved, page.unit)
         got = (ev.page_kind, ev.reserved, ev.unit)
@@ -337,6 +366,8 @@ class Validator:
         if (ev.first, ev.count) != want:
             raise Rejection(f"extend of page {page.id}: the model forms {want[1]} blocks from "
                             f"block {want[0]}, the trace {ev.count!r} from {ev.first!r}")
+        if self.pending_collect:
+            self.settle_collect(page)
         if page.id in self.listed:
             # mi_page_malloc extends only when the free list is empty after a collect and
             # no unit is purged (it would bring those back first)
@@ -368,6 +399,8 @@ class Validator:
             page = self.live(self.page(ev, self.line))  # the slow way, to say what is wrong
             self.require_owner(page, tid, "malloc")
             self.block(page, ev)
+        if self.pending_collect:
+            self.settle_collect(page)
         if page.id in self.listed:
             free = page.free
             if ev.src == "free" and free and free[0] == i:  # the common case, checked
@@ -420,6 +453,8 @@ class Validator:
         if page is not None and not page.retired and type(i) is int and 0 <= i < page.capacity \
                 and ev.thread == "owner" and (actor is None or (page.owner == actor
                                                                   and not page.abandoned)):
+            if self.pending_collect:
+                self.settle_collect(page)
             if page.id in self.listed:  # mi_free_local: pushed on local_free
                 page.local_free.insert(0, i)
                 if self.unsettled:
@@ -432,6 +467,11 @@ class Validator:
         elif actor is not None and actor == page.owner and not page.abandoned:
             raise Rejection(f"thread {actor} frees block {ev.block} of its own page "
                             f"{page.id} as another thread would (xthread_free)")
+        if page.id in self.pending_collect and ev.thread != "owner":
+            self.pending_collect.discard(page.id)  # a push racing with the op's collect
+            self.listed.discard(page.id)
+        elif self.pending_collect:
+            self.settle_collect(page)
         if page.id in self.listed:
             if ev.thread == "owner":
                 page.local_free.insert(0, i)
@@ -545,6 +585,8 @@ class Validator:
             if len(self.inside) > 4096:
                 self.inside.clear()
             self.inside.add(key)
+        if self.pending_collect:
+            self.settle_collect(page)
         if page.id in self.listed:
             self.follow_walk(page, ev)
 
@@ -553,6 +595,8 @@ class Validator:
         sweep = self.in_sweep(page, tid)
         if sweep is not None:
             sweep.walked.add(page.id)
+        if self.pending_collect:
+            self.settle_collect(page)
         if page.id in self.listed:
             self.follow_walk(page, ev)
         if ev.complete is True:  # mark_walked: (capacity, used) replaces a stamp
@@ -568,6 +612,8 @@ class Validator:
     def on_unpurge(self, ev: Event, tid) -> None:
         page = self.live(self.page(ev, self.line))
         page.swept_state = MI_PAGE_SWEPT_NONE
+        if self.pending_collect:
+            self.settle_collect(page)
         if page.id in self.listed:
             self.follow_unpurge(page, ev)
 
@@ -969,6 +1015,8 @@ class Validator:
             sweep.decided[page.id] = held
             if held:
                 sweep.holds = True
+            if self.pending_collect:
+                self.settle_collect(page)
             if (page.local_free or page.xthread_free) and page.id in self.listed:
                 # sweep_pages collects a page before its sweep, after the sweep began
                 self.collect(page, self.linearized and self.newest_push[page.id] > sweep.lin)
@@ -990,6 +1038,8 @@ class Validator:
             raise self.bad(self.line, f"sweep_page: unknown outcome {outcome!r}; expected one "
                                       f"of {', '.join(OUTCOMES)}")
         if outcome == "off" or outcome == "all-free":
+            if self.pending_collect:
+                self.settle_collect(page)
             if page.id in self.listed:  # no hold decision: the page's first event in the sweep
                 self.collect(page, self.linearized and self.newest_push[page.id] > sweep.lin)
             if outcome == "all-free":

@@ -179,6 +179,33 @@ def test_a_held_page_with_free_blocks_makes_the_sweep_defer():
     assert "says it left nothing behind (deferred false), but it held page" in v.why
 
 
+def test_the_collect_of_a_walk_or_collect_op_is_followed():
+    """The ops `collect` and `walk` collect their heap's pages with no event: in file order
+    at once, in a linearized trace by the page's next event. After them the blocks are
+    still checked: a sequential walk op's walks and the mallocs after it, a linearized
+    collect op's lists (a push after the op's event may race with it: the page leaves)."""
+    sc = SCENARIOS["reuse-after-purge"]
+    header, events = model_trace(sc.ops(), sc.options, source="reuse-after-purge")
+    v = verdict_of(header, events)
+    assert v.accepted and v.stats["blocks_checked"] == sum(ev["ev"] == "malloc" for ev in events)
+    op = next(n for n, ev in enumerate(events) if ev["ev"] == "op" and ev["op"] == "walk")
+    i = next(n for n in range(op, len(events)) if events[n]["ev"] == "malloc")
+    wrong = [dict(ev) for ev in events]
+    wrong[i]["block"] += 1
+    v = verdict_of(header, wrong)
+    assert not v.accepted and "the model takes the head of its free list" in v.why
+    collect = {"ev": "op", "line": 9, "thread": 1, "op": "collect", "args": [], "tid": 1}
+    base = two_sweepers()[:6] + [collect]  # free [2, 3] and local [1]: collected, [2, 3, 1]
+    v = verdict_of(lin_header(), numbered(base + [take(2, "free"), take(3, "free"),
+                                                  take(1, "free")]))
+    assert v.accepted and v.stats["blocks_checked"] == 5, v.why
+    v = verdict_of(lin_header(), numbered(base + [take(1, "free")]))
+    assert not v.accepted and "[2, 3, 1]" in v.why
+    racing = base + [freed(0, "other", tid=2), take(2, "free"), take(3, "free"), take(0, "free")]
+    v = verdict_of(lin_header(), numbered(racing))  # block 0 may or may not be collected
+    assert v.accepted and v.stats["blocks_checked"] == 2, v.why
+
+
 def test_every_malloc_of_the_c_stress_run_is_checked(tmp_path):
     run = run_stress(tmp_path, "sweepers", ms=60)
     assert run.returncode == 0, run.stderr
