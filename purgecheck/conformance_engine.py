@@ -84,13 +84,11 @@ def _mutants(driver, cache: dict) -> Result:
     """Each mutant with a C switch must make the C trace differ from the clean model's on
     some scenario: the check can fail."""
     from purgecheck.conformance import diff_script
-    from purgecheck.mutants import MUTANTS
+    from purgecheck.mutants import MUTANTS, TRACE_INVARIANT, is_c_trace_mutant
     from purgecheck.scenarios import SCENARIOS
 
     t0, survivors = time.perf_counter(), []
-    # A race (needs_concurrency) cannot show on the virtual clock: the validate engine's
-    # concurrent runs judge those.
-    mutants = [m for m in MUTANTS.values() if m.c_switch and not m.needs_concurrency]
+    mutants = [m for m in MUTANTS.values() if is_c_trace_mutant(m)]
     for m in mutants:
         if not any(not diff_script(sc.build(), sc.options, driver, mutant=m.name,
                                    model_cached=cache[sc.name]).equal
@@ -98,12 +96,12 @@ def _mutants(driver, cache: dict) -> Result:
             survivors.append(m.name)
     dt = time.perf_counter() - t0
     if survivors:
-        return Result("CF-TRACE-EQUAL", f"{ENGINE}-mutants", "fail",
+        return Result(TRACE_INVARIANT, f"{ENGINE}-mutants", "fail",
                       f"{len(mutants) - len(survivors)}/{len(mutants)} killed", dt,
                       detail=f"no scenario tells these C mutants from the model: "
                              f"{', '.join(survivors)}",
                       replay="purgecheck diff --scenario NAME --mutant " + survivors[0])
-    return Result("CF-TRACE-EQUAL", f"{ENGINE}-mutants", "killed",
+    return Result(TRACE_INVARIANT, f"{ENGINE}-mutants", "killed",
                   f"{len(mutants)}/{len(mutants)} C mutants diverge", dt)
 
 

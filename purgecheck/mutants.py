@@ -50,6 +50,16 @@ def mutant(name: str, description: str, catches: tuple[str, ...], *patches: Patc
     return m
 
 
+TRACE_INVARIANT = "CF-TRACE-EQUAL"  # what the conformance engine reports a C mutant under
+
+
+def is_c_trace_mutant(m: Mutant) -> bool:
+    """A mutant with a run-time switch in the C reference that shows without preemption: its
+    C trace must differ from the clean model's on some scenario (a race cannot, on the
+    virtual clock: the validate and sanitizers engines judge those)."""
+    return m.c_switch is not None and not m.needs_concurrency
+
+
 def _is_judge(modname: str) -> bool:
     """Invariant modules judge the mutant; this module keeps the originals it wraps."""
     return modname.endswith("invariants") or modname == __name__

@@ -9,12 +9,11 @@ import test_glibc_proofs
 import test_proofs_z3
 
 from model.invariants import load_registry
-from purgecheck.docs.facts import (TRACE_INVARIANT, Facts, Source, collect_twins,
-                                   is_c_trace_mutant)
+from purgecheck.docs.facts import Facts, Source, collect_twins
 from purgecheck.docs.md import Links
 from purgecheck.docs.pages import _invariant_section
 from purgecheck.engines import load_engines
-from purgecheck.mutants import MUTANTS
+from purgecheck.mutants import MUTANTS, TRACE_INVARIANT, is_c_trace_mutant
 from purgecheck.prove_engine import run_twins
 
 load_engines()  # engines register the invariants only they check, and their mutants

@@ -13,7 +13,7 @@ import pytest
 from model.variants import VARIANTS
 from purgecheck.conformance import (BUILD_DIR, CDriver, diff_script, driver_path, run_stress,
                                     stress_script)
-from purgecheck.docs.facts import TRACE_INVARIANT, is_c_trace_mutant
+from purgecheck.mutants import TRACE_INVARIANT, is_c_trace_mutant
 from purgecheck.mutants import MUTANTS
 from purgecheck.ops import SPECS
 from purgecheck.scenarios import SCENARIOS

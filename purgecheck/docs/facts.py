@@ -17,7 +17,7 @@ from pathlib import Path
 from model.invariants import Invariant, load_registry
 from proofs.core import Twin
 from purgecheck.advance_graph import Graph
-from purgecheck.mutants import MUTANTS, Mutant
+from purgecheck.mutants import MUTANTS, TRACE_INVARIANT, Mutant, is_c_trace_mutant
 from purgecheck.scenarios import SCENARIOS
 from purgecheck.store import project_root
 from purgecheck.timeline import Timeline, run_timeline
@@ -102,18 +102,6 @@ class Facts:
         """Something is known to break it: the check has been seen failing."""
         return bool(self.mutants_of(inv_id) or self.breaches_of(inv_id)
                     or self.twins_of(inv_id) or self.c_mutants_of(inv_id))
-
-
-# The invariant the conformance engine reports a C mutant's diverging trace under
-# (purgecheck.conformance_engine._mutants; tests/test_reference_c.py shows each diverging).
-TRACE_INVARIANT = "CF-TRACE-EQUAL"
-
-
-def is_c_trace_mutant(m: Mutant) -> bool:
-    """A mutant with a run-time switch in the C reference that shows without preemption: its
-    C trace must differ from the clean model's on some scenario (a race cannot, on the
-    virtual clock: the validate and sanitizers engines judge those)."""
-    return m.c_switch is not None and not m.needs_concurrency
 
 
 def collect_twins() -> list[Twin]:
