@@ -52,8 +52,9 @@ def explorer_twin(name: str, base: str, invariants: tuple[str, ...], mutant: str
                   summary: str, max_states: int | None = None, **changes) -> Twin:
     """The explorer on configuration `base` with `mutant` applied, without the dead-locals
     reduction (a mutant may read a local the real advance never reads again), stopping at
-    the first violation (the shortest counterexample, breadth first). A twin about the state
-    graph explores `max_states` states (its ghosts grow without end) and then judges."""
+    the first violation (the shortest counterexample, breadth first). A twin with `max_states`
+    explores that many states and then judges: one about the state graph (its ghosts grow
+    without end), or one whose broken setting breaks another invariant first."""
     from proofs.explorer import explore
     from proofs.explorer_configs import CONFIGS
 
@@ -85,6 +86,13 @@ def twins(quick: bool) -> list[Twin]:
         explorer_twin("explore-start-before-increment", "bare-2",
                       ("EP-NO-SHORT-EPOCH", "EP-RECORDED-NOT-BEFORE-REAL"),
                       "start-before-increment", "the explorer finds a start recorded early"),
+        # No sweeper (the epoch stays, every sweep defers) and a scavenger that ignores the
+        # due time, so that more sweeps than the cap fit in the clock bound; that scavenger
+        # breaks PK-SPACING first, so the twin explores a bound and then judges.
+        explorer_twin("explore-park-unbounded", "park-1-short", ("PK-DONE-WITHIN-MAX",),
+                      "park-unbounded", "the explorer finds a park swept a seventh time",
+                      max_states=3_000, sweepers=0, interval=2, clock_bound=1,
+                      ignore_due=True, graph=False),
         explorer_twin("explore-stuck-park", "park-1", ("PK-NO-STUCK-CYCLE",),
                       "park-swept-reset", "a scavenger that ignores the due time, with a park "
                       "that forgets its sweeps: swept for ever, never done",
