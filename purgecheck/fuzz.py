@@ -187,7 +187,13 @@ def machine_test(cls: type, driver: str, settings) -> Callable[[], None]:
         program = Program(cls)
     except TypeError as e:
         raise FuzzUsageError(f"--driver program: {e}; use --driver rules")
-    return settings(program.test(settings.stateful_step_count))
+    steps = settings.stateful_step_count
+    if program.size(steps) > program.max_size():
+        raise FuzzUsageError(f"--steps {steps}: the program driver reads at most "
+                             f"{program.max_steps()} steps of this machine (one byte string of "
+                             f"at most {program.max_size():,} bytes per example); give fewer "
+                             f"steps, or --driver rules")
+    return settings(program.test(steps))
 
 
 def run_machine(name: str, variant: str | None = EPOCH, mutant: str | None = None,

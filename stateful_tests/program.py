@@ -143,6 +143,16 @@ class Program:
         """The length of the byte string of a program of at most `max_steps` steps."""
         return self.init_size + max_steps * self.slot
 
+    @staticmethod
+    def max_size() -> int:
+        """The longest byte string Hypothesis draws: its buffer for one example's choices."""
+        from hypothesis.internal.conjecture.engine import BUFFER_SIZE
+
+        return BUFFER_SIZE
+
+    def max_steps(self) -> int:
+        return (self.max_size() - self.init_size) // self.slot
+
     def run(self, data: bytes, max_steps: int, printing: bool = False) -> None:
         """Run the program that `data` spells (missing bytes read as 0), checking every
         invariant after the initializers and after each step; `printing`: note each step

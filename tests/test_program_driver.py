@@ -109,3 +109,16 @@ def test_the_replay_command_names_the_step_bound_the_blob_was_drawn_under():
     assert r.driver == "program" and f"--steps {r.max_steps} --replay " in r.replay_command()
     r = run_machine("page", "no-hold", profile="ci", seed=5, examples=300, driver="rules")
     assert "--driver rules" in r.replay_command() and "--steps" not in r.replay_command()
+
+
+def test_more_steps_than_one_example_can_carry_is_a_usage_error():
+    """Hypothesis draws at most its buffer (8 KiB) per example: the page machine's slots of 5
+    bytes after 8 of initializers carry 1,636 steps; more is refused before anything runs,
+    rather than every example being discarded as too large."""
+    from purgecheck.fuzz import load_machine
+
+    program = Program(load_machine("page"))
+    assert program.size(program.max_steps()) <= program.max_size() < program.size(
+        program.max_steps() + 1)
+    with pytest.raises(FuzzUsageError, match=f"reads at most {program.max_steps()} steps"):
+        run_machine("page", profile="ci", examples=1, steps=program.max_steps() + 1)
