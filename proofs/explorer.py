@@ -118,7 +118,7 @@ class Report:
     checked: list[str] = field(default_factory=list)  # invariant ids checked
     not_applicable: list[str] = field(default_factory=list)
     graph_nodes: int = 0
-    complete: bool = True  # False: stopped by a time limit before the space was exhausted
+    complete: bool = True  # False: stopped by a time limit or max_states before the end
 
     @property
     def ok(self) -> bool:
@@ -686,8 +686,10 @@ def _explore(cfg: Config, max_states, progress, stop_at_first, time_limit) -> Re
                     if inv_id not in violations:
                         violations[inv_id] = Violation(inv_id, reason, path_to(parent, ns))
                 nxt.append(ns)
-                if (max_states and len(parent) >= max_states) or \
-                        (stop_at_first and violations):
+                if max_states and len(parent) >= max_states:
+                    rep.complete, stop = False, True  # cut, not exhausted
+                    break
+                if stop_at_first and violations:
                     stop = True
                     break
             if stop:

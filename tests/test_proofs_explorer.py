@@ -221,3 +221,33 @@ def test_spin_max_is_restored_after_exploring():
     before = X.ep.spin_max
     X.explore(CONFIGS["bare-1"])
     assert X.ep.spin_max == before == 1000
+
+
+def test_a_proof_whose_space_grows_past_twice_the_manifest_stops_and_fails(monkeypatch):
+    """A proof explores at most twice the manifest's count of states: a space that grew
+    past it is reported changed (a failure) there, and an infinite one (a broken model:
+    epoch-not-rate-limited moves the epoch at every sweep) stops instead of running on for
+    minutes, with what it found."""
+    import proofs.explorer_configs as configs
+    from proofs.catalogue import explorer_proof
+
+    real = configs.load_manifest()["bare-2"]["states"]
+    with applied(MUTANTS["epoch-not-rate-limited"]):
+        out = explorer_proof("bare-2").run(True)
+    assert out.status == "refuted" and out.detail.startswith("EP-NO-SHORT-EPOCH")
+    states = int(out.figure.split()[0].replace(",", ""))
+    assert states <= 2 * real
+    monkeypatch.setattr(configs, "load_manifest", lambda: {"bare-2": {"states": 100}})
+    out = explorer_proof("bare-2").run(True)
+    assert out.status == "changed" and "more than 200 states (the manifest has 100)" \
+        in out.detail
+
+
+def test_a_proof_the_dead_locals_guard_stops_fails_with_its_reason():
+    """start-before-increment reads a local the reduction forgets: the proof says so (a
+    failure, not a crash); the twin runs unreduced and refutes it."""
+    from proofs.catalogue import explorer_proof
+
+    with applied(MUTANTS["start-before-increment"]):
+        out = explorer_proof("bare-2").run(True)
+    assert out.status == "reduction-refused" and "reads a local" in out.detail
