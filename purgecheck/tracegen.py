@@ -18,7 +18,7 @@ from typing import IO, Iterator
 import orjson
 
 from model.epoch import MI_EPOCH_SPIN_MAX, MOVING, is_epoch_due, is_epoch_young
-from model.park import compute_park_next
+from model.park import compute_park_next, is_park_due
 from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, ThreadState
 from model.world import Options
 from purgecheck.trace import FORMAT, VERSION, config_of
@@ -228,8 +228,8 @@ class Sim:
             for pid in parked:
                 t = self.threads.get(pid)
                 if t is None or t.park_state != "parked" or t.park_swept == PARK_SWEPT_DONE \
-                        or self.clock - t.holes_sweep_last < self.interval - early:
-                    continue
+                        or not is_park_due(t, self.clock + early, self.interval):
+                    continue  # (early: the clock read as that much later)
                 t.park_state = "sweeping"
                 swept = t.park_swept
                 deferred = yield from self.sweep(SCAVENGER, pid)
