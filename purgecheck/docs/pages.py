@@ -22,7 +22,8 @@ SCOPES = {
     "proof": "no single state: the proof engines establish it for every geometry or time",
     "epoch-graph": "the state graph of the advance (the interleaving explorer)",
     "conformance": "the C reference on real memory, against the traces the model predicts "
-                   "(the conformance engine)",
+                   "(the conformance engine), and its sanitizer builds (the conformance and "
+                   "sanitizers engines)",
     "glibc-arena": "every glibc arena (heaps, chunks, top, the trim records), after every op "
                    "of every glibc workload for every modelled version",
 }
