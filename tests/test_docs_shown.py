@@ -1,22 +1,26 @@
 """What the invariant docs count as showing that a check can fail, beside the mutants that name
 an invariant: the proofs' broken twins refuted on it, and for CF-TRACE-EQUAL the C mutants
 whose traces diverge. Each twin the docs list is refuted by a test of `make test`, and no
-invariant is left unshown but the one another engineer is on."""
+invariant is left unshown."""
 
 from __future__ import annotations
 
-import test_glibc_proofs
-import test_proofs_z3
-
-from model.invariants import load_registry
-from purgecheck.docs.facts import Facts, Source, collect_twins
-from purgecheck.docs.md import Links
-from purgecheck.docs.pages import _invariant_section
 from purgecheck.engines import load_engines
-from purgecheck.mutants import MUTANTS, TRACE_INVARIANT, is_c_trace_mutant
-from purgecheck.prove_engine import run_twins
 
-load_engines()  # engines register the invariants only they check, and their mutants
+# First, in their order: engines register the invariants only they check, and their mutants,
+# and the docs list them as registered (test_docs.py compares with the committed docs).
+load_engines()
+
+import test_glibc_proofs  # noqa: E402
+import test_proofs_z3  # noqa: E402
+
+from model.invariants import load_registry  # noqa: E402
+from purgecheck.docs.facts import Facts, Source, collect_twins  # noqa: E402
+from purgecheck.docs.md import Links  # noqa: E402
+from purgecheck.docs.pages import _invariant_section  # noqa: E402
+from purgecheck.mutants import MUTANTS, TRACE_INVARIANT, is_c_trace_mutant  # noqa: E402
+from purgecheck.prove_engine import run_twins  # noqa: E402
+
 REGISTRY = load_registry()
 
 
