@@ -27,6 +27,8 @@ from typing import Callable, Sequence
 from hypothesis import given, note
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
+from hypothesis.internal.conjecture.engine import BUFFER_SIZE
+
 
 @dataclass(frozen=True)
 class Domain:
@@ -52,19 +54,24 @@ class Domain:
 _DOMAINS: dict[int, tuple[st.SearchStrategy, Domain]] = {}  # id(strategy) -> its domain
 
 
-def choice(values: Sequence) -> st.SearchStrategy:
-    """`st.sampled_from(values)` for the Hypothesis driver, readable from a byte by this one.
-    At most 256 values, so that one byte reaches every one."""
+def _finite(values: Sequence) -> tuple:
+    """At most 256 values, so that one byte reaches every one."""
     values = tuple(values)
     if not 0 < len(values) <= 256:
         raise ValueError(f"a choice needs 1 to 256 values, not {len(values)}")
+    return values
+
+
+def choice(values: Sequence) -> st.SearchStrategy:
+    """`st.sampled_from(values)` for the Hypothesis driver, readable from a byte by this one."""
+    values = _finite(values)
     return _declare(st.sampled_from(values), Domain(values))
 
 
 def choice_list(values: Sequence, min_size: int, max_size: int) -> st.SearchStrategy:
     """`st.lists(choice(values), min_size, max_size)`, readable as a length byte and one byte
     per element."""
-    values = tuple(values)
+    values = _finite(values)
     strategy = st.lists(st.sampled_from(values), min_size=min_size, max_size=max_size)
     return _declare(strategy, Domain(values, min_size, max_size))
 
@@ -95,7 +102,7 @@ class Step:
     arguments: tuple[tuple[str, Domain], ...]
 
     def enabled(self, machine) -> bool:
-        return all(p(machine) for p in self.preconditions)
+        return holds(self.preconditions, machine)
 
     @property
     def width(self) -> int:
@@ -108,6 +115,10 @@ class Step:
             kwargs[name] = domain.read(data, pos)
             pos += domain.width
         return kwargs
+
+
+def holds(preconditions, machine) -> bool:
+    return all(p(machine) for p in preconditions)
 
 
 def steps_of(rules) -> list[Step]:
@@ -146,8 +157,6 @@ class Program:
     @staticmethod
     def max_size() -> int:
         """The longest byte string Hypothesis draws: its buffer for one example's choices."""
-        from hypothesis.internal.conjecture.engine import BUFFER_SIZE
-
         return BUFFER_SIZE
 
     def max_steps(self) -> int:
@@ -198,7 +207,7 @@ class Program:
 
     def _check(self, machine) -> None:
         for function, preconditions in self.invariants:
-            if all(p(machine) for p in preconditions):
+            if holds(preconditions, machine):
                 function(machine)
 
     def test(self, max_steps: int) -> Callable:
