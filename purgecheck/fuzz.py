@@ -188,7 +188,7 @@ def machine_test(cls: type, driver: str, settings) -> Callable[[], None]:
     except TypeError as e:
         raise FuzzUsageError(f"--driver program: {e}; use --driver rules")
     steps = settings.stateful_step_count
-    if program.size(steps) > program.max_size():
+    if steps > program.max_steps():
         raise FuzzUsageError(f"--steps {steps}: the program driver reads at most "
                              f"{program.max_steps()} steps of this machine (one byte string of "
                              f"at most {program.max_size():,} bytes per example); give fewer "

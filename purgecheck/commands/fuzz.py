@@ -31,6 +31,7 @@ exit status: 0 every invariant held, 1 one failed (its program and replay comman
 
 def add_parser(sub) -> argparse.ArgumentParser:
     from model.variants import VARIANTS
+    from purgecheck.fuzz import DRIVERS
     from stateful_tests.profiles import PROFILES
 
     p = sub.add_parser("fuzz", help="run the Hypothesis state machines over the model",
@@ -58,7 +59,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                                  "(purgecheck.mutants) while the machines run")
     p.add_argument("--profile", default="dev", choices=list(PROFILES),
                    help="Hypothesis profile: ci (quick, derandomized), dev (default), nightly")
-    p.add_argument("--driver", choices=["program", "rules"],
+    p.add_argument("--driver", choices=list(DRIVERS),
                    help="who chooses the steps: program (one byte string per example, read as "
                         "the program: fast; the default for the model's machines) or rules "
                         "(Hypothesis's own stateful driver; the glibc machine's)")
