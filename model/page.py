@@ -115,7 +115,10 @@ class Page:
     def purged_blocks(self) -> set[int]:
         out: set[int] = set()
         x = self.purged
-        while x:  # one range per run of set bits (a run of units overlaps a run of blocks)
+        # One range per run of set bits (a run of units overlaps a run of blocks). Not
+        # holes.compute_runs: the invariants judge the walk through this, and a mutant of the
+        # walk's runs must not change what they see.
+        while x:
             k0 = (x & -x).bit_length() - 1
             k1 = ((x >> k0) + 1 & ~(x >> k0)).bit_length() - 1 + k0  # first clear bit past k0
             out.update(self.units.blocks_of_units(k0, k1, self.capacity))
