@@ -88,11 +88,12 @@ def _checked_in_world() -> list[tuple[str, str, Predicate]]:
     registry = load_registry()
     if _CHECKED[0] != len(registry):
         _CHECKED[1] = [(inv.scope, inv.id, inv.predicate) for inv in registry.values()
-                       if inv.predicate is not None and inv.scope in ("page", "world", "epoch")]
+                       if inv.predicate is not None and inv.scope in WORLD_SCOPES]
         _CHECKED[0] = len(registry)
     return _CHECKED[1]
 
 
+WORLD_SCOPES = ("page", "world", "epoch")  # the subjects check_world builds
 _CHECKED: list = [-1, []]  # (registry size when built, what check_world runs)
 
 
