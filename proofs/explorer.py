@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import model.epoch as ep
+import model.holes as holes
 import model.park as park
 import model.stamp as stamp
 import model.variants as variants
@@ -52,7 +53,7 @@ from model.epoch import AdvanceFrame, EpochHistory, EpochState
 from model.epoch_invariants import EpochView
 from model.geometry import PageKind
 from model.invariants import load_registry
-from model.page import MI_PAGE_SWEPT_NONE, encode_walked
+from model.page import MI_PAGE_SWEPT_NONE
 from model.sweep import WalkRecord
 from model.thread import (MI_PARK_SWEEPS_MAX, PARK_SWEPT_DONE, PARK_SWEPT_NONE, PARKED,
                           RUNNING, SWEEPING, ParkSweep, ThreadState)
@@ -407,10 +408,10 @@ def sweep_page(cfg: Config, s: tuple):
         new_page = page
     else:
         dropped = 1 if block1 == FREE else 0
-        used = 1 + (block1 == LIVE)
-        after = encode_walked(CAPACITY, used)
-        walk = (swept_state, E, T, dropped, True, after, CAPACITY, used)
-        new_page = (PURGED if dropped else block1, after, last_alloc, walk)
+        pg.capacity, pg.used = CAPACITY, 1 + (block1 == LIVE)
+        holes.mark_walked(pg)  # the model's rule (a mutant of it is what runs here)
+        walk = (swept_state, E, T, dropped, True, pg.swept_state, CAPACITY, pg.used)
+        new_page = (PURGED if dropped else block1, pg.swept_state, last_alloc, walk)
     return s[:6] + (("finish", IDLE, swept, start_ms, deferred), owner_of(t, owner[7]), new_page), None
 
 
