@@ -17,13 +17,15 @@ from typing import IO, Iterator
 
 import orjson
 
-from model.epoch import MI_EPOCH_SPIN_MAX, MOVING, is_epoch_due, is_epoch_young
+import model.epoch as epoch_module  # spin_max is read at run time (engines may lower it)
+from model.epoch import (MOVING, PC_INCREMENT, PC_READ_CLOCK, EpochState, advance_step,
+                         begin_advance, is_epoch_young)
 from model.park import compute_park_next, is_park_due
 from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, ThreadState
 from model.world import Options
 from purgecheck.trace import FORMAT, VERSION, config_of
 
-GENERATION = 2  # bumped when what it writes changes (bench_traces makes its trace again)
+GENERATION = 3  # bumped when what it writes changes (bench_traces makes its trace again)
 BLOCK = 256 * 1024  # a large-page block: the page has 16, the first 4 are formed
 SCAVENGER = -1
 FULL_EVERY = 64
@@ -76,8 +78,7 @@ class Sim:
     rng: random.Random
     lin: int = 0
     clock: int = 1_000
-    start: int = 0
-    epoch: int = 0
+    st: EpochState = field(default_factory=EpochState)  # the process-wide epoch
     stopping: bool = False
     lines: list[bytes] = field(default_factory=list)
     threads: dict[int, ThreadState] = field(default_factory=dict)
@@ -92,32 +93,35 @@ class Sim:
     # -- one thread's steps, each a generator of lines (None: it waits) ---------------------
 
     def advance(self, tid: int, thread: int) -> Iterator[bytes | None]:
-        """mi_holes_epoch_advance, one atomic step per line (model/epoch.py)."""
-        s = self.start
-        yield self.ev(EV_STEP, b"load_start", b"%d" % s, tid)
-        if s != MOVING:
-            now = self.clock
-            yield self.ev(EV_STEP, b"read_clock", b"%d" % now, tid)
-            if not is_epoch_due(s, now, self.interval):
+        """mi_holes_epoch_advance: the model's atomic steps (model/epoch.py), one per line,
+        each taken when the thread is scheduled, with the clock of that moment."""
+        st, f = self.st, begin_advance(self.interval)
+        advance_step(st, f, self.clock, self.interval)
+        yield self.ev(EV_STEP, b"load_start", b"%d" % f.start, tid)
+        if f.pc == PC_READ_CLOCK:
+            advance_step(st, f, self.clock, self.interval)
+            yield self.ev(EV_STEP, b"read_clock", b"%d" % f.now, tid)
+            advance_step(st, f, self.clock, self.interval)  # compare: a local step
+            if f.done:
+                return  # not due
+            advance_step(st, f, self.clock, self.interval)
+            yield self.ev(EV_STEP, b"cas", BOOL[f.pc == PC_INCREMENT], tid)
+            if f.pc == PC_INCREMENT:
+                advance_step(st, f, self.clock, self.interval)
+                epoch = st.epoch  # the epoch this thread made (others may move it later)
+                yield self.ev(EV_STEP, b"increment", b"%d" % epoch, tid)
+                advance_step(st, f, self.clock, self.interval)
+                yield self.ev(EV_STEP, b"read_clock_again", b"%d" % f.now2, tid)
+                advance_step(st, f, self.clock, self.interval)
+                yield self.ev(EV_STEP, b"store_start", b"%d" % f.now2, tid)
+                yield self.ev(EV_ADVANCED, thread, epoch, f.now2, tid)
                 return
-            won = self.start == s
-            if won:
-                self.start = MOVING
-            yield self.ev(EV_STEP, b"cas", BOOL[won], tid)
-            if won:
-                self.epoch += 1
-                yield self.ev(EV_STEP, b"increment", b"%d" % self.epoch, tid)
-                now2 = self.clock
-                yield self.ev(EV_STEP, b"read_clock_again", b"%d" % now2, tid)
-                self.start = now2
-                yield self.ev(EV_STEP, b"store_start", b"%d" % now2, tid)
-                yield self.ev(EV_ADVANCED, thread, self.epoch, now2, tid)
-                return
-        spins = 0
-        while self.start == MOVING and spins < MI_EPOCH_SPIN_MAX:
-            spins += 1
+        advance_step(st, f, self.clock, self.interval)  # wait_moving: spin while MOVING
+        while not f.done:
             yield None
-        yield self.ev(EV_WAIT, self.start if spins < MI_EPOCH_SPIN_MAX else MOVING, spins, tid)
+            advance_step(st, f, self.clock, self.interval)
+        spin_max = epoch_module.spin_max
+        yield self.ev(EV_WAIT, st.start if f.spins < spin_max else MOVING, f.spins, tid)
 
     def sweep(self, tid: int, thread: int) -> Iterator[bytes | None]:
         """mi_on_thread_idle of `thread`'s heap (one page), run by `tid`; returns deferred."""
@@ -125,7 +129,7 @@ class Sim:
         t = self.threads[thread]
         t.holes_sweep_seq += 1
         full = t.holes_sweep_seq % FULL_EVERY == 0
-        t.holes_sweep_epoch = epoch = self.epoch
+        t.holes_sweep_epoch = epoch = self.st.epoch
         yield self.ev(EV_BEGIN, thread, t.holes_sweep_seq, BOOL[full], epoch, self.clock, tid)
         p = self.pages[thread]
         p.free += p.local_free  # the sweep collects the page first
@@ -169,10 +173,10 @@ class Sim:
             p.free, p.local_free, src = p.local_free, [], b"collect"
         block = p.free.pop(0)
         yield self.ev(EV_MALLOC, p.id, block, src, tid)
-        if p.stamp != self.epoch:  # the relaxed read, under lin_lock: the current epoch
-            p.stamp = self.epoch
+        if p.stamp != self.st.epoch:  # the relaxed read, under lin_lock: the current epoch
+            p.stamp = self.st.epoch
             p.walked = False
-            yield self.ev(EV_STAMP, p.id, self.epoch, tid)
+            yield self.ev(EV_STAMP, p.id, self.st.epoch, tid)
         p.local_free.insert(0, block)
         yield self.ev(EV_FREE, p.id, block, tid)
 
@@ -185,8 +189,8 @@ class Sim:
                       p.id, tid)
         yield self.ev(EV_MALLOC, p.id, 0, b"extend", tid)
         p.free = [1, 2, 3]
-        p.stamp = self.epoch
-        yield self.ev(EV_STAMP, p.id, self.epoch, tid)
+        p.stamp = self.st.epoch
+        yield self.ev(EV_STAMP, p.id, self.st.epoch, tid)
 
     # -- the threads ------------------------------------------------------------------------
 

@@ -322,6 +322,19 @@ def test_generated_traces_are_accepted(seed):
     assert v.stats["epochs"] > 10
 
 
+def test_crowded_generated_traces_are_accepted():
+    """Many sweepers on a fast clock: an advance's epoch_advance line comes after another
+    sweeper has moved the epoch again; it says the epoch its own increment made (the
+    tracegen before it drove the model's steps wrote the current one: rejected, seeds 0, 1)."""
+    for seed in (0, 1):
+        buf = io.BytesIO()
+        n = generate(buf, 30_000, seed=seed, sweepers=8, parkers=2, steps_per_ms=3)
+        buf.seek(0)
+        v = validate_stream(buf, f"crowded{seed}")
+        assert v.accepted, v.why
+        assert v.events == n
+
+
 def test_a_flipped_cas_in_a_generated_trace_is_rejected():
     buf = io.BytesIO()
     generate(buf, 20_000, seed=3)
