@@ -143,7 +143,7 @@ def initial_state(cfg: Config) -> tuple:
     page = (FREE, MI_PAGE_SWEPT_NONE, None, None) if cfg.owner else None
     sweeper = IDLE
     if cfg.reduce_dead:  # a sweeper is always in a call: the next begins when one ends
-        sweeper = forget_dead(step_sweeper(cfg, (0, 0, 0, 0, None), IDLE)[0])
+        sweeper = begin_call(cfg, (0, 0, 0, 0, None))
     return (0, 0, 0, 0, None, (sweeper,) * cfg.sweepers, scav, owner, page)
 
 
@@ -219,6 +219,12 @@ def step_sweeper(cfg: Config, s: tuple, sw: tuple):
         return IDLE, st, None
     out = (f.pc, f.start, f.now, f.now2, f.spins, f.increments, e_load, found_due)
     return (forget_dead(out) if cfg.reduce_dead else out), st, None
+
+
+def begin_call(cfg: Config, s: tuple) -> tuple:
+    """A new call of the advance (model.epoch.begin_advance) as the dead-locals reduction
+    keeps it: a sweeper begins its next call when one ends, the scavenger with its claim."""
+    return forget_dead(step_sweeper(cfg, s, IDLE)[0])
 
 
 def with_epoch(s: tuple, st: EpochState | None) -> tuple:
@@ -365,8 +371,7 @@ def scavenger_moves(cfg: Config, s: tuple, memo: dict | None = None):
         t.holes_sweep_deferred = False
         label, sw = "scavenger: claim", IDLE
         if cfg.reduce_dead:  # begin_advance touches nothing shared: taken with the claim
-            label, sw = "scavenger: claim + begin advance", \
-                forget_dead(step_sweeper(cfg, s, IDLE)[0])
+            label, sw = "scavenger: claim + begin advance", begin_call(cfg, s)
         yield label, s[:6] + (("advance", sw, t.park_swept, T, False),
                               owner_of(t, owner[7]), page), None
     elif phase == "advance":
@@ -441,8 +446,7 @@ def advance_move(cfg: Config, s: tuple, sw: tuple, memo: dict, loop: bool = True
         if sw2 == IDLE and sw != IDLE and cfg.reduce_dead and loop:
             # a sweeper is always in a call: the next one begins at once (begin_advance
             # touches nothing shared)
-            begun = step_sweeper(cfg, (s[0],) + (shared or s[1:5]), IDLE)[0]
-            sw2 = forget_dead(begun)
+            sw2 = begin_call(cfg, (s[0],) + (shared or s[1:5]))
         hit = memo[key] = (sw2, shared, why)
     return hit
 
