@@ -672,13 +672,13 @@ def _explore(cfg: Config, max_states, progress, stop_at_first, time_limit) -> Re
     while frontier and not stop:
         nxt = []
         for s in frontier:
+            pending_s = cfg.graph and is_park_pending(s)
             for action, checked, ns, why in moves(cfg, s, memo):
                 rep.transitions += 1
                 if why and "EP-EPOCH-MOVES" not in violations:
                     violations["EP-EPOCH-MOVES"] = Violation(
                         "EP-EPOCH-MOVES", why, path_to(parent, s) + [(action, checked)])
-                if cfg.graph and action != TICK and is_park_pending(s) \
-                        and is_park_pending(ns):
+                if pending_s and action != TICK and is_park_pending(ns):
                     edge = (system_part(s), system_part(ns))
                     pending.setdefault(edge, action)
                     first_seen.setdefault(edge[0], s)
