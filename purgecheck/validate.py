@@ -194,8 +194,7 @@ class Validator:
         self.handlers: dict[type, Callable[[Event, int | None], None]] = {
             EVENT_TYPES[name[3:]]: getattr(self, name) for name in dir(self)
             if name.startswith("on_")}
-        self.steps = {PC_READ_CLOCK: self.step_read_clock, PC_READ_CLOCK2: self.step_read_clock,
-                      PC_CAS: self.step_cas, PC_INCREMENT: self.step_increment,
+        self.steps = {PC_CAS: self.step_cas, PC_INCREMENT: self.step_increment,
                       PC_STORE: self.step_store, PC_WAIT: self.step_wait}
         self.count = 0  # events replayed
         self.next_progress = 1 << 20
@@ -707,13 +706,13 @@ class Validator:
         pc = ev.pc
         if f is None or f.pc != pc or pc == PC_DONE:  # a new advance, or a step out of turn
             self.begin_advance(ev, tid, f)
-        elif pc == PC_READ_CLOCK:  # the most frequent step after the load: taken here
-            value = ev.value
+        elif pc == PC_READ_CLOCK or pc == PC_READ_CLOCK2:  # the most frequent steps after
+            value = ev.value  # the load, taken here: the trace says what the clock read
             if type(value) is int and self.clock_lo is not None and value >= self.clock_lo:
                 self.clock_lo = value  # monotone, as expected
             else:
                 value = self.clock(value, self.line, pc)
-            STEPS[PC_READ_CLOCK](self.st, f, value, self.interval)
+            STEPS[pc](self.st, f, value, self.interval)
             if f.pc == PC_COMPARE:  # a local step: taken at once
                 STEPS[PC_COMPARE](self.st, f, value, self.interval)
         else:  # the thread's advance is at this step
@@ -757,17 +756,6 @@ class Validator:
                             f"{PC_LOAD} of a new sweep, not {pc}")
         raise Rejection("the model does not advance the epoch: the hold is off "
                         "(purge_holes false or interval 0)")
-
-    def step_read_clock(self, ev: Event, tid, f: AdvanceFrame) -> None:
-        """read_clock or read_clock_again: the trace says what the clock read."""
-        value = ev.value
-        if type(value) is int and self.clock_lo is not None and value >= self.clock_lo:
-            now = self.clock_lo = value  # monotone, as expected
-        else:
-            now = self.clock(value, self.line, f.pc)
-        STEPS[f.pc](self.st, f, now, self.interval)
-        if f.pc == PC_COMPARE:  # a local step: taken at once
-            STEPS[PC_COMPARE](self.st, f, now, self.interval)
 
     def step_cas(self, ev: Event, tid, f: AdvanceFrame) -> None:
         value = ev.value
