@@ -821,9 +821,6 @@ def forget_judged(s: tuple) -> tuple:
     return s[:7] + (owner, page)
 
 
-forget_walk = forget_judged  # the older name
-
-
 def system_part(s: tuple) -> tuple:
     """The state without its ghosts (the park's sweep records, the walk record, the last
     allocation's time): a cycle of the system is a cycle of this projection, whatever the
