@@ -561,7 +561,8 @@ def forget_cached(cfg: Config, s: tuple, memo: dict) -> tuple:
 
 
 def kept_shared(cfg: Config, T: int, shared: tuple) -> tuple:
-    """The epoch state of forget_past."""
+    """The epoch state of forget_past: the beginnings raised to `T - interval`, except while
+    the start is MOVING (a sweeper's now2 is yet to be recorded against the beginning)."""
     S, E, began, rec = shared
     floor = T - cfg.interval
     if S == ep.MOVING or (began >= floor and (rec is None or rec >= floor)):
@@ -744,13 +745,9 @@ def forget_past(cfg: Config, s: tuple) -> tuple:
     canonical (canonical_frame)."""
     if not cfg.reduce_dead:
         return s
-    T, S, E, began, rec = s[:5]
+    T = s[0]
     floor = T - cfg.interval
-    if S != ep.MOVING:  # else a sweeper's now2 is yet to be recorded against it
-        if began < floor:
-            began = floor
-        if rec is not None and rec < floor:
-            rec = floor
+    S, E, began, rec = kept_shared(cfg, T, s[1:5])
     sweepers = tuple(sorted(canonical_frame(sw, floor, S, E) for sw in s[5]))
     scav, owner, page = s[6], s[7], s[8]
     if scav is not None and scav[1] != IDLE:
