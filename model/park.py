@@ -74,15 +74,22 @@ def sweep_parked_thread(world, thread: ThreadState) -> None:
     summary = mi_on_thread_idle(world, thread.id, in_handoff=True)
     world.clock.advance(world.options.sweep_ms)  # the work takes virtual time
     record_sweep_last(world, thread, start)
-    if swept == PARK_SWEPT_NONE:
-        thread.holes_park_epoch = thread.holes_sweep_epoch
-    thread.park_swept = compute_park_next(thread, swept, summary.deferred)
+    end_park_sweep(thread, swept, summary.deferred)
     thread.park_sweeps.append(ParkSweep(start, world.clock.read(), thread.holes_sweep_epoch,
                                         summary.deferred, thread.park_swept))
     thread.park_state = PARKED
     world.log.append({"ev": "park_sweep", "thread": thread.id, "epoch": thread.holes_sweep_epoch,
                       "deferred": summary.deferred,
                       "done": thread.park_swept == PARK_SWEPT_DONE})
+
+
+def end_park_sweep(thread: ThreadState, swept: int, deferred: bool) -> int:
+    """The park's progress after a sweep that found it at `swept`: the first sweep records
+    the epoch the park began in, then park_swept moves on (compute_park_next). Returns it."""
+    if swept == PARK_SWEPT_NONE:
+        thread.holes_park_epoch = thread.holes_sweep_epoch
+    thread.park_swept = compute_park_next(thread, swept, deferred)
+    return thread.park_swept
 
 
 def record_sweep_last(world, thread: ThreadState, start_ms: int) -> None:

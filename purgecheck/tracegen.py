@@ -20,7 +20,7 @@ import orjson
 import model.epoch as epoch_module  # spin_max is read at run time (engines may lower it)
 from model.epoch import (MOVING, PC_INCREMENT, PC_READ_CLOCK, EpochState, advance_step,
                          begin_advance, is_epoch_young)
-from model.park import compute_park_next, is_park_due
+from model.park import end_park_sweep, is_park_due
 from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, ThreadState
 from model.world import Options
 from purgecheck.trace import FORMAT, VERSION, config_of
@@ -238,9 +238,7 @@ class Sim:
                 swept = t.park_swept
                 deferred = yield from self.sweep(SCAVENGER, pid)
                 t.holes_sweep_last = self.clock
-                if swept == PARK_SWEPT_NONE:
-                    t.holes_park_epoch = t.holes_sweep_epoch
-                t.park_swept = compute_park_next(t, swept, deferred)
+                end_park_sweep(t, swept, deferred)
                 line = self.ev(EV_PARK_SWEEP, pid, t.holes_sweep_epoch, BOOL[deferred],
                                BOOL[t.park_swept == PARK_SWEPT_DONE], SCAVENGER)
                 t.park_state = "parked"  # released with the event, as park.c does

@@ -26,7 +26,7 @@ from model.page import (EPOCH_MASK, MI_PAGE_SWEPT_NONE, MI_PAGE_SWEPT_STAMP_TAG,
                         encode_stamp, encode_walked, is_stamp, stamp_epoch)
 from model.alloc import mi_page_free_collect
 from model.holes import mi_page_purge_holes_walk, mi_page_unpurge_run
-from model.park import compute_park_next, is_park_due, mi_theap_sweep_parked
+from model.park import end_park_sweep, is_park_due, mi_theap_sweep_parked
 from model.stamp import is_stamp_gated, read_epoch_relaxed
 from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, PARKED, RUNNING, SWEEPING, ThreadState
 from model.variants import CLOCK, TWO_UNTOUCHED, SweepContext, is_page_held
@@ -1117,16 +1117,15 @@ class Validator:
                             f"{ev.deferred!r}; its sweep ran in epoch {t.holes_sweep_epoch} "
                             f"and said deferred {deferred}")
         swept, park_epoch = t.park_swept, t.holes_park_epoch
-        if swept == PARK_SWEPT_NONE:
-            t.holes_park_epoch = t.holes_sweep_epoch
-        nxt = compute_park_next(t, swept, bool(deferred))
+        nxt = end_park_sweep(t, swept, bool(deferred))
         if (nxt == PARK_SWEPT_DONE) != (ev.done is True):
             t.holes_park_epoch, park_epoch = park_epoch, t.holes_park_epoch
+            t.park_swept = swept
             raise Rejection(f"park_sweep of thread {t.id} says done {ev.done!r}; the model's "
                             f"park is {'done' if nxt == PARK_SWEPT_DONE else 'not done'} (sweep "
                             f"{1 if swept == PARK_SWEPT_NONE else swept}, epochs "
                             f"{park_epoch}..{t.holes_sweep_epoch}, deferred {deferred})")
-        t.park_swept, t.park_state = nxt, PARKED
+        t.park_state = PARKED
 
     # -- observations ---------------------------------------------------------------------------
 
