@@ -5,7 +5,7 @@ An explicit-state, breadth-first explorer over: K sweepers running the epoch adv
 that owns one large page (`model.stamp.read_epoch_relaxed` / `mi_page_stamp`) and parks
 (`model.park.mi_on_thread_idle_start` / `_end`), and the scavenger that sweeps the parked
 thread's heap (its advance by `advance_step`, the hold by `model.variants.is_page_held`, the
-end of the sweep by `model.park.record_sweep_last` and `compute_park_next`), with the clock
+end of the sweep by `model.park.record_sweep_last` and `end_park_sweep`), with the clock
 ticking one ms at a time up to a bound. Every step calls the model; the explorer only keeps
 the state in tuples, so a mutant applied to the model is what the explorer runs.
 
@@ -386,9 +386,7 @@ def scavenger_moves(cfg: Config, s: tuple, memo: dict | None = None):
         w = world_view(cfg, s)
         t = w.threads[1]
         park.record_sweep_last(w, t, start_ms)
-        if swept == PARK_SWEPT_NONE:
-            t.holes_park_epoch = t.holes_sweep_epoch
-        t.park_swept = park.compute_park_next(t, swept, deferred)
+        park.end_park_sweep(t, swept, deferred)
         t.park_sweeps.append(ParkSweep(start_ms, T, t.holes_sweep_epoch, deferred,
                                        t.park_swept))
         t.park_state = PARKED
