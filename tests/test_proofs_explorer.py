@@ -251,3 +251,14 @@ def test_a_proof_the_dead_locals_guard_stops_fails_with_its_reason():
     with applied(MUTANTS["start-before-increment"]):
         out = explorer_proof("bare-2").run(True)
     assert out.status == "reduction-refused" and "reads a local" in out.detail
+
+
+def test_the_explorer_runs_the_models_mark_walked():
+    """A walk's new swept_state comes from model.holes.mark_walked, so a mutant of it is what
+    the explorer runs: walk-keeps-stamp breaks SW-WALK-SETS-STATE (when the explorer computed
+    the state itself, it found nothing in this space)."""
+    cfg = replace(CONFIGS["park-1-short"], reduce_dead=False, graph=False)
+    with applied(MUTANTS["walk-keeps-stamp"]):
+        rep = X.explore(cfg, stop_at_first=True)
+    assert "SW-WALK-SETS-STATE" in rep.violations
+    assert "SW-WALK-SETS-STATE" not in X.explore(cfg, stop_at_first=True).violations
