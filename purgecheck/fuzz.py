@@ -18,12 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-import hypothesis
-from hypothesis import reproduce_failure
-from hypothesis.errors import DidNotReproduce, InvalidArgument
-from hypothesis.reporting import with_reporter
-from hypothesis.stateful import get_state_machine_test
-
 from model.variants import EPOCH, VARIANTS
 from stateful_tests.failures import STATS, InvariantViolation
 from stateful_tests.profiles import PROFILES, profile_settings
@@ -180,6 +174,8 @@ def default_driver(name: str) -> str:
 def machine_test(cls: type, driver: str, settings) -> Callable[[], None]:
     """The Hypothesis test that runs machine class `cls` with `driver`."""
     if driver == "rules":
+        from hypothesis.stateful import get_state_machine_test
+
         return get_state_machine_test(cls, settings=settings)
     from stateful_tests.program import Program
 
@@ -204,6 +200,13 @@ def run_machine(name: str, variant: str | None = EPOCH, mutant: str | None = Non
     """Run machine `name` once with the profile's budget (or `examples`), or replay a blob.
     Every invariant is checked after every step; the first failure ends the run. `driver`:
     one of DRIVERS (default: `default_driver(name)`)."""
+    # Hypothesis is imported here, not with the module: `purgecheck --help` and every other
+    # command build this command's parser, which needs only the names above.
+    import hypothesis
+    from hypothesis import reproduce_failure
+    from hypothesis.errors import DidNotReproduce, InvalidArgument
+    from hypothesis.reporting import with_reporter
+
     from purgecheck.mutants import MUTANTS, applied
 
     if profile not in PROFILES:

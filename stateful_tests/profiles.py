@@ -9,9 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, settings
-from hypothesis.database import DirectoryBasedExampleDatabase
-
 # name -> (max_examples, stateful_step_count, derandomize)
 PROFILES: dict[str, tuple[int, int, bool]] = {
     "ci": (40, 30, True),
@@ -26,6 +23,10 @@ def profile_settings(name: str, database_dir: Path | None = None, *,
     """The settings of profile `name`, with the example database in `database_dir` (none for
     `ci`: a derandomized run replays nothing) and the example/step counts overridden.
     `shrink=False` reports the first failing program as found (faster, and longer)."""
+    # Hypothesis is imported here: the names above serve `purgecheck fuzz --help` without it.
+    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
     if name not in PROFILES:
         raise ValueError(f"unknown profile {name!r}; expected one of {', '.join(PROFILES)}")
     examples, steps, derandomize = PROFILES[name]
@@ -46,6 +47,3 @@ def profile_settings(name: str, database_dir: Path | None = None, *,
         + ([Phase.shrink] if shrink else []),
     )
 
-
-for _name in PROFILES:
-    settings.register_profile(f"purgecheck-{_name}", profile_settings(_name))

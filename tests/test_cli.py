@@ -209,3 +209,17 @@ def test_top_level_help(capsys):
     out = capsys.readouterr().out
     assert e.value.code == 0
     assert all(command in out for command in COMMANDS)
+
+
+def test_the_parser_is_built_without_importing_hypothesis():
+    """Every command builds every command's parser: `purgecheck fuzz`'s needs only the names
+    of the profiles and drivers, and Hypothesis (a tenth of a second) is imported when a
+    machine runs."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom purgecheck.cli import main\ntry:\n    main(['--help'])\n"
+            "except SystemExit:\n    pass\nprint('hypothesis' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out[-1] == "False"
