@@ -13,6 +13,7 @@ each on the one-million-event trace; `--reader` compares ways of decoding its li
     python -m purgecheck.bench_traces                 # 10 M events, trace kept in /tmp
     python -m purgecheck.bench_traces --events 2000000 --profile
     python -m purgecheck.bench_traces --reader        # one msgspec call per line or per batch
+    python -m purgecheck.bench_traces --floor         # the reader, then the loop, then validate
 """
 
 from __future__ import annotations
@@ -92,7 +93,9 @@ def bench_reader(path: Path) -> None:
     batch of lines joined as a JSON array (not as strict on its own: a line holding two
     events and an event split over two lines decode alike); one per chunk of lines, each
     wrapped in brackets and decoded as a one-element tuple by decode_lines (as strict: `]\\n[`
-    can only stand between two top-level values, so each line holds exactly one event)."""
+    can only stand between two top-level values, so each line holds exactly one event); and
+    the decoding of the same events handed over as msgpack, one blob per batch (what a
+    replay fed by a reader in a second process would still pay)."""
     import operator
 
     import msgspec
@@ -116,6 +119,13 @@ def bench_reader(path: Path) -> None:
     def per_batch() -> int:
         return sum(len(as_array(b"[" + b",".join(b) + b"]")) for b in batches)
 
+    handed = msgspec.msgpack.Encoder().encode
+    blobs = [handed(list(map(_decode_event, b))) for b in batches]
+    from_msgpack = msgspec.msgpack.Decoder(list[_ANY_EVENT]).decode
+
+    def handed_over() -> int:  # what a replay fed by a reader process would still decode
+        return sum(len(from_msgpack(b)) for b in blobs)
+
     def per_chunk_strict() -> int:
         n = 0
         for c in chunks:
@@ -126,9 +136,52 @@ def bench_reader(path: Path) -> None:
         return n
 
     print(f"\n-- the reader's decoding, {len(lines):,} lines of {path} --")
-    for fn in (per_line, per_batch, per_chunk_strict):
+    for fn in (per_line, per_batch, per_chunk_strict, handed_over):
         best = min(_cpu(fn) for _ in range(3))
         print(f"{fn.__name__:<20} {best:6.3f} s CPU  {len(lines) / best:>11,.0f} lines/s")
+
+
+def bench_floor(path: Path) -> None:
+    """What `validate` costs in layers, by CPU time on the trace (best of three): the reader
+    alone (read, split, decode, check); the reader and the replay's loop in `lin` order with
+    every handler a no-op; the same with every handler one call that reads a field of the
+    event and one of the model's state (the least a handler that checks anything does); the
+    whole replay. The gap between the second and the last is what the handlers cost; the
+    second bounds from above what any replay in this process can reach."""
+    from purgecheck.trace import read_trace
+    from purgecheck.validate import Validator
+
+    def nothing(ev, tid) -> None:
+        pass
+
+    def run(layer: str) -> tuple[int, float]:
+        with open(path, "rb") as f:
+            c0 = time.process_time()
+            trace = read_trace(f, str(path))
+            if layer == "reader":
+                n = sum(len(evs) for _, _, evs in trace.batches())
+                return n, time.process_time() - c0
+            v = Validator(trace.header, str(path))
+            if layer == "loop":
+                v.handlers = dict.fromkeys(v.handlers, nothing)
+            elif layer == "one call":
+                st = v.st
+
+                def one(ev, tid) -> bool:
+                    return _read_one(ev, st)
+                v.handlers = dict.fromkeys(v.handlers, one)
+            v.replay(trace.batches())
+            return v.replayed, time.process_time() - c0
+
+    print(f"\n-- validate in layers, {path} --")
+    for layer in ("reader", "loop", "one call", "validate"):
+        n, best = min((run(layer) for _ in range(3)), key=lambda r: r[1])
+        print(f"{layer:<10} {best:6.3f} s CPU  {n / best:>11,.0f} events/s  "
+              f"{best / n * 1e6:.3f} us/event")
+
+
+def _read_one(ev, st) -> bool:
+    return ev.lin == st.epoch
 
 
 def _cpu(fn) -> float:
@@ -155,6 +208,9 @@ def main(args: list[str] | None = None) -> int:
                    help="also print the top functions of each on a 1 M-event trace")
     p.add_argument("--reader", action="store_true",
                    help="only compare ways of decoding the lines of the 1 M-event trace")
+    p.add_argument("--floor", action="store_true",
+                   help="only time validate in layers on the 1 M-event trace: the reader, "
+                        "the loop with no-op handlers, validate")
     a = p.parse_args(args)
     path = Path(a.trace)
     n = ensure_trace(path, a.events, a.seed)
@@ -162,6 +218,9 @@ def main(args: list[str] | None = None) -> int:
     n_small = ensure_trace(small, min(a.events, 1_000_000), a.seed)
     if a.reader:
         bench_reader(small)
+        return 0
+    if a.floor:
+        bench_floor(small)
         return 0
     twin = ensure_twin(small)
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
