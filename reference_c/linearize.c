@@ -82,3 +82,28 @@ void mi_advance_delay(int at) {
     struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
     nanosleep(&ts, NULL);
 }
+
+/* Test hook: the work of each sweep of a parked heap (mi_on_thread_idle with in_handoff) takes
+ * mi_park_work_delay_us longer: the sweep sleeps after its pages, before its idle event, so
+ * the end of the work, where the clean code reads the clock for holes_sweep_last, comes the
+ * delay after the sweep's first clock reading. On the real clock a sweep's work is far
+ * shorter than the clock's millisecond, so the mutant sweep_last_before_work (the time taken
+ * before the work) records the same millisecond as the clean code; with the delay it records
+ * a time the delay too early, and the scavenger sweeps the park again early.
+ * After the sleep the hook reads the clock and reports the reading (a `clock` event, one step
+ * under lin_lock as the `clock` op of the driver), so that the trace bounds the end of the
+ * work from below (purgecheck/validate.py park_sweep_ended: the last reading before the
+ * sweep's idle event) as the virtual clock's sweep_ms does in a sequential trace. */
+_Atomic int64_t mi_park_work_delay_us;
+
+void mi_park_work_delay(void) {
+    int64_t us = atomic_load_explicit(&mi_park_work_delay_us, memory_order_relaxed);
+    if (us <= 0) return;
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+    lin_lock();
+    tr_begin("clock");
+    tr_int("now", mi_clock_now());
+    tr_end();
+    lin_unlock();
+}

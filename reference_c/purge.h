@@ -330,6 +330,8 @@ enum { MI_DELAY_BEFORE_CAS, MI_DELAY_BEFORE_INCREMENT };
 extern _Atomic int64_t mi_advance_delay_us;           /* test hook: see mi_advance_delay */
 extern _Atomic int mi_advance_delay_at;
 void mi_advance_delay(int at);
+extern _Atomic int64_t mi_park_work_delay_us;         /* test hook: see mi_park_work_delay */
+void mi_park_work_delay(void);
 
 /* A broken internal state (a corrupted list under a mutant): report and stop the script. */
 _Noreturn void mi_corrupt(const char *what);

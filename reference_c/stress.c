@@ -11,7 +11,8 @@
  * Scenario `park`: the park handoff with the real scavenger thread. Several threads allocate
  * from large pages, free most of it, park, and wait (bounded) until the scavenger has marked
  * their park done; (c) it does, and (d) then the blocks they freed are no longer resident,
- * while one more thread sweeps inline beside them.
+ * while one more thread sweeps inline beside them. With --park-work-us each park sweep's work
+ * lasts that long (linearize.c mi_park_work_delay), as the virtual clock's sweep_ms.
  *
  * Every check is a lower bound on time, or an upper bound against a clock reading taken
  * before the event in question, so it holds on a machine of any load; the one liveness
@@ -53,20 +54,27 @@ static const char *USAGE =
     "  --delay-us US          a sweeper leaving an even epoch sleeps this long in the advance\n"
     "  --delay-at cas|increment  ... before its CAS (default) or before its increment: hits\n"
     "                         the advance's races every time (reference_c/linearize.c)\n"
+    "  --park-work-us US      park scenario: each sweep of a parked heap sleeps this long at\n"
+    "                         the end of its work and reports a clock reading (the trace's\n"
+    "                         bound for the end): sweep_last_before_work then sweeps a park\n"
+    "                         early by a time validate sees (reference_c/linearize.c)\n"
     "  --until-violation      stop at the first failed check\n"
     "  --trace FILE           write the linearized trace there\n"
     "  --summary FILE         write the figures and verdicts as JSON there\n\n"
     "examples:\n"
     "  stress --trace run.jsonl && purgecheck validate run.jsonl\n"
-    "  stress --mutant no_cas_exclusion --delay-us 2000 --until-violation   # exits 1\n";
+    "  stress --mutant no_cas_exclusion --delay-us 2000 --until-violation   # exits 1\n"
+    "  stress --scenario park --parked 1 --cycles 3 --interval 10 --park-work-us 10000 \\\n"
+    "         --mutant sweep_last_before_work --trace run.jsonl\n"
+    "  purgecheck validate run.jsonl   # rejected: \"its last park sweep ended at ...\"\n";
 
 static struct {
     const char *scenario;
-    int64_t interval, ms, max_ms, delay_us;
+    int64_t interval, ms, max_ms, delay_us, park_work_us;
     int sweepers, parked, cycles, mutant, delay_at;
     bool until_violation;
     const char *trace, *summary;
-} cfg = {"sweepers", 10, 300, 10000, 0, 4, 3, 2, 0, MI_DELAY_BEFORE_CAS, false, NULL, NULL};
+} cfg = {"sweepers", 10, 300, 10000, 0, 0, 4, 3, 2, 0, MI_DELAY_BEFORE_CAS, false, NULL, NULL};
 
 static _Atomic bool stop;
 static _Atomic int64_t violations_a, violations_b, violations_c, violations_d;
@@ -273,12 +281,13 @@ static void write_header(const mi_options_t *o, int nthreads) {
              "\"stale_epochs\":0,\"sweep_ms\":0,\"clock\":\"real\",\"clock_monotone\":true,"
              "\"clock_start_ms\":0,\"observe\":\"sweeps\"},"
              "\"producer\":{\"name\":\"stress\",\"build\":\"%s\",\"scenario\":\"%s\",\"mutant\":%s,"
-             "\"linearized\":true,\"threads\":[%s],\"delay_us\":%lld,\"delay_at\":\"%s\"}}",
+             "\"linearized\":true,\"threads\":[%s],\"delay_us\":%lld,\"delay_at\":\"%s\","
+             "\"park_work_us\":%lld}}",
              (long long)mi_page_size_of(MI_SMALL, 64), (long long)mi_page_size_of(MI_MEDIUM, 64),
              (long long)mi_page_size_of(MI_LARGE, 64), (long long)o->os_page_size, o->arch_bits,
              (long long)o->interval_ms, (long long)o->full_every, (long long)o->purge_delay,
              BUILD_NAME, cfg.scenario, mutant, threads, (long long)cfg.delay_us,
-             cfg.delay_at == MI_DELAY_BEFORE_CAS ? "cas" : "increment");
+             cfg.delay_at == MI_DELAY_BEFORE_CAS ? "cas" : "increment", (long long)cfg.park_work_us);
     tr_header(json);
 }
 
@@ -316,6 +325,7 @@ static void parse_args(int argc, char **argv) {
         else if (!strcmp(a, "--ms")) cfg.ms = parse_int(a, v);
         else if (!strcmp(a, "--max-ms")) cfg.max_ms = parse_int(a, v);
         else if (!strcmp(a, "--delay-us")) cfg.delay_us = parse_int(a, v);
+        else if (!strcmp(a, "--park-work-us")) cfg.park_work_us = parse_int(a, v);
         else if (!strcmp(a, "--delay-at")) {
             if (strcmp(v, "cas") && strcmp(v, "increment")) {
                 fprintf(stderr, "stress: --delay-at: expected cas or increment, got '%s'\n", v);
@@ -370,6 +380,7 @@ int main(int argc, char **argv) {
     mi_mutant = (mi_mutant_t)cfg.mutant;
     atomic_store(&mi_advance_delay_us, cfg.delay_us);
     atomic_store(&mi_advance_delay_at, cfg.delay_at);
+    atomic_store(&mi_park_work_delay_us, cfg.park_work_us);
     mi_world = mi_world_new(&o);
     bool park = !strcmp(cfg.scenario, "park");
     int nthreads = park ? cfg.parked + 1 : cfg.sweepers + 1;

@@ -201,6 +201,7 @@ bool mi_on_thread_idle(int tid, bool in_handoff) {
     pthread_mutex_unlock(&mi_world->abandoned_lock);
     sweep_pages(t, ids, n, &ctx);
     free(ids);
+    if (in_handoff) mi_park_work_delay();   /* test hook (linearize.c): off unless set */
     bool deferred = atomic_load(&t->holes_sweep_deferred);
     tr_begin("idle");
     tr_int("thread", tid);
