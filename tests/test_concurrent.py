@@ -125,15 +125,17 @@ def test_concurrent_op_scripts_validate(tmp_path, build, seed):
 
 
 def test_validate_engine_quick():
-    """`purgecheck check --engine validate --quick`: the three results hold, with figures."""
+    """`purgecheck check --engine validate --quick`: the four results hold, with figures."""
     from purgecheck.engines import Budget
     from purgecheck.validate_engine import run_validate
     results = {r.invariant: r for r in run_validate(Budget(quick=True))}
-    assert set(results) == {"EP-NO-SHORT-EPOCH", "HD-YOUNG-KEPT", "PK-DONE-TWO-EPOCHS"}
+    assert set(results) == {"EP-NO-SHORT-EPOCH", "HD-YOUNG-KEPT", "PK-DONE-TWO-EPOCHS",
+                            "PK-SPACING"}
     for r in results.values():
         assert r.status == "hold", (r.invariant, r.detail)
     assert "2/2 broken advances caught" in results["EP-NO-SHORT-EPOCH"].figure
     assert "6 parks" in results["PK-DONE-TWO-EPOCHS"].figure
+    assert results["PK-SPACING"].figure.startswith("3 parks with park sweeps of 10 ms")
 
 
 def test_validate_engine_kills_a_broken_advance_under_judgement():
@@ -144,3 +146,14 @@ def test_validate_engine_kills_a_broken_advance_under_judgement():
     cell = judge(MUTANTS["no-cas-exclusion"], "validate", quick=True)
     assert cell.verdict == KILLED, cell.note
     assert any("the C checks failed" in f["detail"] for f in cell.failures)
+
+
+def test_validate_engine_kills_sweep_last_before_work_on_real_threads():
+    """The end of a park sweep taken before its work: on real threads only the slow park
+    sweeps' run (SLOW_PARKS) shows it, where validate rejects the trace under PK-SPACING."""
+    from purgecheck.mutants import MUTANTS
+    from purgecheck.mutation import KILLED, judge
+    cell = judge(MUTANTS["sweep-last-before-work"], "validate", quick=True)
+    assert cell.verdict == KILLED, cell.note
+    failed = {f["invariant"]: f["detail"] for f in cell.failures}
+    assert "its last park sweep ended at" in failed.get("PK-SPACING", ""), cell.failures

@@ -25,10 +25,9 @@ import pytest
 
 from purgecheck.conformance import BUILD_DIR
 from purgecheck.validate import validate_file
-from purgecheck.validate_engine import STRESS, StressRun
+from purgecheck.validate_engine import INTERVAL_MS, SLOW_PARKS, STRESS, StressRun, run_stress
 
-INTERVAL_MS = 10
-PARK_WORK_US = INTERVAL_MS * 1000  # each park sweep's work lasts an interval at least
+PARK_WORK_US = int(SLOW_PARKS[SLOW_PARKS.index("--park-work-us") + 1])  # an interval
 SCAVENGER_TID = -1
 
 
@@ -37,19 +36,12 @@ def built():
     subprocess.run(["make", "-s", "-C", str(BUILD_DIR.parent)], check=True, capture_output=True)
 
 
-def run_slow_parks(tmp_path: Path, build: str = "release", mutant: str | None = None,
-                   park_work_us: int = PARK_WORK_US) -> StressRun:
-    """The park handoff with one parked thread (three parks) whose park sweeps are slow."""
-    trace, summary = tmp_path / "run.jsonl", tmp_path / "run.summary.json"
-    cmd = [str(STRESS[build]), "--scenario", "park", "--parked", "1", "--cycles", "3",
-           "--interval", str(INTERVAL_MS), "--ms", "0", "--park-work-us", str(park_work_us),
-           "--trace", str(trace), "--summary", str(summary)]
-    if mutant:
-        cmd += ["--mutant", mutant]
-    env = {"TSAN_OPTIONS": "halt_on_error=1 exitcode=66"} if build == "tsan" else None
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env)
-    doc = orjson.loads(summary.read_bytes()) if summary.exists() else {}
-    return StressRun(proc.returncode, doc, proc.stderr, trace, cmd)
+def run_slow_parks(tmp_path: Path, build: str = "release", mutant: str | None = None
+                   ) -> StressRun:
+    """The park handoff with one parked thread (three parks) whose park sweeps are slow: the
+    validate engine's run (SLOW_PARKS)."""
+    return run_stress(tmp_path, scenario="park", ms=0, interval=INTERVAL_MS, mutant=mutant,
+                      build=build, max_ms=50_000, more=SLOW_PARKS)
 
 
 def scavenger_events(run: StressRun) -> list[dict]:
