@@ -64,20 +64,49 @@ def is_park_due(thread: ThreadState, now: int, interval: int) -> bool:
     return now - thread.holes_sweep_last >= interval
 
 
+def is_park_waiting(thread: ThreadState) -> bool:
+    """The scavenger looks at a thread that is parked and whose park is not done; it passes
+    over the others (digest 8: "skip a thread whose park_swept == DONE")."""
+    return thread.park_state == PARKED and thread.park_swept != PARK_SWEPT_DONE
+
+
+def claim_parked_thread(thread: ThreadState) -> int:
+    """The scavenger claims a thread that is waiting (is_park_waiting) and due (seed 000 (2):
+    "the loop claims the next one in the list that is"): the CAS park_state PARKED ->
+    SWEEPING, which cannot fail here, as nothing runs between the test and it. Returns
+    park_swept as the claim found it (the park's progress, which release_parked_thread moves
+    on) and clears holes_sweep_deferred for the sweep to set (digest 8: "claim with CAS
+    PARKED -> SWEEPING, then: swept = park_swept; clear deferred")."""
+    thread.park_state = SWEEPING
+    thread.holes_sweep_deferred = False
+    return thread.park_swept
+
+
+def release_parked_thread(world, thread: ThreadState, swept: int, start_ms: int,
+                          deferred: bool) -> ParkSweep:
+    """The end of a claimed sweep that began at `start_ms` and found the park at `swept`:
+    holes_sweep_last taken after the work (record_sweep_last), the park's progress
+    (end_park_sweep), then the release, park_state -> PARKED (digest 8: "holes_sweep_last =
+    now taken AFTER the work ... store park_swept = next; store state PARKED"). `world`
+    needs only a clock; `deferred`: whether the sweep left something (holes_sweep_deferred).
+    Returns the sweep's ghost record, which it appends to thread.park_sweeps."""
+    record_sweep_last(world, thread, start_ms)
+    end_park_sweep(thread, swept, deferred)
+    record = ParkSweep(start_ms, world.clock.read(), thread.holes_sweep_epoch, deferred,
+                       thread.park_swept)
+    thread.park_sweeps.append(record)
+    thread.park_state = PARKED
+    return record
+
+
 def sweep_parked_thread(world, thread: ThreadState) -> None:
     """Claim (PARKED -> SWEEPING), do the idle work, record the end time, store the next
     park_swept, release (-> PARKED)."""
-    thread.park_state = SWEEPING
-    swept = thread.park_swept
-    thread.holes_sweep_deferred = False
+    swept = claim_parked_thread(thread)
     start = world.clock.read()
     summary = mi_on_thread_idle(world, thread.id, in_handoff=True)
     world.clock.advance(world.options.sweep_ms)  # the work takes virtual time
-    record_sweep_last(world, thread, start)
-    end_park_sweep(thread, swept, summary.deferred)
-    thread.park_sweeps.append(ParkSweep(start, world.clock.read(), thread.holes_sweep_epoch,
-                                        summary.deferred, thread.park_swept))
-    thread.park_state = PARKED
+    release_parked_thread(world, thread, swept, start, summary.deferred)
     world.log.append({"ev": "park_sweep", "thread": thread.id, "epoch": thread.holes_sweep_epoch,
                       "deferred": summary.deferred,
                       "done": thread.park_swept == PARK_SWEPT_DONE})
@@ -105,7 +134,7 @@ def mi_theap_sweep_parked(world) -> int | None:
     due: int | None = None
     for tid in sorted(world.threads):
         thread = world.threads[tid]
-        if thread.park_state != PARKED or thread.park_swept == PARK_SWEPT_DONE:
+        if not is_park_waiting(thread):
             continue
         if not is_park_due(thread, world.clock.read(), interval):
             wait = interval - (world.clock.read() - thread.holes_sweep_last)

@@ -46,6 +46,17 @@ def has_pending_tail(page: Page) -> bool:
     return page.has_unformed_tail() and page.unformed_purged_hi <= page.unformed_purged_lo
 
 
+def has_held_memory(page: Page) -> bool:
+    """Whether holding `page` back leaves something for a later sweep: free blocks on any of
+    its lists, or an unformed tail not discarded yet. Such a hold sets the thread's
+    holes_sweep_deferred (digest 6, step 2: "set the thread's holes_sweep_deferred if it has
+    free blocks or a pending tail"), which keeps a park from being done and makes
+    mi_on_thread_idle_pending true (seed 000 (2): "a park in which such blocks were left is
+    therefore not marked as done"; "true when the last sweep of this thread's heaps left
+    such blocks")."""
+    return bool(page.free or page.local_free or page.xthread_free) or has_pending_tail(page)
+
+
 def mi_page_purge_holes(world, page: Page, thread: ThreadState, ctx: SweepContext) -> str:
     """Sweep one page (already collected by the driver); returns the outcome."""
     opts = world.options
@@ -54,7 +65,7 @@ def mi_page_purge_holes(world, page: Page, thread: ThreadState, ctx: SweepContex
     if page.is_all_free():
         return _done(page, ALL_FREE)
     if is_page_held(opts.variant, page, ctx, world.variant_state):
-        if page.free or page.local_free or page.xthread_free or has_pending_tail(page):
+        if has_held_memory(page):
             thread.holes_sweep_deferred = True
         return _done(page, HELD)
     mi_page_purge_unformed_tail(page)
