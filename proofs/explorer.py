@@ -4,10 +4,13 @@ An explicit-state, breadth-first explorer over: K sweepers running the epoch adv
 (`model.epoch.advance_step`, one atomic access per step), optionally an allocating thread
 that owns one large page (`model.stamp.read_epoch_relaxed` / `mi_page_stamp`) and parks
 (`model.park.mi_on_thread_idle_start` / `_end`), and the scavenger that sweeps the parked
-thread's heap (its advance by `advance_step`, the hold by `model.variants.is_page_held`, the
-end of the sweep by `model.park.record_sweep_last` and `end_park_sweep`), with the clock
-ticking one ms at a time up to a bound. Every step calls the model; the explorer only keeps
-the state in tuples, so a mutant applied to the model is what the explorer runs.
+thread's heap (its claim by `model.park.is_park_waiting`, `is_park_due` and
+`claim_parked_thread`, its advance by `advance_step`, the hold by
+`model.variants.is_page_held` with what it leaves by `model.sweep.has_held_memory`, a
+walk's state by `model.holes.mark_walked`, the end of the sweep by `release_parked_thread`),
+with the clock ticking one ms at a time up to a bound. Every step calls the model; the
+explorer only keeps the state in tuples, so a mutant applied to the model is what the
+explorer runs.
 
 Reductions (sound for the properties checked; docs/proofs.md gives the arguments):
 - symmetry: the K sweepers are identical, so a state keeps them as a sorted tuple, and only
@@ -48,6 +51,7 @@ import model.epoch as ep
 import model.holes as holes
 import model.park as park
 import model.stamp as stamp
+import model.sweep as sweep
 import model.variants as variants
 from model.epoch import AdvanceFrame, EpochHistory, EpochState
 from model.epoch_invariants import EpochView
@@ -288,7 +292,13 @@ def page_view(page: tuple) -> SimpleNamespace:
                            last_walk=WalkRecord(*last_walk) if last_walk else None,
                            geom=SimpleNamespace(kind=PageKind.LARGE), retired=False,
                            free=free, local_free=[], xthread_free=[],
-                           emit=lambda *a, **k: None, block_size=256 * 1024, reserved=16)
+                           emit=lambda *a, **k: None, block_size=256 * 1024, reserved=16,
+                           has_unformed_tail=_formed)
+
+
+def _formed() -> bool:
+    """The explorer's page has formed every block it uses: no unformed tail is pending."""
+    return False
 
 
 def world_view(cfg: Config, s: tuple, judged: bool = False) -> _World:
@@ -363,16 +373,15 @@ def scavenger_moves(cfg: Config, s: tuple, memo: dict | None = None):
     owner, page = s[7], s[8]
     if phase == "idle":
         t = thread_of(owner)
-        if t.park_state != PARKED or t.park_swept == PARK_SWEPT_DONE:
+        if not park.is_park_waiting(t):
             return
         if not cfg.ignore_due and not park.is_park_due(t, T, cfg.interval):
             return
-        t.park_state = SWEEPING  # the claim, CAS PARKED -> SWEEPING
-        t.holes_sweep_deferred = False
+        swept = park.claim_parked_thread(t)
         label, sw = "scavenger: claim", IDLE
         if cfg.reduce_dead:  # begin_advance touches nothing shared: taken with the claim
             label, sw = "scavenger: claim + begin advance", begin_call(cfg, s)
-        yield label, s[:6] + (("advance", sw, t.park_swept, T, False),
+        yield label, s[:6] + (("advance", sw, swept, T, False),
                               owner_of(t, owner[7]), page), None
     elif phase == "advance":
         sw2, shared, why = advance_move(cfg, s, sw, {} if memo is None else memo, loop=False)
@@ -385,11 +394,7 @@ def scavenger_moves(cfg: Config, s: tuple, memo: dict | None = None):
     elif phase == "finish":
         w = world_view(cfg, s)
         t = w.threads[1]
-        park.record_sweep_last(w, t, start_ms)
-        park.end_park_sweep(t, swept, deferred)
-        t.park_sweeps.append(ParkSweep(start_ms, T, t.holes_sweep_epoch, deferred,
-                                       t.park_swept))
-        t.park_state = PARKED
+        park.release_parked_thread(w, t, swept, start_ms, deferred)
         yield "scavenger: end of sweep", s[:6] + (("idle", IDLE, PARK_SWEPT_NONE, 0, False),
                                                   owner_of(t, owner[7]), page), None
 
@@ -407,7 +412,7 @@ def sweep_page(cfg: Config, s: tuple):
                                 full=False)
     pg = page_view(page)
     if variants.is_page_held(variants.EPOCH, pg, ctx, {}):
-        deferred = deferred or block1 == FREE
+        deferred = deferred or sweep.has_held_memory(pg)  # the model's test of what is left
         new_page = page
     else:
         dropped = 1 if block1 == FREE else 0
