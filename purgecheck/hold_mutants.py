@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from model.epoch import EPOCH_MODULUS, step_increment
 from model.park import compute_park_sweeps
-from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_SMALL
+from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, PARK_SWEPT_SMALL, SWEEPING
 from purgecheck.mutants import Patch, mutant
 
 
@@ -102,3 +102,17 @@ mutant("double-increment", "the advance increments the epoch twice",
 mutant("no-hold-inline", "no hold in the inline path (the hold in the handoff only)",
        ("HD-YOUNG-KEPT", "HD-INTERVAL"),
        Patch("model.variants", "is_page_held", _inline_no_hold), c_switch="no_hold_inline")
+
+
+def _claim_forgets_progress(thread):
+    """Broken: the claim hands the sweep PARK_SWEPT_NONE, not the park_swept it found, so
+    every sweep of a park is taken for its first (its count and its first epoch start
+    again)."""
+    thread.park_state = SWEEPING
+    thread.holes_sweep_deferred = False
+    return PARK_SWEPT_NONE
+
+
+mutant("claim-forgets-progress", "the scavenger's claim takes every sweep of a park for its "
+       "first (park_swept read as NONE)", ("PK-MAX-SWEEPS", "PK-DONE-TWO-EPOCHS"),
+       Patch("model.park", "claim_parked_thread", _claim_forgets_progress))

@@ -262,3 +262,77 @@ def test_the_explorer_runs_the_models_mark_walked():
         rep = X.explore(cfg, stop_at_first=True)
     assert "SW-WALK-SETS-STATE" in rep.violations
     assert "SW-WALK-SETS-STATE" not in X.explore(cfg, stop_at_first=True).violations
+
+
+# -- the scavenger's claim and release, and what a held page leaves, are the model's -------
+
+@pytest.mark.parametrize("reduce_dead", [True, False])
+def test_the_explorer_runs_the_models_claim(reduce_dead):
+    """The scavenger's claim is model.park.claim_parked_thread, so claim-forgets-progress
+    (every sweep of a park taken for its first) is what the explorer runs: the park whose
+    sweeps all defer is never done, PK-DONE-WITHIN-MAX (when the explorer read park_swept
+    itself, this mutant changed nothing there). The scenario engine kills it too."""
+    cfg = replace(STALLED, reduce_dead=reduce_dead)
+    mutant = MUTANTS["claim-forgets-progress"]
+    with applied(mutant):
+        rep = X.explore(cfg, max_states=3_000)
+    v = rep.violations["PK-DONE-WITHIN-MAX"]
+    assert [a for a, _ in v.path].count("scavenger: end of sweep") == MI_PARK_SWEEPS_MAX
+    assert "PK-DONE-WITHIN-MAX" not in X.explore(cfg).violations
+    from purgecheck.engines import scenario_checks
+    with applied(mutant):
+        _, failures = scenario_checks(["park-churn"])
+    assert set(mutant.catches) <= set(failures)
+    assert scenario_checks(["park-churn"])[1] == {}
+
+
+def test_the_explorer_runs_the_models_release():
+    """The end of a park's sweep is model.park.release_parked_thread: a release that stores
+    the park's progress as NONE again leaves the park never done, in the explorer too."""
+    from model.park import release_parked_thread
+    from model.thread import PARK_SWEPT_NONE
+    from purgecheck.mutants import Mutant, Patch
+
+    def release_forgets(world, thread, swept, start_ms, deferred):
+        record = release_parked_thread(world, thread, swept, start_ms, deferred)
+        thread.park_swept = PARK_SWEPT_NONE
+        return record
+
+    forgets = Mutant("release-forgets", "", (), (Patch("model.park", "release_parked_thread",
+                                                       release_forgets),))
+    with applied(forgets):
+        rep = X.explore(STALLED, max_states=3_000)
+    assert "PK-DONE-WITHIN-MAX" in rep.violations
+
+
+def test_the_explorer_asks_the_model_what_a_held_page_leaves():
+    """Whether a held page leaves something (so that the park is not done) is
+    model.sweep.has_held_memory: under park-unbounded the young page of STALLED is held and
+    left at every sweep, past the cap (PK-DONE-WITHIN-MAX); where the model's test says a
+    held page leaves nothing, the first sweep ends the park and there is no violation."""
+    from purgecheck.mutants import Mutant, Patch
+    nothing = Mutant("holds-nothing", "", (), (Patch("model.sweep", "has_held_memory",
+                                                     lambda page: False),))
+    with applied(MUTANTS["park-unbounded"]):
+        assert "PK-DONE-WITHIN-MAX" in X.explore(STALLED, max_states=3_000).violations
+        with applied(nothing):
+            rep = X.explore(STALLED)
+    assert rep.complete and rep.ok
+
+
+# A sweeper that stops between its CAS and its store holds MOVING for good (digest 9.4): the
+# epoch stands still, the owner's page stays young, and each park sweep, an interval after
+# the one before, holds it. The cap (MI_PARK_SWEEPS_MAX) is what ends the park there.
+STALLED_MOVER = X.Config("stalled-mover", 1, interval=1, clock_bound=6, owner=True,
+                         parked=True)
+
+
+@pytest.mark.slow
+def test_a_stalled_mover_leaves_the_park_to_the_cap_and_a_claim_that_forgets_never_ends_it():
+    assert X.explore(STALLED_MOVER).ok
+    with applied(MUTANTS["claim-forgets-progress"]):
+        rep = X.explore(STALLED_MOVER, stop_at_first=True)
+    assert list(rep.violations) == ["PK-DONE-WITHIN-MAX"]
+    actions = [a for a, _ in rep.violations["PK-DONE-WITHIN-MAX"].path]
+    assert actions.count("scavenger: end of sweep") == MI_PARK_SWEEPS_MAX
+    assert "clock tick" in actions  # the real due time: each sweep an interval on
