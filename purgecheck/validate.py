@@ -26,7 +26,8 @@ from model.page import (EPOCH_MASK, MI_PAGE_SWEPT_NONE, MI_PAGE_SWEPT_STAMP_TAG,
                         encode_stamp, encode_walked, is_stamp, stamp_epoch)
 from model.alloc import mi_page_free_collect
 from model.holes import mi_page_purge_holes_walk, mi_page_unpurge_run
-from model.park import end_park_sweep, is_park_due, mi_theap_sweep_parked
+from model.park import (claim_parked_thread, end_park_sweep, is_park_due, is_park_waiting,
+                        mi_theap_sweep_parked)
 from model.stamp import is_stamp_gated, read_epoch_relaxed
 from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, PARKED, RUNNING, SWEEPING, ThreadState
 from model.variants import CLOCK, TWO_UNTOUCHED, SweepContext, is_page_held
@@ -316,8 +317,7 @@ class Validator:
             return
         now = self.clock_lo
         for t in self.threads.values():
-            if t.park_state == PARKED and t.park_swept != PARK_SWEPT_DONE \
-                    and is_park_due(t, now, self.interval):
+            if is_park_waiting(t) and is_park_due(t, now, self.interval):
                 raise Rejection(f"the scavenger's pass ends at {now} ms with thread {t.id} "
                                 f"parked and due (its last park sweep ended at "
                                 f"{t.holes_sweep_last} ms, the interval is {self.interval} "
@@ -877,7 +877,7 @@ class Validator:
         linearized = self.linearized
         handoff = (tid != t.id) if linearized else self.op_name in HANDOFF_OPS
         if handoff:
-            if t.park_state != PARKED or t.park_swept == PARK_SWEPT_DONE:
+            if not is_park_waiting(t):
                 raise Rejection(f"the scavenger sweeps thread {t.id}, which is "
                                 f"{t.park_state}{' and done' if t.park_swept == PARK_SWEPT_DONE else ''}: "
                                 f"it claims only parked threads whose park is not done")
@@ -907,7 +907,7 @@ class Validator:
             del self.frames[tid]
             self.spare_frames[tid] = f
         if handoff:
-            t.park_state = SWEEPING
+            claim_parked_thread(t)  # its progress is read at the park_sweep event
         if not linearized:
             self.advanced_seq.discard(t.id)
         t.holes_sweep_seq, t.holes_sweep_full, t.holes_sweep_epoch = seq, full, epoch
