@@ -75,12 +75,16 @@ void lin_step_wait(int spins, int64_t value) {
 _Atomic int64_t mi_advance_delay_us;
 _Atomic int mi_advance_delay_at;
 
+static void sleep_us(int64_t us) {
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+}
+
 void mi_advance_delay(int at) {
     int64_t us = atomic_load_explicit(&mi_advance_delay_us, memory_order_relaxed);
     if (us <= 0 || at != atomic_load_explicit(&mi_advance_delay_at, memory_order_relaxed)
         || atomic_load_explicit(&mi_world->epoch, memory_order_relaxed) % 2) return;
-    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-    nanosleep(&ts, NULL);
+    sleep_us(us);
 }
 
 /* Test hook: the work of each sweep of a parked heap (mi_on_thread_idle with in_handoff) takes
@@ -99,8 +103,7 @@ _Atomic int64_t mi_park_work_delay_us;
 void mi_park_work_delay(void) {
     int64_t us = atomic_load_explicit(&mi_park_work_delay_us, memory_order_relaxed);
     if (us <= 0) return;
-    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-    nanosleep(&ts, NULL);
+    sleep_us(us);
     lin_lock();
     tr_begin("clock");
     tr_int("now", mi_clock_now());
