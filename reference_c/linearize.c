@@ -96,7 +96,7 @@ void mi_advance_delay(int at) {
  * a time the delay too early, and the scavenger sweeps the park again early.
  * After the sleep the hook reads the clock and reports the reading (a `clock` event, one step
  * under lin_lock as the `clock` op of the driver), so that the trace bounds the end of the
- * work from below (purgecheck/validate.py park_sweep_ended: the last reading before the
+ * work from below (purgecheck/validate/sweeps.py park_sweep_ended: the last reading before the
  * sweep's idle event) as the virtual clock's sweep_ms does in a sequential trace. */
 _Atomic int64_t mi_park_work_delay_us;
 

@@ -61,8 +61,8 @@ def test_hold_decisions_are_shared_only_where_the_design_reads_nothing_else(monk
     """Sweeps of one context share the hold decision for a swept_state, except in
     two-untouched, whose decision counts the sweeps that found the page untouched. Shared
     there too (a broken validator), the model's own two-untouched traces are rejected."""
-    import purgecheck.validate as validate
-    monkeypatch.setattr(validate, "TWO_UNTOUCHED", "no design")
+    import purgecheck.validate.sweeps as sweeps
+    monkeypatch.setattr(sweeps, "TWO_UNTOUCHED", "no design")
     rejected = []
     for name, sc in SCENARIOS.items():
         opts = dataclasses.replace(sc.options, variant="two-untouched")
