@@ -90,6 +90,10 @@ def test_sweep_last_before_work_is_rejected_on_real_threads(tmp_path, build):
     assert not v.accepted, f"accepted\nreplay: {run.replay()}"
     assert v.event["ev"] == "sweep_begin" and v.event["tid"] == SCAVENGER_TID, v.event
     assert "its last park sweep ended at" in v.why, f"{v.why}\nreplay: {run.replay()}"
+    # what the scavenger could do there: sweep the park once it is due, later than it did
+    due = [e for e in v.enabled if e.startswith(f"tid {SCAVENGER_TID}: the sweep of a parked")]
+    assert len(due) == 1 and "(thread 1 from " in due[0], v.enabled
+    assert int(due[0].split("(thread 1 from ")[1].split(" ms")[0]) > v.event["now"], due
 
 
 def test_park_work_us_usage():

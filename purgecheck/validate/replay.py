@@ -444,7 +444,14 @@ class Validator(PageReplay, AdvanceReplay, SweepReplay):
             if self.linearized and self.advancing:
                 out.append(f"{who}: advance_step load_start (a sweep begins; start is "
                            f"{show_start(self.st.start)})")
-            out.append(f"{who}: malloc/free/extend on the pages its thread owns, park/unpark")
+            if tid == SCAVENGER_TID:
+                waiting = [f"thread {t.id} from {t.holes_sweep_last + self.interval} ms"
+                           for t in self.threads.values() if is_park_waiting(t)]
+                out.append(f"{who}: the sweep of a parked thread whose park is not done, once "
+                           f"it is due ({', '.join(waiting) or 'none waits'})")
+            else:
+                out.append(f"{who}: malloc/free/extend on the pages its thread owns, "
+                           f"park/unpark")
         return out
 
 
