@@ -322,9 +322,9 @@ def test_the_explorer_asks_the_model_what_a_held_page_leaves():
 
 # A sweeper that stops between its CAS and its store holds MOVING for good (digest 9.4): the
 # epoch stands still, the owner's page stays young, and each park sweep, an interval after
-# the one before, holds it. The cap (MI_PARK_SWEEPS_MAX) is what ends the park there.
-STALLED_MOVER = X.Config("stalled-mover", 1, interval=1, clock_bound=6, owner=True,
-                         parked=True)
+# the one before, holds it. The cap (MI_PARK_SWEEPS_MAX) is what ends the park there; the
+# configuration park-1-cap (one of `purgecheck prove`'s) has the intervals for it.
+STALLED_MOVER = CONFIGS["park-1-cap"]
 
 
 @pytest.mark.slow
