@@ -112,6 +112,17 @@ def canonical_config(header: dict) -> dict:
 
 # -- validation ---------------------------------------------------------------------------------
 
+def clock_reading_error(what: str, last: int | None, now, monotone: bool) -> str | None:
+    """What is wrong with a clock reading `now` after the reading `last` (None: the first),
+    for the reader and for validate alike; None when nothing is."""
+    if type(now) is not int:
+        return f"{what}: expected an integer clock reading in ms, got {now!r}"
+    if monotone and last is not None and now < last:
+        return (f"{what}: the clock went back from {last} to {now} ms, but the header's "
+                f"config has clock_monotone true")
+    return None
+
+
 class TraceValidator:
     """Checks one trace, line by line: the header first, known events with their fields, pages
     that exist, clock events that do not go back where the config says the clock is monotone,
@@ -174,11 +185,9 @@ class TraceValidator:
                                       f"(no page_new for it before this line)")
         if kind == "clock":
             now = obj["now"]
-            if type(now) is not int:
-                raise self.fail(line, f"clock event: expected an integer reading, got {now!r}")
-            if self.monotone and self.clock is not None and now < self.clock:
-                raise self.fail(line, f"clock: the clock went back from {self.clock} to {now} "
-                                      f"ms, but the header's config has clock_monotone true")
+            wrong = clock_reading_error("clock", self.clock, now, self.monotone)
+            if wrong:
+                raise self.fail(line, wrong)
             self.clock = now
         if kind == "end":
             if type(obj["events"]) is not int or obj["events"] != self.count:

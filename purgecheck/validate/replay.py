@@ -18,8 +18,8 @@ from model.park import is_park_due, is_park_waiting, mi_theap_sweep_parked
 from model.thread import RUNNING, ThreadState
 from model.variants import SweepContext
 from model.world import World
-from purgecheck.trace import (EVENT_TYPES, TraceError, event_dict, kind_of, options_of,
-                              read_trace)
+from purgecheck.trace import (EVENT_TYPES, TraceError, clock_reading_error, event_dict,
+                              kind_of, options_of, read_trace)
 from purgecheck.validate.advance import AdvanceReplay
 from purgecheck.validate.common import (COLLECT_OPS, CONFIG_TYPES, Event, LIST_OPS, MAIN_TID,
                                         OP, Rejection, SCAVENGER_TID, STAMP, TYPE_WORDS,
@@ -167,11 +167,9 @@ class Validator(PageReplay, AdvanceReplay, SweepReplay):
 
     def clock(self, now, line: int, what: str) -> int:
         """A clock reading: never before the one before it, where the clock is monotone."""
-        if type(now) is not int:
-            raise self.bad(line, f"{what}: expected an integer clock reading in ms, got {now!r}")
-        if self.monotone and self.clock_lo is not None and now < self.clock_lo:
-            raise self.bad(line, f"{what}: the clock went back from {self.clock_lo} to {now} ms, "
-                                 f"but the header's config has clock_monotone true")
+        wrong = clock_reading_error(what, self.clock_lo, now, self.monotone)
+        if wrong:
+            raise self.bad(line, wrong)
         self.clock_lo = now
         return now
 
