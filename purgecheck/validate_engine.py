@@ -98,6 +98,17 @@ def _result(invariant: str, ok: bool, figure: str, seconds: float, detail: str =
                   detail="" if ok else detail, replay="" if ok else replay)
 
 
+def _what_failed(run: StressRun, verdict, with_stderr: bool = False) -> list[str]:
+    """What went wrong in a run that should pass: its C checks, the validation of its trace."""
+    why = []
+    if run.returncode != 0:
+        tail = f": {run.stderr.strip()[-300:]}" if with_stderr else ""
+        why.append(f"the C checks failed ({run.failed_checks}){tail}")
+    if not verdict.accepted:
+        why.append(f"the trace was rejected at line {verdict.line}: {verdict.why}")
+    return why
+
+
 @engine(ENGINE, "concurrent C runs on real threads: their traces validated on the model; "
                 "the broken advances rejected")
 def run_validate(budget: Budget) -> list[Result]:
@@ -119,10 +130,7 @@ def run_validate(budget: Budget) -> list[Result]:
                            delay_us=DELAY_US if switch in BROKEN else 0,
                            delay_at=BROKEN.get(switch, "cas"))
         verdict = validate_file(str(clean.trace))
-        why = [] if clean.returncode == 0 else [f"the C checks failed ({clean.failed_checks}): "
-                                                f"{clean.stderr.strip()[-300:]}"]
-        if not verdict.accepted:
-            why.append(f"the trace was rejected at line {verdict.line}: {verdict.why}")
+        why = _what_failed(clean, verdict, with_stderr=True)
         broken_ok, broken_why = [], []
         for variant, at in BROKEN.items():
             run = run_stress(tmp, ms=ms, mutant=variant, delay_us=DELAY_US, delay_at=at,
@@ -143,9 +151,7 @@ def run_validate(budget: Budget) -> list[Result]:
         t0 = time.perf_counter()
         park = run_stress(tmp, scenario="park", ms=ms, mutant=switch, name="park")
         pv = validate_file(str(park.trace))
-        why = [] if park.returncode == 0 else [f"the C checks failed ({park.failed_checks})"]
-        if not pv.accepted:
-            why.append(f"the trace was rejected at line {pv.line}: {pv.why}")
+        why = _what_failed(park, pv)
         out.append(_result("PK-DONE-TWO-EPOCHS", not why,
                            f"{park.summary.get('parks', 0)} parks, {pv.events:,} events",
                            time.perf_counter() - t0, "; ".join(why), park.replay()))
@@ -153,9 +159,7 @@ def run_validate(budget: Budget) -> list[Result]:
         slow = run_stress(tmp, scenario="park", ms=0, mutant=switch, name="slow-parks",
                           more=SLOW_PARKS)
         sv = validate_file(str(slow.trace))
-        why = [] if slow.returncode == 0 else [f"the C checks failed ({slow.failed_checks})"]
-        if not sv.accepted:
-            why.append(f"the trace was rejected at line {sv.line}: {sv.why}")
+        why = _what_failed(slow, sv)
         out.append(_result("PK-SPACING", not why,
                            f"{slow.summary.get('parks', 0)} parks with park sweeps of "
                            f"{INTERVAL_MS} ms, {sv.events:,} events",
