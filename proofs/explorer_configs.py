@@ -31,7 +31,7 @@ CONFIGS = {c.name: c for c in [
     # park, as when a sweeper stopped between its CAS and its store holds the epoch still
     Config("park-1-cap", sweepers=1, owner=True, parked=True, interval=1, clock_bound=6),
 ]}
-# Too big for `purgecheck prove`: run by the benchmark, purgecheck/bench_explorer.py.
+# Too big for `purgecheck prove`: run by the benchmark, purgecheck/bench/explorer.py.
 BENCH_ONLY = {c.name: c for c in [
     # park-3 with the bare configurations' interval and bound (3 ms, clock to 9 ms)
     Config("park-3-i3", sweepers=3, owner=True, parked=True),

@@ -3,7 +3,7 @@
 Why: Hypothesis's own stateful driver makes about ten choices per step (the swarm flags of
 the rules, the rule, each argument), and each choice costs it more than the model's whole step:
 a machine of 16 rules whose bodies do nothing runs about 120 examples of 50 steps a second
-here (`python -m purgecheck.bench_fuzz` prints that floor). This driver makes one choice per
+here (`python -m purgecheck.bench.fuzz` prints that floor). This driver makes one choice per
 example, a byte string, and reads the program from it: per step one byte names a rule (the next
 one whose preconditions hold, if its own do not), and one byte per argument picks its value from
 the argument's finite domain (so at most 256 values). The machine, its rules, preconditions and invariants are the

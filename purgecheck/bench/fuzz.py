@@ -2,8 +2,8 @@
 this machine, and where the time goes (Hypothesis itself, the model in the rules, the
 invariant checks).
 
-    .venv/bin/python -m purgecheck.bench_fuzz                 every machine, 300 examples
-    .venv/bin/python -m purgecheck.bench_fuzz --machine page --examples 1000 --steps 50
+    .venv/bin/python -m purgecheck.bench.fuzz                 every machine, 300 examples
+    .venv/bin/python -m purgecheck.bench.fuzz --machine page --examples 1000 --steps 50
 
 Runs are derandomized (the same examples every time) and search only: no shrinking, no
 example database. Rates are given by wall clock and by the process's CPU time (which other
@@ -87,7 +87,7 @@ def _nested(key, value, pred) -> bool:
 def main(argv: list[str] | None = None) -> int:
     from purgecheck.fuzz import DRIVERS, default_driver
 
-    p = argparse.ArgumentParser(prog="python -m purgecheck.bench_fuzz",
+    p = argparse.ArgumentParser(prog="python -m purgecheck.bench.fuzz",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--machine", action="append", choices=list(MACHINES))
     p.add_argument("--driver", action="append", choices=list(DRIVERS))

@@ -3,9 +3,9 @@ second with the persistent C driver, the instructions the allocation stamp adds 
 malloc+free in the C reference (valgrind --tool=callgrind, against the build without it), and
 how fast the trace reader parses.
 
-    .venv/bin/python -m purgecheck.bench_conformance            all three
-    .venv/bin/python -m purgecheck.bench_conformance --only stamp
-    .venv/bin/python -m purgecheck.bench_conformance --stress-script 3 | reference_c/build/driver_tsan
+    .venv/bin/python -m purgecheck.bench.conformance            all three
+    .venv/bin/python -m purgecheck.bench.conformance --only stamp
+    .venv/bin/python -m purgecheck.bench.conformance --stress-script 3 | reference_c/build/driver_tsan
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def _renumber(pages: list[dict]) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m purgecheck.bench_conformance",
+    p = argparse.ArgumentParser(prog="python -m purgecheck.bench.conformance",
                                 description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", choices=("examples", "stamp", "reader"))

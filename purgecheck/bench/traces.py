@@ -10,10 +10,10 @@ trace and its twin, whose keys come in another order (no line equal in bytes: bo
 decoded, checked and compared as dicts, the slow way). `--profile` adds the top functions of
 each on the one-million-event trace; `--reader` compares ways of decoding its lines.
 
-    python -m purgecheck.bench_traces                 # 10 M events, trace kept in /tmp
-    python -m purgecheck.bench_traces --events 2000000 --profile
-    python -m purgecheck.bench_traces --reader        # one msgspec call per line or per batch
-    python -m purgecheck.bench_traces --floor         # the reader, then the loop, then validate
+    python -m purgecheck.bench.traces                 # 10 M events, trace kept in /tmp
+    python -m purgecheck.bench.traces --events 2000000 --profile
+    python -m purgecheck.bench.traces --reader        # one msgspec call per line or per batch
+    python -m purgecheck.bench.traces --floor         # the reader, then the loop, then validate
 """
 
 from __future__ import annotations
@@ -198,7 +198,7 @@ def row(name: str, n: int, argv: list[str]) -> None:
 
 
 def main(args: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m purgecheck.bench_traces",
+    p = argparse.ArgumentParser(prog="python -m purgecheck.bench.traces",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--events", type=int, default=10_000_000)
     p.add_argument("--seed", type=int, default=0)

@@ -1,8 +1,8 @@
 """Benchmark of the interleaving explorer: states per second, and the largest configuration
 checked exhaustively within 60 s on this machine. Prints figures; asserts nothing.
 
-    .venv/bin/python -m purgecheck.bench_explorer            # every configuration
-    .venv/bin/python -m purgecheck.bench_explorer --budget 30
+    .venv/bin/python -m purgecheck.bench.explorer            # every configuration
+    .venv/bin/python -m purgecheck.bench.explorer --budget 30
 """
 
 from __future__ import annotations
