@@ -2,7 +2,7 @@
 
 Seed 000 asks that the tests pass "in: ... ASAN, UBSAN (C++), TSAN". A defect of that kind
 leaves every trace as it was: the model has nothing to patch (no `Patch`), and the release
-build writes the clean trace, so only the sanitizer engine (purgecheck/sanitizer_engine.py),
+build writes the clean trace, so only the sanitizer engine (purgecheck/engines/sanitizers.py),
 which runs the TSan build with the mutant's run-time switch, can tell it.
 """
 

@@ -21,7 +21,7 @@ import pytest
 
 from purgecheck.conformance import BUILD_DIR
 from purgecheck.validate import validate_file
-from purgecheck.validate_engine import BROKEN, DELAY_US, run_stress
+from purgecheck.engines.validate import BROKEN, DELAY_US, run_stress
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -98,7 +98,7 @@ def test_park_done_at_once_fails_the_c_test_and_is_rejected(tmp_path):
 
 
 def test_stress_bad_usage(tmp_path):
-    from purgecheck.validate_engine import STRESS
+    from purgecheck.engines.validate import STRESS
     for args in (["--scenario", "nope"], ["--interval", "x"], ["--mutant", "nope"],
                  ["--delay-at", "later"]):
         proc = subprocess.run([str(STRESS["release"]), *args], capture_output=True, text=True)
@@ -127,7 +127,7 @@ def test_concurrent_op_scripts_validate(tmp_path, build, seed):
 def test_validate_engine_quick():
     """`purgecheck check --engine validate --quick`: the four results hold, with figures."""
     from purgecheck.engines import Budget
-    from purgecheck.validate_engine import run_validate
+    from purgecheck.engines.validate import run_validate
     results = {r.invariant: r for r in run_validate(Budget(quick=True))}
     assert set(results) == {"EP-NO-SHORT-EPOCH", "HD-YOUNG-KEPT", "PK-DONE-TWO-EPOCHS",
                             "PK-SPACING"}

@@ -19,7 +19,7 @@ from purgecheck.docs.facts import Facts, Source, collect_twins  # noqa: E402
 from purgecheck.docs.md import Links  # noqa: E402
 from purgecheck.docs.pages import _invariant_section  # noqa: E402
 from purgecheck.mutants import MUTANTS, TRACE_INVARIANT, is_c_trace_mutant  # noqa: E402
-from purgecheck.prove_engine import run_twins  # noqa: E402
+from purgecheck.engines.prove import run_twins  # noqa: E402
 
 REGISTRY = load_registry()
 

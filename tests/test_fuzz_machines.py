@@ -18,7 +18,7 @@ load_engines()  # first, in their order (the docs list the engines as they were 
 
 from purgecheck import fuzz  # noqa: E402
 from purgecheck.fuzz import MACHINES, MODEL_RAN, run_machine  # noqa: E402
-from purgecheck.fuzz_engine import EXPECTED_DEFECTS  # noqa: E402
+from purgecheck.engines.fuzz import EXPECTED_DEFECTS  # noqa: E402
 from purgecheck.mutants import MUTANTS  # noqa: E402
 from stateful_tests.epoch_machine import EpochMachine  # noqa: E402
 from stateful_tests.page_machine import PageMachine  # noqa: E402

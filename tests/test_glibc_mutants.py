@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from model.invariants import load_registry
-from purgecheck.glibc.engine import conformance, invariant_checks
+from purgecheck.engines.glibc import conformance, invariant_checks
 from purgecheck.mutants import MUTANTS, applied
 
 # Mutants of the glibc model that its arena invariants judge (those of

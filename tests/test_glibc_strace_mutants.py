@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from purgecheck.glibc.compare import compare
-from purgecheck.glibc.engine import conformance, invariant_checks
+from purgecheck.engines.glibc import conformance, invariant_checks
 from purgecheck.glibc.workloads import FIXED_32M_128K, WORKLOADS
 from purgecheck.mutants import MUTANTS, applied
 

@@ -25,7 +25,7 @@ import pytest
 
 from purgecheck.conformance import BUILD_DIR
 from purgecheck.validate import validate_file
-from purgecheck.validate_engine import INTERVAL_MS, SLOW_PARKS, STRESS, StressRun, run_stress
+from purgecheck.engines.validate import INTERVAL_MS, SLOW_PARKS, STRESS, StressRun, run_stress
 
 PARK_WORK_US = int(SLOW_PARKS[SLOW_PARKS.index("--park-work-us") + 1])  # an interval
 SCAVENGER_TID = -1

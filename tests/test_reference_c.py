@@ -114,7 +114,7 @@ def test_conformance_engine_reports_c_mutants_as_cf_trace_equal(driver, model_tr
     """The engine's C mutant run speaks for CF-TRACE-EQUAL: killed when the mutant's trace
     diverges, failed naming the survivor when it does not (a race, on the virtual clock)."""
     import purgecheck.mutants
-    from purgecheck.conformance_engine import _mutants
+    from purgecheck.engines.conformance import _mutants
 
     caught = MUTANTS["purged-left-on-list"]
     monkeypatch.setattr(purgecheck.mutants, "MUTANTS", {caught.name: caught})

@@ -14,9 +14,9 @@ from purgecheck.conformance import BUILD_DIR, CDriver, diff_script
 from purgecheck.engines import Budget, load_engines
 from purgecheck.mutants import MUTANTS
 from purgecheck.mutation import KILLED, SURVIVED, judge
-from purgecheck.sanitizer_engine import describe_report, run_sanitizers, run_tsan
+from purgecheck.engines.sanitizers import describe_report, run_sanitizers, run_tsan
 from purgecheck.scenarios import SCENARIOS
-from purgecheck.validate_engine import run_stress
+from purgecheck.engines.validate import run_stress
 
 SANITIZER_MUTANTS = sorted(n for n, m in MUTANTS.items() if "CF-SANITIZERS-CLEAN" in m.catches)
 

@@ -19,7 +19,7 @@ from purgecheck.scenarios import SCENARIOS
 from purgecheck.trace import model_trace
 from purgecheck.tracegen import generate
 from purgecheck.validate import validate_stream
-from purgecheck.validate_engine import run_stress
+from purgecheck.engines.validate import run_stress
 from tests.test_validate import (at, built, lin_header, numbered, verdict_of,  # noqa: F401
                                  two_sweepers)
 

@@ -45,7 +45,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from purgecheck.prove_engine import names, run_proofs, run_twins
+    from purgecheck.engines.prove import names, run_proofs, run_twins
 
     if args.list:
         from proofs.catalogue import proofs, twins

@@ -105,7 +105,7 @@ class Facts:
 
 
 def collect_twins() -> list[Twin]:
-    """Every broken twin `purgecheck prove --mutants` runs (purgecheck.prove_engine.run_twins):
+    """Every broken twin `purgecheck prove --mutants` runs (purgecheck.engines.prove.run_twins):
     the catalogue's (Z3, the explorer, CrossHair) and the glibc throttle proofs'."""
     from proofs import glibc_throttle
     from proofs.catalogue import twins

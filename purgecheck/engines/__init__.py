@@ -54,12 +54,12 @@ def load_engines() -> dict[str, Engine]:
 # Modules that register engines, in the order `check` runs them.
 ENGINE_MODULES = [
     "purgecheck.engines",
-    "purgecheck.glibc.engine",
-    "purgecheck.fuzz_engine",
-    "purgecheck.conformance_engine",
-    "purgecheck.validate_engine",
-    "purgecheck.prove_engine",
-    "purgecheck.sanitizer_engine",
+    "purgecheck.engines.glibc",
+    "purgecheck.engines.fuzz",
+    "purgecheck.engines.conformance",
+    "purgecheck.engines.validate",
+    "purgecheck.engines.prove",
+    "purgecheck.engines.sanitizers",
 ]
 
 

@@ -58,7 +58,7 @@ def command(scenario: str, ms: int, switch: str | None) -> str:
 
 def run_tsan(scenario: str, ms: int, switch: str | None) -> Result:
     """One run of stress_tsan; fails with the report when TSan reports anything."""
-    from purgecheck.validate_engine import run_stress
+    from purgecheck.engines.validate import run_stress
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="purgecheck-tsan-") as tmp:
