@@ -6,7 +6,7 @@ after every op of every named scenario) must report each one through the invaria
 
 import pytest
 
-from purgecheck.engines import scenario_checks
+from purgecheck.engines.scenarios import scenario_checks
 from purgecheck.mutants import MUTANTS, applied
 
 HOLD_MUTANTS = ["age-lt-1", "age-no-modulo", "stamp-never-written", "walk-keeps-stamp",

@@ -14,7 +14,8 @@ import sys
 import pytest
 
 from model.invariants import load_registry
-from purgecheck.engines import load_engines, scenario_checks
+from purgecheck.engines import load_engines
+from purgecheck.engines.scenarios import scenario_checks
 from purgecheck.mutants import MUTANTS, applied
 from purgecheck.scenarios import SCENARIOS
 

@@ -279,7 +279,7 @@ def test_the_explorer_runs_the_models_claim(reduce_dead):
     v = rep.violations["PK-DONE-WITHIN-MAX"]
     assert [a for a, _ in v.path].count("scavenger: end of sweep") == MI_PARK_SWEEPS_MAX
     assert "PK-DONE-WITHIN-MAX" not in X.explore(cfg).violations
-    from purgecheck.engines import scenario_checks
+    from purgecheck.engines.scenarios import scenario_checks
     with applied(mutant):
         _, failures = scenario_checks(["park-churn"])
     assert set(mutant.catches) <= set(failures)
