@@ -142,7 +142,7 @@ def test_validate_engine_kills_a_broken_advance_under_judgement():
     """In the kill matrix the engine runs the C side with the mutant's switch (and, for a
     broken advance, the delay that hits its race): the C checks fail."""
     from purgecheck.mutants import MUTANTS
-    from purgecheck.mutation import KILLED, judge
+    from purgecheck.mutants.matrix import KILLED, judge
     cell = judge(MUTANTS["no-cas-exclusion"], "validate", quick=True)
     assert cell.verdict == KILLED, cell.note
     assert any("the C checks failed" in f["detail"] for f in cell.failures)
@@ -152,7 +152,7 @@ def test_validate_engine_kills_sweep_last_before_work_on_real_threads():
     """The end of a park sweep taken before its work: on real threads only the slow park
     sweeps' run (SLOW_PARKS) shows it, where validate rejects the trace under PK-SPACING."""
     from purgecheck.mutants import MUTANTS
-    from purgecheck.mutation import KILLED, judge
+    from purgecheck.mutants.matrix import KILLED, judge
     cell = judge(MUTANTS["sweep-last-before-work"], "validate", quick=True)
     assert cell.verdict == KILLED, cell.note
     failed = {f["invariant"]: f["detail"] for f in cell.failures}

@@ -13,7 +13,7 @@ from purgecheck.engines.glibc import conformance, invariant_checks
 from purgecheck.mutants import MUTANTS, applied
 
 # Mutants of the glibc model that its arena invariants judge (those of
-# purgecheck/glibc/strace_mutants.py only strace sees: tests/test_glibc_strace_mutants.py).
+# purgecheck/mutants/catalogue/strace.py only strace sees: tests/test_glibc_strace_mutants.py).
 ARENA_CHECKS = {i.id for i in load_registry().values() if i.scope == "glibc-arena" and i.predicate}
 GLIBC_MUTANTS = sorted(n for n, m in MUTANTS.items()
                        if m.patches and set(m.catches) <= ARENA_CHECKS

@@ -1,6 +1,6 @@
 """Each invariant of the epoch, the hold and the park is shown to catch a broken rule.
 
-The mutants are defined in purgecheck/hold_mutants.py; the scenario engine (every invariant
+The mutants are defined in purgecheck/mutants/catalogue/hold.py; the scenario engine (every invariant
 after every op of every named scenario) must report each one through the invariants it names.
 """
 

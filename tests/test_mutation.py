@@ -13,7 +13,7 @@ import model.epoch as ep
 from purgecheck import docs, store
 from purgecheck.cli import main
 from purgecheck.mutants import MUTANTS, Mutant, Patch
-from purgecheck.mutation import CRASHED, KILLED, SURVIVED, TIMEOUT, run_matrix
+from purgecheck.mutants.matrix import CRASHED, KILLED, SURVIVED, TIMEOUT, run_matrix
 
 from html_check import check_html
 

@@ -13,7 +13,7 @@ import pytest
 from purgecheck.conformance import BUILD_DIR, CDriver, diff_script
 from purgecheck.engines import Budget, load_engines
 from purgecheck.mutants import MUTANTS
-from purgecheck.mutation import KILLED, SURVIVED, judge
+from purgecheck.mutants.matrix import KILLED, SURVIVED, judge
 from purgecheck.engines.sanitizers import describe_report, run_sanitizers, run_tsan
 from purgecheck.scenarios import SCENARIOS
 from purgecheck.engines.validate import run_stress

@@ -60,8 +60,8 @@ def _progress(n: int, total: int, cell) -> None:
 def run(args) -> int:
     from purgecheck.engines import load_engines
     from purgecheck.mutants import MUTANTS
-    from purgecheck.mutation import run_matrix
-    from purgecheck.mutation_report import print_matrix, save_matrix
+    from purgecheck.mutants.matrix import run_matrix
+    from purgecheck.mutants.report import print_matrix, save_matrix
 
     engines = load_engines()  # engine modules may add mutants too
     if args.list:

@@ -223,7 +223,7 @@ mutant("accounting-skipped", "the discard accounting is not updated",
        c_switch="accounting_skipped")
 
 # Mutants of other parts of the model register themselves from their own modules.
-import purgecheck.hold_mutants  # noqa: E402,F401
+import purgecheck.mutants.catalogue.hold  # noqa: E402,F401
 
 
 # -- page mutants added with the page test suite ------------------------------------------
@@ -244,8 +244,8 @@ mutant("malloc-head-kept", "malloc hands out the head of the free list without p
        ("PG-LIVE-NOT-FREE", "PG-COUNT"),
        Patch("model.alloc", "mi_page_malloc", _malloc_head_kept))
 
-import purgecheck.glibc.mutants  # noqa: E402,F401  the glibc model's mutants (seed 001)
-import purgecheck.fuzz_mutants  # noqa: E402,F401  mutants that only the fuzz machines catch
-import purgecheck.epoch_mutants  # noqa: E402,F401  the advance mutants the explorer finds
-import purgecheck.sanitizer_mutants  # noqa: E402,F401  C mutants only a sanitizer build reports
-import purgecheck.glibc.strace_mutants  # noqa: E402,F401  glibc mutants only strace conformance sees
+import purgecheck.mutants.catalogue.glibc  # noqa: E402,F401  the glibc model's mutants (seed 001)
+import purgecheck.mutants.catalogue.shadow  # noqa: E402,F401  mutants that only the fuzz machines catch
+import purgecheck.mutants.catalogue.epoch  # noqa: E402,F401  the advance mutants the explorer finds
+import purgecheck.mutants.catalogue.sanitizers  # noqa: E402,F401  C mutants only a sanitizer build reports
+import purgecheck.mutants.catalogue.strace  # noqa: E402,F401  glibc mutants only strace conformance sees

@@ -10,7 +10,7 @@ import sys
 from dataclasses import asdict
 
 from purgecheck import store
-from purgecheck.mutation import CRASHED, KILLED, SURVIVED, TIMEOUT, Matrix
+from purgecheck.mutants.matrix import CRASHED, KILLED, SURVIVED, TIMEOUT, Matrix
 
 STYLE = {KILLED: "green", SURVIVED: "dim", TIMEOUT: "yellow", CRASHED: "yellow"}
 
