@@ -77,7 +77,7 @@ def test_c_traces_of_every_scenario_are_accepted(driver):
         assert v.accepted, f"{name}: {v.why}"
 
 
-# Each check of the validator, and a C switch (purgecheck/mutants.py c_switch) that it rejects
+# Each check of the validator, and a C switch (purgecheck/mutants/catalogue/ c_switch) that it rejects
 # in a seed scenario whose clean C trace it accepts (the test above).
 C_MUTANTS = [
     ("age-lt-1", "inline-hold", "which the model holds"),  # the hold rule, on a walk

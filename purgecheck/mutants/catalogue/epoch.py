@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import proofs.registry  # noqa: F401  registers EP-EPOCH-MOVES and PK-NO-STUCK-CYCLE, named below
 from model.epoch import MOVING, PC_CAS, PC_DONE, PC_INCREMENT, PC_STORE, PC_WAIT
-from purgecheck.mutants import Patch, mutant
+from purgecheck.mutants.patching import Patch, mutant
 
 
 def _claim_without_cas(st, f, now, interval):

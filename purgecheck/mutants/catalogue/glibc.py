@@ -1,12 +1,12 @@
 """Named mutants of the glibc model: each breaks one rule, and names the invariants that
-catch it (seed 001). Imported at the end of purgecheck/mutants.py, which registers them.
+catch it (seed 001). Loaded with the rest of the catalogue by purgecheck/mutants/.
 """
 
 from __future__ import annotations
 
 from model.glibc import arena, trim
 from model.glibc.constants import PAGESIZE, align_down
-from purgecheck.mutants import Patch, mutant
+from purgecheck.mutants.patching import Patch, mutant
 
 
 def _ratio_le(mt: trim.MadviseThrottle) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from model.epoch import EPOCH_MODULUS, step_increment
 from model.park import compute_park_sweeps
 from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, PARK_SWEPT_SMALL, SWEEPING
-from purgecheck.mutants import Patch, mutant
+from purgecheck.mutants.patching import Patch, mutant
 
 
 def _young_lt1(current, stamp):

@@ -8,7 +8,7 @@ which runs the TSan build with the mutant's run-time switch, can tell it.
 
 from __future__ import annotations
 
-from purgecheck.mutants import mutant
+from purgecheck.mutants.patching import mutant
 
 # Seed 000 (2): allocation makes "a relaxed load of the epoch"; sweepers move it with an
 # atomic increment. A plain load in its place is a data race: undefined behaviour in

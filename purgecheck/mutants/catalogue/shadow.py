@@ -7,7 +7,7 @@ the shadow's to judge. Each mutant here breaks one thing the program would see.
 from __future__ import annotations
 
 from model import alloc, holes
-from purgecheck.mutants import Patch, mutant
+from purgecheck.mutants.patching import Patch, mutant
 
 # Kept in a dict: `applied` rebinds every module attribute that IS the patched function.
 _ORIGINAL = {"mi_page_malloc": alloc.mi_page_malloc, "check_free": alloc.check_free,

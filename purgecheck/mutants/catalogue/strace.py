@@ -2,14 +2,14 @@
 
 They leave every arena as it was and change only the system calls the model predicts, so no
 arena invariant can see them: the real glibc, traced with strace, is the judge (seed 001,
-digest "Rules": after shrink_heap "`size` shrinks, `mprotect_size` does not"). Imported at the
-end of purgecheck/mutants.py, which registers them.
+digest "Rules": after shrink_heap "`size` shrinks, `mprotect_size` does not"). Loaded with the
+rest of the catalogue by purgecheck/mutants/__init__.py.
 """
 
 from __future__ import annotations
 
 from model.glibc import system
-from purgecheck.mutants import Patch, mutant
+from purgecheck.mutants.patching import Patch, mutant
 
 
 def _regrow_mprotects(p, seg, diff, grow_heap=system.grow_heap) -> bool:
