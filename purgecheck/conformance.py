@@ -2,7 +2,7 @@
 
 The C driver (reference_c/build/driver) runs as one persistent process that takes script
 after script on stdin and answers each with a whole trace; the model's trace comes from
-purgecheck.trace. `compare` walks two traces in step and reports the first event where they
+purgecheck.formats.trace. `compare` walks two traces in step and reports the first event where they
 differ, with the events before it and the model's state there.
 """
 
@@ -20,8 +20,8 @@ from typing import Iterable, Iterator
 import orjson
 
 from model.world import Options
-from purgecheck.ops import Op, parse_script
-from purgecheck.trace import (EVENT_TYPES, Trace, TraceError, canonical_config, canonical_line,
+from purgecheck.formats.ops import Op, parse_script
+from purgecheck.formats.trace import (EVENT_TYPES, Trace, TraceError, canonical_config, canonical_line,
                               model_trace, options_of, parse_lines, read_stream_trace)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -208,7 +208,7 @@ def compare(a_header: dict, a_events: Iterable[dict], b_header: dict,
 
 
 def compare_traces(ta: Trace, tb: Trace, context: int = 5) -> tuple[Divergence | None, int]:
-    """`compare` for two traces being read (purgecheck.trace.read_trace), streaming: the
+    """`compare` for two traces being read (purgecheck.formats.trace.read_trace), streaming: the
     first divergence or None, and how many events trace A has. A batch of lines that is byte
     for byte the same in both (the model and the C write alike) holds events equal in
     canonical form that would check alike: they are decoded and checked once, for A, and B's
@@ -409,7 +409,7 @@ def diff_script(text: str, options: Options, driver: CDriver, mutant: str | None
 def explain_traces(div: Divergence, a_events: list[dict], header: dict) -> None:
     """Fill in the model state for a divergence between two trace files, replaying the ops
     that trace A records under its header's configuration."""
-    from purgecheck.trace import ops_of_events
+    from purgecheck.formats.trace import ops_of_events
     try:
         div.state = explain(div, ops_of_events(a_events), options_of(header["config"]))
     except Exception as e:  # a trace of a configuration the model cannot take

@@ -18,7 +18,7 @@ from model.heap import mi_heap_abandon, mi_page_reclaim
 from model.park import (mi_on_thread_idle_end, mi_on_thread_idle_start, mi_theap_sweep_parked,
                         run_scavenger)
 from model.world import Options, World
-from purgecheck.ops import Op, OpScriptError
+from purgecheck.formats.ops import Op, OpScriptError
 
 Handler = Callable[["Run", Op], None]
 HANDLERS: dict[str, Handler] = {}

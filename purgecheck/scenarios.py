@@ -12,7 +12,7 @@ from typing import Callable
 
 from model.geometry import ARCH32, KiB, MiB
 from model.world import Options
-from purgecheck.ops import Op, parse_script
+from purgecheck.formats.ops import Op, parse_script
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from model.invariants import load_registry
 from purgecheck.cli import COMMANDS, main
 from purgecheck.engines import load_engines
 from purgecheck.mutants import MUTANTS, applied
-from purgecheck.ops import parse_script
+from purgecheck.formats.ops import parse_script
 from purgecheck.scenarios import SCENARIOS
 
 load_engines()

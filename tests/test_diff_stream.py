@@ -9,11 +9,11 @@ import io
 import orjson
 import pytest
 
-import purgecheck.trace as trace
+import purgecheck.formats.trace as trace
 from purgecheck.conformance import compare, compare_traces
 from purgecheck.scenarios import SCENARIOS
-from purgecheck.trace import TraceError, Trace, model_trace, read_trace, write_trace
-from purgecheck.tracegen import generate
+from purgecheck.formats.trace import TraceError, Trace, model_trace, read_trace, write_trace
+from purgecheck.formats.tracegen import generate
 
 
 def _bytes(header: dict, events: list[dict]) -> bytes:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from model.invariants import check_world, load_registry
 from model.world import Options
-from purgecheck.ops import parse_script
+from purgecheck.formats.ops import parse_script
 from purgecheck.runner import run_ops
 
 # A large page with a free block; two idle sweeps an interval apart take it (two epochs after

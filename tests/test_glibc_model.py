@@ -10,7 +10,7 @@ from model.glibc.params import MallocPar, set_param, settings_from_environ
 from model.glibc.process import Process
 from model.glibc.versions import VERSIONS, version_for_release
 from purgecheck.glibc.modelrun import run_model
-from purgecheck.glibc.script import parse_script
+from purgecheck.formats.glibc_ops import parse_script
 from purgecheck.glibc.workloads import WORKLOADS
 
 FIXED = {"mmap_threshold": 33554432, "trim_threshold": 131072}

@@ -65,7 +65,7 @@ def test_park_done_is_not_swept_again():
     ops = sc.ops()
     unpark = ops.pop()  # keep the thread parked and run the scavenger much longer
     assert unpark.name == "unpark"
-    from purgecheck.ops import parse_script
+    from purgecheck.formats.ops import parse_script
     run = run_ops(ops + parse_script("scavenger 5000"), sc.options)
     assert len(run.world.threads[1].park_sweeps) <= 3
 

@@ -1,6 +1,6 @@
 """Op scripts: the parser, its errors, the round trip, and docs/op-script.md kept in step.
 
-The table of docs/op-script.md is checked against `purgecheck.ops.SPECS`: the form of each op
+The table of docs/op-script.md is checked against `purgecheck.formats.ops.SPECS`: the form of each op
 is built here from its spec, so a new op without a row (or a row for an op that is gone)
 fails this file. The examples of the doc are run on the model with every page invariant.
 """
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model.invariants import check_page, load_registry
-from purgecheck.ops import SPECS, Op, OpScriptError, parse_line, parse_script, render_script
+from purgecheck.formats.ops import SPECS, Op, OpScriptError, parse_line, parse_script, render_script
 from purgecheck.runner import HANDLERS, run_ops
 from purgecheck.scenarios import SCENARIOS
 

@@ -23,7 +23,7 @@ from model.holes import (
 from model.invariants import check_page, load_registry
 from model.page import MI_PAGE_SWEPT_NONE
 from model.world import Options
-from purgecheck.ops import parse_script
+from purgecheck.formats.ops import parse_script
 from purgecheck.runner import Run, run_ops
 from purgecheck.scenarios import LARGE_CLASSES, SCENARIOS, keep_every_third
 from test_geometry import brute_force

@@ -15,9 +15,9 @@ from purgecheck.conformance import (BUILD_DIR, CDriver, diff_script, driver_path
                                     stress_script)
 from purgecheck.mutants import TRACE_INVARIANT, is_c_trace_mutant
 from purgecheck.mutants import MUTANTS
-from purgecheck.ops import SPECS
+from purgecheck.formats.ops import SPECS
 from purgecheck.scenarios import SCENARIOS
-from purgecheck.trace import model_trace
+from purgecheck.formats.trace import model_trace
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -55,7 +55,7 @@ def test_driver_knows_every_op_of_the_grammar():
 @pytest.mark.parametrize("line", ["1 malloc a -5", "-1 idle", "fail_discard -1", "clock x",
                                   "1 mallok a 5", "idle", "1 clock 5", "1 free"])
 def test_driver_refuses_what_the_parser_refuses_at_the_same_line(line):
-    from purgecheck.ops import OpScriptError, parse_script
+    from purgecheck.formats.ops import OpScriptError, parse_script
     with pytest.raises(OpScriptError) as e:
         parse_script("1 malloc ok 8\n" + line + "\n")
     out = subprocess.run([str(driver_path())], input="1 malloc ok 8\n" + line + "\n",

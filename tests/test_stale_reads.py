@@ -6,7 +6,7 @@ relaxed: under C11 it may stamp a stale epoch, which makes the page look older a
 
 from model.hold_invariants import discard_after_interval
 from model.world import Options
-from purgecheck.ops import parse_script
+from purgecheck.formats.ops import parse_script
 from purgecheck.runner import run_ops
 
 SCRIPT = """

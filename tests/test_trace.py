@@ -8,9 +8,9 @@ import io
 import orjson
 import pytest
 
-import purgecheck.trace as trace
+import purgecheck.formats.trace as trace
 from purgecheck.scenarios import SCENARIOS
-from purgecheck.trace import (EVENTS, TraceError, TraceValidator, canonical_line, model_trace,
+from purgecheck.formats.trace import (EVENTS, TraceError, TraceValidator, canonical_line, model_trace,
                               read_stream_trace, read_trace, write_trace)
 
 
@@ -173,7 +173,7 @@ def test_ops_replay_from_a_trace(park_trace):
 
 
 def test_model_trace_ends_with_an_error_event_where_the_script_fails():
-    from purgecheck.ops import parse_script
+    from purgecheck.formats.ops import parse_script
     from model.world import Options
     ops = parse_script("1 malloc a 100\n1 free b\n1 walk\n")
     _, events = model_trace(ops, Options())

@@ -21,9 +21,9 @@ import pytest
 from purgecheck.cli import main
 from purgecheck.conformance import compare, compare_traces
 from model.world import Options
-from purgecheck.ops import parse_script
-from purgecheck.trace import TraceError, model_trace, read_trace, write_trace
-from purgecheck.tracegen import generate
+from purgecheck.formats.ops import parse_script
+from purgecheck.formats.trace import TraceError, model_trace, read_trace, write_trace
+from purgecheck.formats.tracegen import generate
 from purgecheck.validate import validate_stream
 
 

@@ -22,8 +22,8 @@ from model.variants import VARIANTS
 from purgecheck.cli import main
 from purgecheck.conformance import BUILD_DIR, CDriver
 from purgecheck.scenarios import SCENARIOS
-from purgecheck.trace import config_of, model_trace, write_trace
-from purgecheck.tracegen import generate
+from purgecheck.formats.trace import config_of, model_trace, write_trace
+from purgecheck.formats.tracegen import generate
 from purgecheck.validate import validate_stream
 from model.world import Options
 

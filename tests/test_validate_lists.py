@@ -16,8 +16,8 @@ import orjson
 import pytest
 
 from purgecheck.scenarios import SCENARIOS
-from purgecheck.trace import model_trace
-from purgecheck.tracegen import generate
+from purgecheck.formats.trace import model_trace
+from purgecheck.formats.tracegen import generate
 from purgecheck.validate import validate_stream
 from purgecheck.engines.validate import run_stress
 from tests.test_validate import (at, built, lin_header, numbered, verdict_of,  # noqa: F401

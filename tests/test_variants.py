@@ -68,7 +68,7 @@ def test_two_untouched_sweeps_an_abandoned_page_twice_within_a_millisecond():
 
 def sweep_once(variant):
     """Allocate, wait longer than the interval, sweep once, then block for good."""
-    from purgecheck.ops import parse_script
+    from purgecheck.formats.ops import parse_script
     lines = [f"1 malloc b{n} 262144" for n in range(16)]
     lines += [f"1 free b{n}" for n in range(16) if n % 3]
     lines += ["clock 150", "1 idle", "clock 10000"]

@@ -122,7 +122,7 @@ def _report(args, div, events: int, names: tuple[str, str], replay: str | None) 
 
 def _diff_traces(args) -> int:
     from purgecheck.conformance import compare_traces, explain_traces
-    from purgecheck.trace import TraceError, open_trace
+    from purgecheck.formats.trace import TraceError, open_trace
 
     files = []
     try:
@@ -152,7 +152,7 @@ def _ops_before(path: str, index: int) -> list[dict]:
     (and the garbage collector walk it over and over)."""
     import itertools
 
-    from purgecheck.trace import open_trace
+    from purgecheck.formats.trace import open_trace
 
     f, trace = open_trace(path)
     with f:
@@ -167,8 +167,8 @@ def run(args) -> int:
     if bool(args.script) == bool(args.scenario):
         raise UsageError("give an op script (a file) or --scenario NAME (or --traces A B)")
     from purgecheck.conformance import CDriver, DriverError, diff_script
-    from purgecheck.ops import OpScriptError
-    from purgecheck.trace import TraceError, write_trace
+    from purgecheck.formats.ops import OpScriptError
+    from purgecheck.formats.trace import TraceError, write_trace
 
     from purgecheck.conformance import replay_command
 

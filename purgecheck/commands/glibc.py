@@ -20,7 +20,7 @@ from model.glibc.syscalls import CATEGORIES
 from model.glibc.versions import VERSIONS, version_for_release
 from model.invariants import load_registry
 from purgecheck.cli import UsageError
-from purgecheck.ops import OpScriptError
+from purgecheck.formats.ops import OpScriptError
 
 ENV_NAMES = tuple(ENV_ALIASES) + ("GLIBC_TUNABLES",)
 
@@ -129,7 +129,7 @@ def replay_command(args, env: dict[str, str]) -> str:
 def run_one(args, text: str, source: str, env: dict[str, str]) -> int:
     from purgecheck.glibc.compare import compare
     from purgecheck.glibc.modelrun import run_model
-    from purgecheck.glibc.script import parse_script, render_script
+    from purgecheck.formats.glibc_ops import parse_script, render_script
     from purgecheck.glibc.trace import installed_release, may_shrink_heap
 
     ops = parse_script(text, source)

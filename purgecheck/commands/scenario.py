@@ -9,7 +9,7 @@ import orjson
 
 from model.invariants import check_world
 from purgecheck.cli import UsageError
-from purgecheck.ops import OpScriptError, parse_script, render_script
+from purgecheck.formats.ops import OpScriptError, parse_script, render_script
 
 EXAMPLE = """examples:
   purgecheck scenario --list

@@ -37,7 +37,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from purgecheck.trace import TraceError
+    from purgecheck.formats.trace import TraceError
     from purgecheck.validate import format_verdict, validate_file, verdict_doc
 
     verdicts = []

@@ -15,7 +15,7 @@ from model.invariants import load_registry
 from purgecheck.engines import Budget, engine
 from purgecheck.glibc.compare import compare
 from purgecheck.glibc.modelrun import run_model
-from purgecheck.glibc.script import parse_script
+from purgecheck.formats.glibc_ops import parse_script
 from purgecheck.glibc.trace import TraceError
 from purgecheck.glibc.workloads import CASES, WORKLOADS
 from purgecheck.results import Result

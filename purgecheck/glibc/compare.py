@@ -15,7 +15,7 @@ from model.glibc.params import settings_from_environ
 from model.glibc.syscalls import CATEGORIES
 from model.glibc.versions import VERSIONS, version_for_release
 from purgecheck.glibc.modelrun import run_model
-from purgecheck.glibc.script import parse_script
+from purgecheck.formats.glibc_ops import parse_script
 from purgecheck.glibc.trace import (TraceResult, installed_release, may_shrink_heap,
                                     run_traced)
 

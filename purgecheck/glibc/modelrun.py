@@ -7,8 +7,8 @@ from typing import Callable
 from model.glibc.malloc import OutOfMemory
 from model.glibc.process import Process, ScriptError
 from model.glibc.versions import Version
-from purgecheck.glibc.script import GlibcOp, expand
-from purgecheck.ops import OpScriptError
+from purgecheck.formats.glibc_ops import GlibcOp, expand
+from purgecheck.formats.ops import OpScriptError
 
 AfterStep = Callable[[GlibcOp, Process], None]
 

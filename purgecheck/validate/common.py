@@ -8,7 +8,7 @@ from typing import Any
 from model.epoch import (MOVING, PC_CAS, PC_INCREMENT, PC_LOAD, PC_READ_CLOCK, PC_READ_CLOCK2,
                          PC_STORE, PC_WAIT)
 from model.page import MI_PAGE_SWEPT_NONE, is_stamp, stamp_epoch
-from purgecheck.trace import EVENT_TYPES
+from purgecheck.formats.trace import EVENT_TYPES
 
 
 STEP_PCS = (PC_LOAD, PC_READ_CLOCK, PC_CAS, PC_INCREMENT, PC_READ_CLOCK2, PC_STORE, PC_WAIT)
@@ -20,14 +20,14 @@ HANDOFF_OPS = frozenset({"scavenge", "scavenger"})
 COLLECT_OPS = frozenset({"collect", "walk"})
 LIST_OPS = frozenset({"heap_destroy"})
 SCAVENGER_TID = -1  # the label of the scavenger thread in linearized traces (linearize.c)
-# The header's config as the replay reads it (purgecheck/trace.py CONFIG_KEYS).
+# The header's config as the replay reads it (purgecheck/formats/trace.py CONFIG_KEYS).
 CONFIG_TYPES = {"page_kinds": dict, "os_page_size": int, "arch": int, "first_block_offset": int,
                 "interval_ms": int, "purge_holes": bool, "full_every": int, "purge_delay": int,
                 "variant": str, "stale_epochs": int, "sweep_ms": int, "clock": str,
                 "clock_monotone": bool, "clock_start_ms": int, "observe": str}
 TYPE_WORDS = {dict: "an object", int: "an integer", bool: "true or false", str: "a string"}
 MAIN_TID = 0
-Event = Any  # a typed event: an instance of one of purgecheck.trace.EVENT_TYPES
+Event = Any  # a typed event: an instance of one of purgecheck.formats.trace.EVENT_TYPES
 OP, STAMP, WALK = EVENT_TYPES["op"], EVENT_TYPES["stamp"], EVENT_TYPES["walk"]
 
 

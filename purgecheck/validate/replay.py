@@ -18,7 +18,7 @@ from model.park import is_park_due, is_park_waiting, mi_theap_sweep_parked
 from model.thread import RUNNING, ThreadState
 from model.variants import SweepContext
 from model.world import World
-from purgecheck.trace import (EVENT_TYPES, TraceError, clock_reading_error, event_dict,
+from purgecheck.formats.trace import (EVENT_TYPES, TraceError, clock_reading_error, event_dict,
                               kind_of, options_of, read_trace)
 from purgecheck.validate.advance import AdvanceReplay
 from purgecheck.validate.common import (COLLECT_OPS, CONFIG_TYPES, Event, LIST_OPS, MAIN_TID,
@@ -272,7 +272,7 @@ class Validator(PageReplay, AdvanceReplay, SweepReplay):
 
     def replay(self, batches: Iterable[tuple[int, list[bytes], list]],
                progress: Callable[[int], None] | None = None) -> None:
-        """Replay a trace's checked batches of typed events (purgecheck.trace.Trace.batches)
+        """Replay a trace's checked batches of typed events (purgecheck.formats.trace.Trace.batches)
         in order: file order, or `lin` order in a linearized trace. `self.replayed` counts the
         events. Raises Rejection, or TraceError for bad input."""
         if progress is not None:

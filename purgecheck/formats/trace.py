@@ -17,7 +17,7 @@ import orjson
 
 from model.geometry import PageKind
 from model.world import Options, World
-from purgecheck.ops import Op, OpScriptError
+from purgecheck.formats.ops import Op, OpScriptError
 
 FORMAT = "purgecheck-trace"
 VERSION = 1

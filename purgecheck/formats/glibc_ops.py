@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from model.glibc.params import PARAMS
-from purgecheck.ops import OpScriptError
+from purgecheck.formats.ops import OpScriptError
 
 MAX_THREADS = 64
 MAX_IDS = 65536

@@ -23,7 +23,7 @@ from model.epoch import (MOVING, PC_INCREMENT, PC_READ_CLOCK, EpochState, advanc
 from model.park import end_park_sweep, is_park_due
 from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, ThreadState
 from model.world import Options
-from purgecheck.trace import FORMAT, VERSION, config_of
+from purgecheck.formats.trace import FORMAT, VERSION, config_of
 
 GENERATION = 3  # bumped when what it writes changes (bench_traces makes its trace again)
 BLOCK = 256 * 1024  # a large-page block: the page has 16, the first 4 are formed
@@ -308,10 +308,10 @@ def generate(f: IO[bytes], events: int, seed: int = 0, sweepers: int = 4, parker
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
-    p = argparse.ArgumentParser(prog="python -m purgecheck.tracegen",
+    p = argparse.ArgumentParser(prog="python -m purgecheck.formats.tracegen",
                                 description="Write a large linearized trace (see the module "
                                             "docstring).",
-                                epilog="example: python -m purgecheck.tracegen 10000000 "
+                                epilog="example: python -m purgecheck.formats.tracegen 10000000 "
                                        "/tmp/big.jsonl && purgecheck validate /tmp/big.jsonl")
     p.add_argument("events", type=int)
     p.add_argument("out")
