@@ -13,6 +13,8 @@ from typing import Callable
 
 import z3
 
+from proofs.results import Result
+
 PROVED = "proved"
 REFUTED = "refuted"
 UNKNOWN = "unknown"
@@ -114,10 +116,7 @@ def val(model: z3.ModelRef, term) -> int | bool:
 
 
 def proof_result(inv: str, p: Proof | Twin, out: Outcome, twin: bool):
-    """A purgecheck Result row. A twin passes when refuted; a proof passes when proved or
-    bounded. (purgecheck is imported here, not at the top: proofs/ itself needs only model/.)"""
-    from purgecheck.results import Result
-
+    """A Result row. A twin passes when refuted; a proof passes when proved or bounded."""
     if twin:
         status = "refuted-as-expected" if out.status == REFUTED else \
             ("not-refuted" if out.status in (PROVED, "bounded") else out.status)

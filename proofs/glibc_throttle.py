@@ -5,19 +5,20 @@ ratio, 64-bit size_t of heap_trim); an exhaustive walk of the counters' whole re
 domain ties the model's functions (model.glibc.trim) to the same closed forms; CrossHair
 checks the model's 2.23+ rule against its contract. Each has a broken twin that must be
 refuted: the ratio compared with `<=`, the counters not halved, the threshold check dropped.
-`purgecheck prove` calls `run_proofs(quick)` and `run_mutant_proofs(quick)`.
+`purgecheck prove` calls `run_proofs(quick)` and `run_mutant_proofs(quick, apply_mutant=...)`.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Callable, ContextManager
 
 import z3
 
 from model.glibc import trim
 from proofs.core import (PROVED, REFUTED, Claim, Outcome, Proof, Twin, proof_result,
                          run_claims, val)
-from purgecheck.results import Result
+from proofs.results import Result
 
 DECAY = 100
 PAGE = 4096
@@ -197,15 +198,6 @@ PROOFS = [
 ]
 
 
-def _with_mutant(name: str, run):
-    """A twin that runs a proof of the model with one of purgecheck's named mutants applied."""
-    def go(quick: bool) -> Outcome:
-        from purgecheck.mutants import MUTANTS, applied
-        with applied(MUTANTS[name]):
-            return run(quick)
-    return go
-
-
 TWINS = [
     Twin("glibc-rfc-counters-not-halved", "glibc-rfc-counters", ("GL-RFC-UINT16",), "z3",
          rfc_counters(False), "the counters not halved at 100"),
@@ -214,21 +206,28 @@ TWINS = [
     Twin("glibc-trim-no-threshold", "glibc-trim-floor", ("GL-TRIM-FLOOR",), "z3",
          trim_floor(False), "2.23+ without its trim_threshold check (2.21's rule)"),
     Twin("rfc-ratio-le", "glibc-rfc-model", ("GL-RFC-CONDITION",), "exhaustive",
-         _with_mutant("rfc-ratio-le", rfc_model_exhaustive), "mutant rfc-ratio-le"),
+         rfc_model_exhaustive, "mutant rfc-ratio-le", mutant="rfc-ratio-le"),
     Twin("rfc-no-halving", "glibc-rfc-model", ("GL-RFC-UINT16",), "exhaustive",
-         _with_mutant("rfc-no-halving", rfc_model_exhaustive), "mutant rfc-no-halving"),
+         rfc_model_exhaustive, "mutant rfc-no-halving", mutant="rfc-no-halving"),
     Twin("glibc-2.23-no-threshold", "glibc-trim-floor-model", ("GL-TRIM-FLOOR",), "crosshair",
-         _with_mutant("glibc-2.23-no-threshold", trim_crosshair),
-         "mutant glibc-2.23-no-threshold"),
+         trim_crosshair, "mutant glibc-2.23-no-threshold", mutant="glibc-2.23-no-threshold"),
 ]
 
 
-def _results(items, quick: bool, twin: bool, only: str | None) -> list[Result]:
+def _results(items, quick: bool, twin: bool, only: str | None,
+             apply_mutant: Callable[[str], ContextManager] | None = None) -> list[Result]:
     out = []
     for p in items:
         if only and p.name != only:
             continue
-        outcome = p.run(quick)
+        if getattr(p, "mutant", None):
+            if apply_mutant is None:
+                raise ValueError(f"twin {p.name} runs the model under mutant {p.mutant}: "
+                                 "pass apply_mutant (purgecheck applies its mutants)")
+            with apply_mutant(p.mutant):
+                outcome = p.run(quick)
+        else:
+            outcome = p.run(quick)
         for inv in p.invariants:
             out.append(proof_result(inv, p, outcome, twin))
     return out
@@ -239,6 +238,9 @@ def run_proofs(quick: bool, only: str | None = None) -> list[Result]:
     return _results(PROOFS, quick, False, only)
 
 
-def run_mutant_proofs(quick: bool, only: str | None = None) -> list[Result]:
-    """The broken twins: each passes only when refuted, with its counterexample."""
-    return _results(TWINS, quick, True, only)
+def run_mutant_proofs(quick: bool, only: str | None = None,
+                      apply_mutant: Callable[[str], ContextManager] | None = None) -> list[Result]:
+    """The broken twins: each passes only when refuted, with its counterexample. A twin that
+    names a mutant (Twin.mutant) runs inside `apply_mutant(name)`: the mutants are the tool's
+    (purgecheck.mutants), and proofs/ does not import the tool."""
+    return _results(TWINS, quick, True, only, apply_mutant)

@@ -504,7 +504,7 @@ def save_failure(text: str, options: Options, mutant: str | None = None,
     """Keep a script whose traces differ under the state directory; returns the file and
     the command that replays it."""
     import hashlib
-    from purgecheck.store import state_dir
+    from purgecheck.reports.store import state_dir
 
     folder = state_dir() / "failures"
     folder.mkdir(parents=True, exist_ok=True)

@@ -71,7 +71,7 @@ def load_machine(name: str) -> type:
 def state_dir() -> Path:
     """The project's state directory (`.purgecheck/` at the project root, git-ignored, or
     $PURGECHECK_STATE_DIR): the example database is its `hypothesis/`."""
-    from purgecheck import store
+    from purgecheck.reports import store
 
     return store.state_dir()
 

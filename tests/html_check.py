@@ -5,7 +5,7 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-from purgecheck.store import project_root
+from purgecheck.reports.store import project_root
 
 DOCS = project_root() / "docs"
 

@@ -17,8 +17,8 @@ from purgecheck.docs import pages
 from purgecheck.docs.md import Links, slug
 from purgecheck.engines import load_engines
 from purgecheck.mutants import MUTANTS
-from purgecheck import store
-from purgecheck.store import project_root
+from purgecheck.reports import store
+from purgecheck.reports.store import project_root
 
 from html_check import check_html
 

@@ -14,7 +14,7 @@ import pytest
 
 from purgecheck.cli import main
 from purgecheck.fuzz import run_machine, state_dir
-from purgecheck.store import project_root
+from purgecheck.reports.store import project_root
 from stateful_tests.profiles import profile_settings
 
 SEED = "5"

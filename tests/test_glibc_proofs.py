@@ -5,7 +5,13 @@ counterexample, including the model's named mutants rfc-ratio-le and rfc-no-halv
 from __future__ import annotations
 
 from proofs.glibc_throttle import PROOFS, TWINS, run_mutant_proofs, run_proofs
-from purgecheck.results import exit_code
+from purgecheck.mutants import MUTANTS, applied
+from purgecheck.reports.results import exit_code
+
+
+def APPLY(name):
+    """What the prove engine passes: the tool's mutants, applied by name."""
+    return applied(MUTANTS[name])
 
 
 def test_proofs_hold():
@@ -17,7 +23,7 @@ def test_proofs_hold():
 
 
 def test_every_twin_is_refuted_with_a_counterexample():
-    results = run_mutant_proofs(quick=True)
+    results = run_mutant_proofs(apply_mutant=APPLY, quick=True)
     assert len(results) == sum(len(t.invariants) for t in TWINS)
     for r in results:
         assert r.status == "refuted-as-expected", (r.engine, r.detail)
@@ -25,12 +31,12 @@ def test_every_twin_is_refuted_with_a_counterexample():
 
 
 def test_ratio_twin_counterexample_is_the_balanced_heap():
-    r = run_mutant_proofs(quick=True, only="glibc-rfc-ratio-le")[0]
+    r = run_mutant_proofs(apply_mutant=APPLY, quick=True, only="glibc-rfc-ratio-le")[0]
     assert "M=3, L=2" in r.detail
 
 
 def test_model_mutants_are_killed_by_the_proofs():
-    killed = {r.engine.split(":")[1]: r.status for r in run_mutant_proofs(quick=True)}
+    killed = {r.engine.split(":")[1]: r.status for r in run_mutant_proofs(apply_mutant=APPLY, quick=True)}
     assert killed["rfc-ratio-le"] == "refuted-as-expected"
     assert killed["rfc-no-halving"] == "refuted-as-expected"
     assert killed["glibc-2.23-no-threshold"] == "refuted-as-expected"

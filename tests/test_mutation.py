@@ -92,7 +92,7 @@ def test_a_crashing_run_is_reported_with_its_exit_code():
 
 def test_an_engine_that_fails_on_the_clean_model_cannot_kill(monkeypatch):
     from purgecheck import engines
-    from purgecheck.results import Result
+    from purgecheck.reports.results import Result
 
     load = engines.load_engines()
     broken = engines.Engine("always-fails", "fails whatever it is given",

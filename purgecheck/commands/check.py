@@ -8,7 +8,7 @@ import sys
 from model.invariants import load_registry
 from purgecheck.cli import UsageError
 from purgecheck.engines import Budget, load_engines
-from purgecheck.results import exit_code, print_table, to_json
+from purgecheck.reports.results import exit_code, print_table, to_json
 
 EXAMPLE = """examples:
   purgecheck check                 every engine, full budget, summary table
@@ -44,7 +44,7 @@ def run(args) -> int:
             print(f"running {name}: {engines[name].description} ...", file=sys.stderr)
         results += engines[name].run(budget)
     # The docs (`purgecheck docs`) show the last result of each engine with its date.
-    from purgecheck.store import save_results
+    from purgecheck.reports.store import save_results
     save_results(results, quick=args.quick)
     if args.json:
         sys.stdout.buffer.write(to_json(results, command="check") + b"\n")

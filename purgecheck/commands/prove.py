@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from purgecheck.cli import UsageError
-from purgecheck.results import exit_code, print_table, to_json
+from purgecheck.reports.results import exit_code, print_table, to_json
 
 EXAMPLE = """examples:
   purgecheck prove                       every proof; full bounds (the explorer's biggest

@@ -20,7 +20,7 @@ INVARIANTS_NAV = [("invariants", "invariants.html"), ("results and mutants", "re
 def deterministic(facts=None) -> dict[str, str]:
     """{path under docs/: content} of everything derived from the registries (from `facts`,
     a purgecheck.docs.facts.Facts, when the caller collected them already)."""
-    from purgecheck import plots
+    from purgecheck.docs import plots
     from purgecheck.docs import html, pages
     from purgecheck.docs.facts import collect
 
@@ -47,7 +47,7 @@ def deterministic(facts=None) -> dict[str, str]:
 
 def from_results() -> dict[str, str]:
     """{path under docs/: content} of the results pages, from .purgecheck/ (may be empty)."""
-    from purgecheck import store
+    from purgecheck.reports import store
     from purgecheck.docs import html, results_pages
 
     files: dict[str, str] = {}

@@ -16,11 +16,11 @@ from pathlib import Path
 
 from model.invariants import Invariant, load_registry
 from proofs.core import Twin
-from purgecheck.advance_graph import Graph
+from purgecheck.docs.advance_graph import Graph
 from purgecheck.mutants import MUTANTS, TRACE_INVARIANT, Mutant, is_c_trace_mutant
 from purgecheck.scenarios import SCENARIOS
-from purgecheck.store import project_root
-from purgecheck.timeline import Timeline, run_timeline
+from purgecheck.reports.store import project_root
+from purgecheck.reports.timeline import Timeline, run_timeline
 
 CHOSEN_DESIGN = "epoch"
 
@@ -220,7 +220,7 @@ def epoch_mutants() -> list[Mutant]:
 
 
 def collect_graphs() -> list[GraphFigure]:
-    from purgecheck import advance_graph
+    from purgecheck.docs import advance_graph
     from purgecheck.mutants import applied
 
     out = []

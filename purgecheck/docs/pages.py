@@ -11,7 +11,7 @@ from __future__ import annotations
 from purgecheck.docs.facts import CHOSEN_DESIGN, Design, Facts, GraphFigure
 from purgecheck.docs.md import GENERATED, Links, anchor, esc, quote, slug, table
 from purgecheck.docs.steps import path_table, scenario_table, size, window
-from purgecheck.timeline import Timeline
+from purgecheck.reports.timeline import Timeline
 
 SCOPES = {
     "page": "every page, after every op of every scenario",
@@ -181,7 +181,7 @@ def _graphs(facts: Facts, links: Links) -> list[str]:
                 + ", ".join(f"[{i}]({links.invariant(i)})" for i in g.invariants) + ".", "",
                 f"![state graph of the advance under {g.mutant}]"
                 f"({links.image(graph_image(g))})", ""]
-        from purgecheck.advance_graph import describe_state
+        from purgecheck.docs.advance_graph import describe_state
         rows = [("initial state" if n == 0 else gr.graph.edges[a, b]["label"],
                  describe_state(b)) for n, (a, b) in
                 enumerate(zip([gr.path[0]] + gr.path, gr.path))]

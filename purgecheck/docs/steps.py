@@ -1,7 +1,7 @@
 """Step tables: a scenario run, or a path in a state graph, one row per step.
 
-Scenario steps come from `purgecheck.timeline` (as dicts, since the mutants report carries
-them through JSON); graph paths from `purgecheck.advance_graph`. In a graph path a value
+Scenario steps come from `purgecheck.reports.timeline` (as dicts, since the mutants report carries
+them through JSON); graph paths from `purgecheck.docs.advance_graph`. In a graph path a value
 equal to the row above is shown as "." so that the eye falls on what each step changed.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from purgecheck.docs.md import esc, table
-from purgecheck.timeline import Timeline
+from purgecheck.reports.timeline import Timeline
 
 SCENARIO_HEADER = ["line", "op", "t (ms)", "epoch", "discarded", "refaulted blocks",
                    "resident", "what happened"]

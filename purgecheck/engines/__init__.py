@@ -12,7 +12,7 @@ import pkgutil
 from dataclasses import dataclass
 from typing import Callable
 
-from purgecheck.results import Result
+from purgecheck.reports.results import Result
 
 
 @dataclass(frozen=True)

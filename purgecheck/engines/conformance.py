@@ -13,7 +13,7 @@ import time
 
 from model.invariants import Invariant, register
 from purgecheck.engines import Budget, engine
-from purgecheck.results import Result
+from purgecheck.reports.results import Result
 
 ENGINE = "conformance"
 

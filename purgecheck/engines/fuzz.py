@@ -13,7 +13,7 @@ from model.invariants import load_registry
 from model.variants import EPOCH
 from purgecheck.engines import Budget, engine
 from purgecheck.fuzz import MACHINES, FuzzRun, run_machine
-from purgecheck.results import Result
+from purgecheck.reports.results import Result
 import stateful_tests.shadow  # noqa: F401  registers the shadow's checks (scope "fuzz")
 
 # The defects the seed names for each rejected design (registry ids). The `clock` design is

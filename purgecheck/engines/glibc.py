@@ -18,7 +18,7 @@ from purgecheck.glibc.modelrun import run_model
 from purgecheck.formats.glibc_ops import parse_script
 from purgecheck.glibc.trace import TraceError
 from purgecheck.glibc.workloads import CASES, WORKLOADS
-from purgecheck.results import Result
+from purgecheck.reports.results import Result
 
 ENGINE = "glibc"
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from purgecheck.engines import Budget, engine
-from purgecheck.results import Result
+from purgecheck.reports.results import Result
 
 ENGINE = "sanitizers"
 INVARIANT = "CF-SANITIZERS-CLEAN"

@@ -8,7 +8,7 @@ import time
 
 from model.invariants import load_registry
 from purgecheck.engines import Budget, engine
-from purgecheck.results import Result
+from purgecheck.reports.results import Result
 
 
 def scenario_checks(names: list[str] | None = None) -> tuple[dict[str, int], dict[str, Result]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 
 from purgecheck.engines import Budget, engine
-from purgecheck.results import Result
+from purgecheck.reports.results import Result
 
 ROOT = Path(__file__).resolve().parent.parent
 STRESS = {"release": ROOT / "reference_c" / "build" / "stress",

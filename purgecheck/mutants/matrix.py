@@ -69,7 +69,7 @@ def _scenario_steps(result) -> list[dict]:
     V]`) as the steps that led to its first failure, re-run with the mutant still applied."""
     from purgecheck.docs.steps import window
     from purgecheck.scenarios import SCENARIOS
-    from purgecheck.timeline import run_timeline
+    from purgecheck.reports.timeline import run_timeline
 
     words = result.replay.split()
     if words[:2] != ["purgecheck", "scenario"] or len(words) < 3 or words[2] not in SCENARIOS:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from dataclasses import asdict
 
-from purgecheck import store
+from purgecheck.reports import store
 from purgecheck.mutants.matrix import CRASHED, KILLED, SURVIVED, TIMEOUT, Matrix
 
 STYLE = {KILLED: "green", SURVIVED: "dim", TIMEOUT: "yellow", CRASHED: "yellow"}

@@ -1,28 +1,19 @@
-"""Results of the engines, and how they are shown: a table for people, JSON for CI."""
+"""How the results of the engines are shown: a table for people, JSON for CI.
+
+The result type itself is proofs/results.py (the proofs return it and may not import the
+tool); it is imported here so that the tool's modules name one place for results.
+"""
 
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import orjson
 
-PASSING = {"hold", "proved", "bounded", "refuted-as-expected", "killed"}
+from proofs.results import PASSING, Result
 
-
-@dataclass
-class Result:
-    invariant: str  # registry id the result speaks about
-    engine: str  # which engine produced it
-    status: str  # hold | fail | proved | refuted | bounded | unknown | error | ...
-    figure: str  # what was covered: "412 states", "200 examples", "3,120 ops"
-    seconds: float = 0.0
-    detail: str = ""  # the counterexample or reason when it did not pass
-    replay: str = ""  # one command that reproduces a failure
-
-    @property
-    def ok(self) -> bool:
-        return self.status in PASSING
+__all__ = ["PASSING", "Result", "exit_code", "to_json", "print_table"]
 
 
 def exit_code(results: list[Result]) -> int:

@@ -66,7 +66,7 @@ def save(name: str, doc: dict) -> Path:
 
 
 def save_results(results: list, quick: bool) -> Path:
-    """Merge `results` (purgecheck.results.Result) into results.json, dated now: the results
+    """Merge `results` (purgecheck.reports.results.Result) into results.json, dated now: the results
     of every engine that ran replace that engine's earlier ones."""
     date = now_stamp()
     ran = {r.engine for r in results}

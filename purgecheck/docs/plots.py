@@ -17,8 +17,8 @@ matplotlib.use("svg")  # no display, no GUI toolkit: the docs are built headless
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-from purgecheck.advance_graph import Graph  # noqa: E402
-from purgecheck.timeline import Timeline  # noqa: E402
+from purgecheck.docs.advance_graph import Graph  # noqa: E402
+from purgecheck.reports.timeline import Timeline  # noqa: E402
 
 STYLE = {
     "svg.hashsalt": "purgecheck-docs",  # element ids derive from this, not from a random salt
