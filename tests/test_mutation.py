@@ -10,7 +10,8 @@ import time
 import pytest
 
 import model.epoch as ep
-from purgecheck import docs, store
+from purgecheck import docs
+from purgecheck.reports import store
 from purgecheck.cli import main
 from purgecheck.mutants import MUTANTS, Mutant, Patch
 from purgecheck.mutants.matrix import CRASHED, KILLED, SURVIVED, TIMEOUT, run_matrix

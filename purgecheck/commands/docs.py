@@ -33,7 +33,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from purgecheck import docs, store
+    from purgecheck import docs
+    from purgecheck.reports import store
 
     out = Path(args.out) if args.out else store.project_root() / "docs"
     if out.exists() and not out.is_dir():
