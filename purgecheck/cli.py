@@ -10,10 +10,10 @@ import argparse
 import importlib
 import sys
 
-# Subcommand modules under purgecheck.commands; each has `add_parser(sub)` and `run(args)`.
-COMMANDS = ["check", "invariants", "scenario", "glibc", "mutants", "docs", "diff", "fuzz",
-            "validate"]
-COMMANDS.append("prove")  # purgecheck/commands/prove.py
+from purgecheck.commands import command_names
+
+# The subcommands: the modules of purgecheck/commands/, each with `add_parser` and `run`.
+COMMANDS = command_names()
 
 
 class UsageError(Exception):

@@ -1,1 +1,20 @@
-"""One module per subcommand of `purgecheck` (see purgecheck.cli.COMMANDS)."""
+"""One module per subcommand of `purgecheck`, each with `add_parser(sub)` and `run(args)`.
+
+The command line is the modules of this package: adding a command is adding a module here.
+"""
+
+from __future__ import annotations
+
+import pkgutil
+
+# The order `purgecheck --help` lists them in: the main job, what is checked, then one
+# engine at a time as the guide introduces them. A module not named here comes after, by name.
+HELP_ORDER = ("check", "invariants", "scenario", "prove", "fuzz", "diff", "validate", "glibc",
+              "mutants", "docs")
+
+
+def command_names() -> list[str]:
+    """Every module of this package, in HELP_ORDER and then by name."""
+    found = [m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")]
+    return sorted(found, key=lambda m: (HELP_ORDER.index(m) if m in HELP_ORDER
+                                        else len(HELP_ORDER), m))
