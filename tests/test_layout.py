@@ -1,0 +1,142 @@
+"""The layout is the architecture (DESIGN.md, issue 15): the parts are found by their place, and
+imports go one way, from the tool down to the model.
+
+The engines of `check`, the parts of the mutant catalogue and the subcommands are each the
+modules of one package, found by listing it: a module added there is run, loaded or offered
+without editing a list elsewhere. Each layer imports only the layers below it; the rules are
+read off the source (every import statement, the ones inside functions included).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
+
+import pytest
+
+import purgecheck.commands as commands
+import purgecheck.engines as engines
+import purgecheck.mutants as mutants
+from purgecheck.mutants import catalogue
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = ("model", "proofs", "stateful_tests", "purgecheck")
+
+
+def modules_in(package) -> set[str]:
+    return {m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")}
+
+
+# -- found by listing ------------------------------------------------------------------------
+
+def test_every_engine_module_is_loaded_in_run_order():
+    names = [m.rsplit(".", 1)[1] for m in engines.engine_modules()]
+    assert set(names) == modules_in(engines)
+    assert names[:len(engines.RUN_ORDER)] == list(engines.RUN_ORDER)
+    loaded = engines.load_engines()
+    assert list(loaded)[:len(engines.RUN_ORDER)] == list(engines.RUN_ORDER)
+
+
+def test_an_engine_module_added_to_the_package_is_found_and_run_last(tmp_path, monkeypatch):
+    (tmp_path / "zz_probe.py").write_text(
+        "from purgecheck.engines import engine\n"
+        "@engine('zz-probe', 'a probe of discovery')\n"
+        "def run(budget):\n"
+        "    return []\n")
+    monkeypatch.setattr(engines, "__path__", [*engines.__path__, str(tmp_path)])
+    monkeypatch.delitem(engines.ENGINES, "zz-probe", raising=False)
+    try:
+        assert engines.engine_modules()[-1] == "purgecheck.engines.zz_probe"
+        assert "zz-probe" in engines.load_engines()
+    finally:
+        engines.ENGINES.pop("zz-probe", None)
+        sys.modules.pop("purgecheck.engines.zz_probe", None)
+
+
+def test_every_catalogue_module_is_loaded_and_registers_mutants():
+    names = [m.rsplit(".", 1)[1] for m in mutants.catalogue_modules()]
+    assert set(names) == modules_in(catalogue)
+    assert [n for n in names if n in mutants.PART_ORDER] == list(mutants.PART_ORDER)
+    for name in names:
+        assert f"{catalogue.__name__}.{name}" in sys.modules
+        tree = ast.parse((Path(catalogue.__path__[0]) / f"{name}.py").read_text())
+        calls = [n for n in tree.body if isinstance(n, ast.Expr | ast.Assign)
+                 and isinstance(n.value, ast.Call) and getattr(n.value.func, "id", "") == "mutant"]
+        assert calls, f"catalogue/{name}.py registers no mutant"
+    assert len(mutants.MUTANTS) >= 42
+
+
+def test_every_command_module_is_a_subcommand():
+    from purgecheck.cli import COMMANDS, build_parser
+
+    assert set(COMMANDS) == modules_in(commands)
+    assert COMMANDS[:len(commands.HELP_ORDER)] == list(commands.HELP_ORDER)
+    assert all(importlib.import_module(f"purgecheck.commands.{c}").run for c in COMMANDS)
+    help_text = build_parser().format_help()
+    positions = [help_text.index(f"    {c}") for c in COMMANDS]
+    assert positions == sorted(positions)
+
+
+# -- one direction of import -------------------------------------------------------------------
+
+def imports_of(path: Path) -> set[str]:
+    """Every project module `path` imports, at the top or inside a function."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+            out |= {f"{node.module}.{a.name}" for a in node.names}
+    return {m for m in out if m.split(".")[0] in PROJECT}
+
+
+def allowed(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+# (the files, the project modules they may import). A name imported from a module counts as
+# that module's (`from purgecheck.mutants.patching import mutant` is purgecheck.mutants.patching).
+LAYERS = [
+    ("model", ("model",)),
+    ("proofs", ("model", "proofs")),
+    ("stateful_tests", ("model", "stateful_tests", "purgecheck.conformance")),
+    ("purgecheck/mutants/patching.py", ()),
+    ("purgecheck/mutants/catalogue", ("model", "proofs", "purgecheck.mutants.patching")),
+    ("purgecheck/formats", ("model", "purgecheck.formats", "purgecheck.runner")),
+]
+
+
+@pytest.mark.parametrize("where,may_import", LAYERS, ids=[w for w, _ in LAYERS])
+def test_each_layer_imports_only_the_layers_below(where, may_import):
+    place = ROOT / where
+    files = [place] if place.suffix == ".py" else sorted(place.rglob("*.py"))
+    assert files
+    wrong = []
+    for f in files:
+        own = ".".join(f.relative_to(ROOT).with_suffix("").parts)
+        for m in imports_of(f):
+            # `from model import alloc` names model.alloc; both are the model's
+            if not allowed(m, may_import) and not m.startswith(own) and \
+                    not allowed(m.rsplit(".", 1)[0], may_import):
+                wrong.append(f"{f.relative_to(ROOT)} imports {m}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_layering_check_sees_a_wrong_arrow(tmp_path):
+    """The check above can fail: an import of the tool from a proof is reported."""
+    f = tmp_path / "proof.py"
+    f.write_text("def f():\n    from purgecheck.reports.results import Result\n")
+    assert "purgecheck.reports.results" in imports_of(f)
+    assert not allowed("purgecheck.reports.results", ("model", "proofs"))
+
+
+def test_a_glibc_twin_that_names_a_mutant_needs_the_tool_to_apply_it():
+    """proofs/ does not import the tool: a twin run under a mutant asks for the applier."""
+    from proofs.glibc_throttle import run_mutant_proofs
+
+    with pytest.raises(ValueError, match="apply_mutant"):
+        run_mutant_proofs(quick=True, only="rfc-ratio-le")
