@@ -21,7 +21,7 @@ import orjson
 from purgecheck.engines import Budget, engine
 from purgecheck.reports.results import Result
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the project: purgecheck/engines/validate.py
 STRESS = {"release": ROOT / "reference_c" / "build" / "stress",
           "tsan": ROOT / "reference_c" / "build" / "stress_tsan"}
 ENGINE = "validate"

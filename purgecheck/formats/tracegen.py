@@ -25,7 +25,7 @@ from model.thread import PARK_SWEPT_DONE, PARK_SWEPT_NONE, ThreadState
 from model.world import Options
 from purgecheck.formats.trace import FORMAT, VERSION, config_of
 
-GENERATION = 3  # bumped when what it writes changes (bench_traces makes its trace again)
+GENERATION = 3  # bumped when what it writes changes (bench/traces.py makes its trace again)
 BLOCK = 256 * 1024  # a large-page block: the page has 16, the first 4 are formed
 SCAVENGER = -1
 FULL_EVERY = 64
