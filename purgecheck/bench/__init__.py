@@ -3,4 +3,45 @@
 One module per part measured (the conformance machinery, the explorer, the fuzz machines,
 the trace reader and `validate` at scale); `python -m purgecheck.bench` (`make bench`) runs
 them all and prints one table with the machine's load.
+
+Each module has `figures(tiny) -> list[Figure]`, the figures its own `main()` prints (with
+`tiny`, at a size that takes seconds: what the test suite runs, so that no benchmark rots).
 """
+
+from __future__ import annotations
+
+import math
+import pkgutil
+from dataclasses import dataclass
+
+# The benchmarks, in the order `python -m purgecheck.bench` runs them: the modules of this
+# package, by name (adding a benchmark is adding a module with `figures(tiny)`).
+BENCHMARKS = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)
+                          if not m.name.startswith("_")))
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One measured figure: `value` in `unit`; NaN when it was not measured (`note` says why:
+    a tool that is not installed, a benchmark that failed)."""
+
+    bench: str
+    name: str
+    value: float
+    unit: str
+    note: str = ""
+
+    @property
+    def measured(self) -> bool:
+        return math.isfinite(self.value)
+
+    def as_json(self) -> dict:
+        """The figure as a JSON object; a figure not measured has the value null."""
+        return {"bench": self.bench, "name": self.name,
+                "value": self.value if self.measured else None, "unit": self.unit,
+                "note": self.note}
+
+
+def not_measured(bench: str, name: str, unit: str, why: str) -> Figure:
+    """The row of a figure that could not be measured here, saying why."""
+    return Figure(bench, name, math.nan, unit, why)

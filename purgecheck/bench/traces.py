@@ -1,5 +1,5 @@
 """Benchmark: `purgecheck validate` and `purgecheck diff --traces` on a generated trace of ten
-million events (purgecheck/tracegen.py): events per second and peak memory of each.
+million events (purgecheck/formats/tracegen.py): events per second and peak memory of each.
 
 Figures are printed, never asserted (DESIGN.md: speed goes in benchmarks). Each command runs
 in a child process of its own, so that its peak resident memory is its own. Events per second
@@ -14,27 +14,40 @@ each on the one-million-event trace; `--reader` compares ways of decoding its li
     python -m purgecheck.bench.traces --events 2000000 --profile
     python -m purgecheck.bench.traces --reader        # one msgspec call per line or per batch
     python -m purgecheck.bench.traces --floor         # the reader, then the loop, then validate
+
+`make bench` (python -m purgecheck.bench) runs the three commands with the other benchmarks,
+on a trace of a million events (the one this benchmark keeps beside its ten million).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import orjson
 
+from purgecheck.bench import Figure
+
+# The peak resident memory is the child's own VmHWM: on Linux, ru_maxrss of a process started
+# by vfork+exec (as subprocess does) includes its parent's peak, which in `python -m
+# purgecheck.bench` is the other benchmarks' memory.
 CHILD = r"""
-import resource, sys, time, orjson
+import re, resource, sys, time, orjson
 from purgecheck.cli import main
 argv = sys.argv[1:]
 t0, c0 = time.perf_counter(), time.process_time()
 rc = main(argv)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+try:
+    rss = int(re.search(r"VmHWM:\s*(\d+) kB", open("/proc/self/status").read()).group(1)) * 1024
+except (OSError, AttributeError):
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 sys.stderr.write(orjson.dumps({"rc": rc, "wall": wall, "cpu": cpu, "rss": rss}).decode() + "\n")
 """
 
@@ -46,9 +59,10 @@ pstats.Stats("/tmp/purgecheck-bench.prof").sort_stats("tottime").print_stats(12)
 """
 
 
-def ensure_trace(path: Path, events: int, seed: int) -> int:
-    """Generate the trace unless a file of that many events is there already."""
-    from purgecheck.tracegen import GENERATION, generate
+def ensure_trace(path: Path, events: int, seed: int, say=print) -> int:
+    """Generate the trace unless a file of that many events is there already (`say` tells
+    where it went)."""
+    from purgecheck.formats.tracegen import GENERATION, generate
     stamp = path.with_suffix(".count")
     made = f"{events} {seed} {GENERATION}"
     if path.exists() and stamp.exists() and stamp.read_text() == made:
@@ -57,15 +71,21 @@ def ensure_trace(path: Path, events: int, seed: int) -> int:
     with open(path, "wb") as f:
         n = generate(f, events, seed)
     stamp.write_text(made)
-    print(f"generated {n:,} events in {time.perf_counter() - t0:.1f} s "
-          f"({path.stat().st_size / 1e6:.0f} MB): {path}")
+    say(f"generated {n:,} events in {time.perf_counter() - t0:.1f} s "
+        f"({path.stat().st_size / 1e6:.0f} MB): {path}")
     return n
 
 
 def measure(argv: list[str]) -> dict:
+    """`purgecheck ARGV` in a child process: its exit status ("rc"), wall and CPU seconds
+    and peak resident memory in bytes ("rss"). RuntimeError when the child did not say."""
     proc = subprocess.run([sys.executable, "-c", CHILD, *argv], capture_output=True, text=True)
-    last = proc.stderr.strip().splitlines()[-1]
-    return orjson.loads(last)
+    lines = proc.stderr.strip().splitlines()
+    try:
+        return orjson.loads(lines[-1])
+    except (IndexError, orjson.JSONDecodeError):
+        raise RuntimeError(f"purgecheck {' '.join(argv)} exited {proc.returncode} without "
+                           f"its figures: {proc.stderr.strip()[-300:]!r}") from None
 
 
 def profile(argv: list[str]) -> str:
@@ -100,7 +120,7 @@ def bench_reader(path: Path) -> None:
 
     import msgspec
 
-    from purgecheck.trace import _ANY_EVENT, _BATCH, _decode_event
+    from purgecheck.formats.trace import _ANY_EVENT, _BATCH, _decode_event
 
     with open(path, "rb") as f:
         f.readline()
@@ -148,7 +168,7 @@ def bench_floor(path: Path) -> None:
     event and one of the model's state (the least a handler that checks anything does); the
     whole replay. The gap between the second and the last is what the handlers cost; the
     second bounds from above what any replay in this process can reach."""
-    from purgecheck.trace import read_trace
+    from purgecheck.formats.trace import read_trace
     from purgecheck.validate import Validator
 
     def nothing(ev, tid) -> None:
@@ -191,10 +211,53 @@ def _cpu(fn) -> float:
 
 
 def row(name: str, n: int, argv: list[str]) -> None:
-    r = measure(argv)
+    print_row(name, n, measure(argv))
+
+
+def print_row(name: str, n: int, r: dict) -> None:
     status = "" if r["rc"] == 0 else f"  (exit {r['rc']})"
     print(f"{name:<44} {n:>12,} {r['wall']:>8.1f} {n / r['wall']:>11,.0f} "
           f"{n / r['cpu']:>11,.0f} {r['rss'] / 1e6:>8.0f}{status}")
+
+
+def commands(path: Path, n: int, small: Path, n_small: int, twin: Path,
+             size: str = "") -> list[tuple[str, int, list[str]]]:
+    """The rows: (name, events, purgecheck's argv); `size` names the twin's size."""
+    return [("validate", n, ["validate", str(path), "--quiet"]),
+            ("diff --traces (the same file twice)", n, ["diff", "--traces", str(path), str(path)]),
+            (f"diff --traces ({size + ', ' if size else ''}against its twin)", n_small,
+             ["diff", "--traces", str(small), str(twin)])]
+
+
+BENCH = "traces"
+BENCH_EVENTS = 1_000_000  # in `python -m purgecheck.bench`: main()'s 10 M take minutes
+TINY_EVENTS = 20_000
+
+
+def figures(tiny: bool = False) -> list[Figure]:
+    """Events per second (wall, CPU) and peak memory of each command: on a generated trace
+    of a million events (kept in the temporary directory: the one main() makes beside its
+    ten million), or with `tiny` of 20,000 (generated in a directory removed afterwards)."""
+    events = TINY_EVENTS if tiny else BENCH_EVENTS
+    with (tempfile.TemporaryDirectory() if tiny else
+          contextlib.nullcontext(tempfile.gettempdir())) as where:
+        path = Path(where) / f"purgecheck-bench-trace-{'tiny' if tiny else '1m'}.jsonl"
+        n = ensure_trace(path, events, 0, say=lambda s: print(s, file=sys.stderr))
+        rows = [(name, k, measure(argv)) for name, k, argv in
+                commands(path, n, path, n, ensure_twin(path))]
+    size = f"a generated trace of {n:,} events"
+    if not tiny:
+        size += " (python -m purgecheck.bench.traces: 10 M)"
+    out = []
+    for name, k, r in rows:
+        note = size if r["rc"] == 0 else f"{size}; purgecheck exited {r['rc']}"
+        out += [Figure(BENCH, f"{name}: events per second", k / r["wall"], "events/s",
+                       note + ", wall clock"),
+                Figure(BENCH, f"{name}: events per second by CPU time", k / r["cpu"],
+                       "events/s", note),
+                Figure(BENCH, f"{name}: peak memory", r["rss"] / 1e6, "MB",
+                       note + ", the child process's peak resident set")]
+    return out
 
 
 def main(args: list[str] | None = None) -> int:
@@ -226,10 +289,9 @@ def main(args: list[str] | None = None) -> int:
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
     print(f"{'command':<44} {'events':>12} {'wall s':>8} {'ev/s wall':>11} {'ev/s cpu':>11} "
           f"{'peak MB':>8}")
-    row("validate", n, ["validate", str(path), "--quiet"])
-    row("diff --traces (the same file twice)", n, ["diff", "--traces", str(path), str(path)])
-    row("diff --traces (1 M, against its twin)", n_small,
-        ["diff", "--traces", str(small), str(twin)])
+    size = "1 M" if n_small >= 1_000_000 else f"{n_small:,}"
+    for name, k, argv in commands(path, n, small, n_small, twin, size):
+        row(name, k, argv)
     if a.profile:
         for name, argv in (("validate", ["validate", str(small), "--quiet"]),
                            ("diff", ["diff", "--traces", str(small), str(twin)])):

@@ -129,7 +129,7 @@ def _sanitizers(quick: bool, seed: int) -> Result:
         if not ok:
             return Result("CF-SANITIZERS-CLEAN", ENGINE, "fail", "", time.perf_counter() - t0,
                           detail=f"stress seed {s}: {detail}",
-                          replay=f"python -m purgecheck.bench.conformance --stress {s}")
+                          replay=f"python -m purgecheck.bench.conformance --stress-script {s}")
     return Result("CF-SANITIZERS-CLEAN", ENGINE, "hold",
                   f"{len(names)} scenarios (ASan+UBSan), {len(stress)} stress runs (TSan)",
                   time.perf_counter() - t0)

@@ -1,0 +1,149 @@
+"""Every benchmark runs at its tiny size, so that none of them rots (DESIGN.md): each module's
+`figures(tiny=True)`, and `python -m purgecheck.bench --tiny` as `make bench` runs it. The
+figures are checked for what they are (present, finite, rates positive, shares that add up),
+never against a speed: nothing here asserts on the wall clock."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import math
+
+import pytest
+
+from purgecheck.bench import BENCHMARKS, Figure
+from purgecheck.bench.__main__ import main as bench_main
+
+# What each benchmark's figures must name at the least (whatever this machine has installed).
+EXPECTED = {
+    "conformance": ("differential examples, conformance alone",
+                    "instructions the stamp adds to a malloc+free",
+                    "trace reader into dicts, all events",
+                    "trace reader into dicts, without page observations"),
+    "explorer": ("bare-1: states per second", "park-1-short: states per second",
+                 "largest bare configuration exhausted within 2 s"),
+    "fuzz": tuple(f"{m} machine, {d} driver: steps per second by CPU time"
+                  for m in ("page", "epoch", "park") for d in ("program", "rules")),
+    "traces": ("validate: events per second by CPU time",
+               "diff --traces (the same file twice): events per second by CPU time",
+               "diff --traces (against its twin): peak memory"),
+}
+
+
+def is_rate(f: Figure) -> bool:
+    return f.unit.endswith("/s")
+
+
+def check_figures(bench: str, figs: list[Figure]) -> None:
+    assert figs and all(isinstance(f, Figure) and f.bench == bench for f in figs)
+    names = [f.name for f in figs]
+    assert len(names) == len(set(names)), "a figure named twice"
+    assert set(EXPECTED[bench]) <= set(names)
+    for f in figs:
+        if not f.measured:  # only for a missing tool or build, and the row says which
+            assert f.note.startswith("not measured: ") and math.isnan(f.value), f
+            continue
+        assert math.isfinite(f.value), f
+        if is_rate(f) or f.unit in ("MB", "ms", "instructions", "states", "steps"):
+            assert f.value > 0, f
+        if not f.name.startswith("instructions the stamp adds"):
+            assert f.value >= 0, f
+
+
+@pytest.fixture(scope="module")
+def tiny_figures() -> dict[str, list[Figure]]:
+    return {name: importlib.import_module(f"purgecheck.bench.{name}").figures(tiny=True)
+            for name in BENCHMARKS}
+
+
+@pytest.mark.parametrize("bench", BENCHMARKS)
+def test_figures_tiny(tiny_figures, bench):
+    check_figures(bench, tiny_figures[bench])
+
+
+def test_reader_bench_reads_its_trace(tiny_figures):
+    """The reader's trace is the scenarios' C traces one after the other: read without a
+    TraceError (each one's clock starts again at 1000 ms), and about the size asked for."""
+    reader = [f for f in tiny_figures["conformance"] if f.name.startswith("trace reader")]
+    assert len(reader) == 2
+    for f in reader:
+        if f.measured:
+            assert f.value > 0 and f.note.startswith("20,0"), f  # 20,000 events and the pages
+
+
+def test_forward_keeps_the_clock_monotone():
+    """Traces whose clocks each start at 1000 ms, put one after the other: the readings go on
+    forward with the same steps, and the reader takes the result."""
+    from model.world import Options
+    from purgecheck.bench.conformance import _forward
+    from purgecheck.formats.trace import model_header, read_trace, write_trace
+
+    header = {"config": {"clock_start_ms": 1000}}
+    one = [{"ev": "clock", "now": 1100}, {"ev": "epoch_advance", "thread": 1, "epoch": 1,
+                                          "start": 1100}, {"ev": "clock", "now": 1300}]
+    two = [{"ev": "clock", "now": 1100}, {"ev": "clock", "now": 1050}]
+    out = list(_forward([(header, one), (header, two), (header, one)], 1000))
+    assert [e["now"] for e in out if e["ev"] == "clock"] == [1100, 1300, 1400, 1400, 1500, 1700]
+    assert [e["start"] for e in out if e["ev"] == "epoch_advance"] == [1100, 1500]
+    assert one[2]["now"] == 1300  # the scenarios' events are not changed in place
+
+    buf = io.BytesIO()
+    write_trace(buf, model_header(Options()), out)  # a virtual clock, monotone, from 1000 ms
+    assert sum(1 for _ in read_trace(io.BytesIO(buf.getvalue())).events) == len(out)
+
+
+def test_fuzz_shares_add_up(tiny_figures):
+    figs = {f.name: f.value for f in tiny_figures["fuzz"]}
+    for m in ("page", "epoch", "park"):
+        for d in ("program", "rules"):
+            row = f"{m} machine, {d} driver: share of the time in "
+            parts = [v for k, v in figs.items() if k.startswith(row)]
+            assert len(parts) == 3 and sum(parts) == pytest.approx(100)
+            assert 1 <= figs[f"{m} machine, {d} driver: steps per example"] <= 10
+
+
+def test_make_bench_tiny_json(capsys):
+    """`python -m purgecheck.bench --tiny --json`: valid JSON (no NaN), every benchmark
+    listed with its figures, none failed, and the machine's cores and load."""
+    assert bench_main(["--tiny", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["tiny"] is True and doc["failed"] == []
+    assert doc["benchmarks"] == list(BENCHMARKS)
+    assert doc["machine"]["cores"] >= 1
+    assert len(doc["machine"]["load_before"]) == len(doc["machine"]["load_after"]) == 3
+    by_bench: dict[str, list[dict]] = {}
+    for f in doc["figures"]:
+        assert set(f) == {"bench", "name", "value", "unit", "note"}
+        by_bench.setdefault(f["bench"], []).append(f)
+    assert set(by_bench) == set(BENCHMARKS)
+    for bench, figs in by_bench.items():
+        check_figures(bench, [Figure(**{**f, "value": math.nan if f["value"] is None
+                                        else f["value"]}) for f in figs])
+
+
+def test_a_failing_benchmark_is_a_row_and_exit_1(capsys, monkeypatch):
+    """A benchmark that raises does not stop the others nor look measured: its row says how
+    it failed, the JSON lists it under "failed", and the exit status is 1."""
+    import purgecheck.bench.explorer as explorer
+
+    def broken(tiny, budget=None):
+        raise RuntimeError("no states today")
+    monkeypatch.setattr(explorer, "figures", broken)
+    assert bench_main(["--tiny", "--json", "--only", "explorer"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["failed"] == ["explorer"]
+    [row] = doc["figures"]
+    assert row["value"] is None and row["note"] == "failed: RuntimeError: no states today"
+
+
+def test_make_bench_table_only(capsys):
+    """The table: a header line with the cores and the load before and after, then one
+    row per figure of the benchmarks asked for, and only theirs."""
+    assert bench_main(["--tiny", "--only", "explorer"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "cores, load average" in lines[0] and " before, " in lines[0] and "after" in lines[0]
+    assert lines[1].split()[:4] == ["benchmark", "figure", "value", "unit"]
+    rows = lines[3:]
+    assert rows and all(r.startswith("explorer ") for r in rows)
+    assert any(r.split()[1:3] == ["bare-1:", "states"] for r in rows)
