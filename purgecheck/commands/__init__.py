@@ -10,7 +10,7 @@ import pkgutil
 # The order `purgecheck --help` lists them in: the main job, what is checked, then one
 # engine at a time as the guide introduces them. A module not named here comes after, by name.
 HELP_ORDER = ("check", "invariants", "scenario", "prove", "fuzz", "diff", "validate", "glibc",
-              "mutants", "docs")
+              "simulate", "mutants", "docs")
 
 
 def command_names() -> list[str]:

@@ -1,0 +1,230 @@
+"""`purgecheck simulate`: what a purge rule costs on a workload, design by design."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import orjson
+
+from purgecheck.cli import UsageError
+
+EXAMPLE = """examples:
+  purgecheck simulate --list                      workloads, designs, idle behaviours
+  purgecheck simulate bun-serve                   every design of seed 000 on Bun.serve
+  purgecheck simulate bun-serve --design epoch --design no-hold --set requests=5000
+  purgecheck simulate typed-arrays --plot /tmp/sim   and the picture (SVG, PNG)
+  purgecheck simulate my.calls --idle park --park-after 50    a trace of your program
+  purgecheck simulate bench-free                  glibc: every version of seed 001
+  purgecheck simulate --seeds                     each claim of the seeds beside the model's
+exit status: 0 simulated (with --seeds: whether each claim holds is in the table), 2 bad
+usage or a bad trace (one line naming the file, line or option)
+"""
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("simulate", help="what a purge rule costs: discards, refaults, resident "
+                                        "memory, per design",
+                       description="Run a workload through the mimalloc model under each "
+                                   "design (purging off, the unit without the hold, the clock "
+                                   "stamp, the epoch, the rejected designs) or through the glibc "
+                                   "model of each version, and report what each costs: discard "
+                                   "calls and bytes under load and at idle, refaults (OS pages "
+                                   "discarded and written again), resident and resident free "
+                                   "memory over time, and for glibc madvise, brk and munmap "
+                                   "calls. Virtual time, per OS page; deterministic.",
+                       epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("workload", nargs="?", metavar="WORKLOAD|TRACE",
+                   help="a named workload (--list) or a call trace file (docs/simulate.md)")
+    p.add_argument("--list", action="store_true", help="list workloads, designs, idle behaviours")
+    p.add_argument("--seeds", action="store_true",
+                   help="reproduce the seeds' claims side by side with the model's figures")
+    p.add_argument("--scale", type=float, default=1.0, metavar="F",
+                   help="with --seeds: scale the loads by F (0 < F <= 1; default 1)")
+    p.add_argument("--design", action="append", metavar="D",
+                   help="a mimalloc design (repeatable; default: every one)")
+    p.add_argument("--version", action="append", metavar="V",
+                   help="a glibc version (repeatable; default: every one)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", default=[],
+                   help="a workload parameter (repeatable), e.g. requests=5000")
+    p.add_argument("--idle", metavar="BEHAVIOUR",
+                   help="for a trace: what its threads do when idle (park, pool, inline, none; "
+                        "default park); for a named workload, replaces its own")
+    p.add_argument("--idle-ms", type=float, metavar="MS",
+                   help="the idle after the last call (default: the workload's own; 1000 for "
+                        "a trace)")
+    p.add_argument("--park-after", type=float, metavar="MS",
+                   help="a thread that makes no call for MS ms parks (for a trace without "
+                        "loop calls)")
+    p.add_argument("--sample-ms", type=float, default=10.0, metavar="MS",
+                   help="resident memory is sampled every MS ms of virtual time (default 10)")
+    p.add_argument("--plot", metavar="DIR", help="write DIR/<workload>.svg and .png")
+    p.add_argument("--json", action="store_true", help="the figures as JSON on stdout")
+    return p
+
+
+def _positive(value: float | None, option: str, zero_ok: bool = False) -> None:
+    if value is None:
+        return
+    if not (value > 0 or (zero_ok and value == 0)) or value != value or value > 1e9:
+        raise UsageError(f"{option}: expected a {'non-negative' if zero_ok else 'positive'} "
+                         f"number of ms up to 1e9, found {value:g}")
+
+
+def _params(pairs: list[str]) -> dict:
+    out = {}
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        if not eq or not name:
+            raise UsageError(f"--set {pair!r}: expected NAME=VALUE, e.g. requests=5000")
+        try:
+            number = float(value)
+        except ValueError:
+            raise UsageError(f"--set {name}: expected a number, found {value!r}")
+        if number != number or abs(number) > 1e19:
+            raise UsageError(f"--set {name}: {value} is not a usable number")
+        out[name] = int(number) if number == int(number) and "." not in value else number
+    return out
+
+
+def _list() -> int:
+    from purgecheck.simulate import glibc_versions, glibc_workloads
+    from purgecheck.simulate.mimalloc import DESIGN_NAMES
+    from purgecheck.simulate.workloads import IDLE_BEHAVIOURS, WORKLOADS, _parameters
+
+    print("mimalloc workloads (seed 000):")
+    for name, (gen, description, idle, idle_ms, defaults) in WORKLOADS.items():
+        params = {**_parameters(gen), **defaults}
+        print(f"  {name:24} {description} [idle: {idle}]")
+        print(f"  {'':24} " + ", ".join(f"{k}={v}" for k, v in params.items()))
+    print("glibc workloads (seed 001):")
+    for name, description in glibc_workloads().items():
+        print(f"  {name:24} {description}")
+    print("designs (--design):")
+    for name, what in DESIGN_NAMES.items():
+        print(f"  {name:24} {what}")
+    print("glibc versions (--version): " + ", ".join(glibc_versions()))
+    print("idle behaviours (--idle):")
+    for name, what in IDLE_BEHAVIOURS.items():
+        print(f"  {name:24} {what}")
+    return 0
+
+
+def _seeds(args) -> int:
+    from purgecheck.simulate.claims import seed_claims
+    from purgecheck.simulate.report import print_claims
+
+    if not 0 < args.scale <= 1:
+        raise UsageError(f"--scale: expected a number in (0, 1], found {args.scale:g}")
+    claims = seed_claims(scale=args.scale)
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps({"claims": [c.as_json() for c in claims]},
+                                             option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        print_claims(claims)
+    return 0
+
+
+def run(args) -> int:
+    if args.list:
+        return _list()
+    for value, option, zero_ok in ((args.idle_ms, "--idle-ms", True),
+                                   (args.park_after, "--park-after", False),
+                                   (args.sample_ms, "--sample-ms", False)):
+        _positive(value, option, zero_ok)
+    if args.seeds:
+        if args.workload:
+            raise UsageError("--seeds runs the seeds' own workloads: give no WORKLOAD with it")
+        return _seeds(args)
+    if not args.workload:
+        raise UsageError("name a workload or a trace (see --list), or give --seeds")
+    runs, name = _simulate(args)
+    if args.plot:
+        from purgecheck.simulate.plot import plot_runs
+        try:
+            paths = plot_runs(runs, Path(args.plot), stem=name)
+        except OSError as e:
+            raise UsageError(f"--plot {args.plot}: cannot write there: {e.strerror}")
+        if not args.json:
+            print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
+    if args.json:
+        doc = {"workload": name, "runs": [{k: v for k, v in r.as_json().items()
+                                            if k != "samples"} for r in runs]}
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        from purgecheck.simulate.report import print_runs
+        print_runs(runs, name)
+    return 0
+
+
+def _simulate(args):
+    from purgecheck.simulate import glibc_simulator, glibc_workloads
+    from purgecheck.simulate.mimalloc import DESIGNS, simulate
+    from purgecheck.simulate.workloads import IDLE_BEHAVIOURS, WORKLOADS, Workload, make_workload
+
+    params = _params(args.set)
+    if "idle_ms" in params:
+        if args.idle_ms is not None:
+            raise UsageError("give the idle either as --idle-ms or as --set idle_ms, not both")
+        args.idle_ms = params.pop("idle_ms")
+    if args.idle is not None and args.idle not in IDLE_BEHAVIOURS:
+        raise UsageError(f"--idle: unknown behaviour {args.idle!r}; expected one of "
+                         f"{', '.join(IDLE_BEHAVIOURS)}")
+    designs = args.design or list(DESIGNS)
+    for d in designs:
+        if d not in DESIGNS:
+            raise UsageError(f"--design: unknown design {d!r}; expected one of "
+                             f"{', '.join(DESIGNS)}")
+    if args.workload in glibc_workloads():
+        if args.design:
+            raise UsageError(f"{args.workload} is a glibc workload: choose versions with "
+                             f"--version, not --design")
+        try:
+            return (glibc_simulator().simulate_glibc(args.workload, args.version, **params),
+                    args.workload)
+        except ValueError as e:
+            raise UsageError(str(e))
+    if args.version:
+        raise UsageError(f"--version chooses glibc versions; {args.workload} is a mimalloc "
+                         f"workload (glibc workloads: "
+                         f"{', '.join(glibc_workloads()) or 'none yet'})")
+    if args.workload in WORKLOADS:
+        try:
+            w = make_workload(args.workload, idle_ms=args.idle_ms, **params)
+        except ValueError as e:
+            raise UsageError(str(e))
+        if args.idle:
+            w = Workload(w.name, w.description, w.calls, args.idle, w.idle_ms, w.params)
+        calls = None
+    else:
+        path = Path(args.workload)
+        if not path.is_file():
+            raise UsageError(f"{args.workload}: neither a named workload (--list) nor a file")
+        if params:
+            raise UsageError("--set takes the parameters of a named workload, not of a trace")
+        calls = _read_trace(path)
+        w = Workload(path.stem, f"the calls of {path}", lambda: iter(()), args.idle or "park",
+                     1000.0 if args.idle_ms is None else args.idle_ms)
+    runs = []
+    for d in designs:
+        if not args.json:
+            print(f"simulating {w.name} under {d} ...", file=sys.stderr, flush=True)
+        runs.append(simulate(w, d, sample_ms=args.sample_ms, park_after_ms=args.park_after,
+                             calls=calls))
+    return runs, w.name
+
+
+def _read_trace(path: Path) -> list:
+    """The whole trace, checked before any design runs (a bad line is exit 2, not a run that
+    stops half-way)."""
+    from purgecheck.formats.calls import CallTraceError, read_calls
+    try:
+        with open(path, encoding="utf-8") as f:
+            return list(read_calls(f, str(path)))
+    except CallTraceError as e:
+        raise UsageError(str(e))
+    except UnicodeDecodeError:
+        raise UsageError(f"{path}: expected a call trace in UTF-8 text")
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}")

@@ -1,0 +1,333 @@
+"""A workload on the mimalloc model under one design: what the purge rule costs.
+
+The program's calls go to the model's own rules (model.heap mi_heap_malloc / mi_free /
+mi_realloc, model.drivers mi_on_thread_idle, model.park for the park handoff and its
+scavenger); the cost is read off the model's memory (model.memory: per OS page, as mincore
+reports it), never measured. Time is virtual: the workload's timestamps set the model's
+clock, and the idle behaviour of the workload (workloads.IDLE_BEHAVIOURS) decides who sweeps
+when. Seed 000 (2): "a busy thread puts each new epoch in its pages within the interval and
+keeps its buffers for good. After the last allocation the free space goes back between one
+and two intervals later, where something sweeps that often."
+
+Outside the seed, and the same for every design: a page whose blocks are all free goes back
+to the arena (mi_page_retire), and the arena gives its memory back `purge_delay` ms later
+(mimalloc's ordinary purge, not hole purging; counted as `arena_purges`, apart from the
+discards of the rule under review). The arena of the model does not hand the same addresses
+out again, so memory a new page takes is never counted as a refault.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Iterable, Iterator
+
+from model.drivers import mi_on_thread_idle, mi_on_thread_idle_pending
+from model.heap import Ptr, mi_free, mi_heap_malloc, mi_realloc
+from model.park import mi_on_thread_idle_end, mi_on_thread_idle_start, mi_theap_sweep_parked
+from model.thread import PARKED, SWEEPING
+from model.variants import VARIANTS
+from model.world import Options, World
+from purgecheck.simulate.result import DesignRun, Sample
+from purgecheck.simulate.workloads import Call, Workload
+
+OFF = "off"  # hole purging off (MIMALLOC_PURGE_HOLES=0): bun-dev3-v2, the seed's "before"
+DESIGNS = (OFF, *VARIANTS)  # off, then the seed's choice and the designs it rejected
+DESIGN_NAMES = {
+    OFF: "purging off (before)",
+    "epoch": "the epoch (the seed's rule)",
+    "no-hold": "the unit without the hold, (1) without (2)",
+    "clock": "the clock stamp (the PR's first version)",
+    "handoff-only": "deferring in the handoff only",
+    "two-untouched": "the second untouched sweep",
+}
+INF = float("inf")
+POOL_IDLE_MS = 100  # Bun's thread pool sweeps once after 100 ms without work
+INLINE_EVERY_MS = 100  # Bun's Windows loop sweeps inline at most every 100 ms
+
+
+def design_options(design: str, base: Options | None = None) -> Options:
+    """The model's options for a design: a variant of model.variants, or purging off."""
+    from dataclasses import replace
+    base = base or Options()
+    if design == OFF:
+        return replace(base, purge_holes=False)
+    if design not in VARIANTS:
+        raise ValueError(f"unknown design {design!r}; expected one of {', '.join(DESIGNS)}")
+    return replace(base, variant=design)
+
+
+class Simulation:
+    """The model world under one design, driven by calls in virtual time."""
+
+    def __init__(self, design: str, idle: str, options: Options | None = None,
+                 sample_ms: float = 50.0, park_after_ms: float | None = None) -> None:
+        self.design = design
+        self.idle = idle
+        self.world = World(design_options(design, options))
+        self.opts = self.world.options
+        self.interval = self.opts.purge_holes_min_interval
+        self.sample_ms = sample_ms
+        self.park_after_ms = park_after_ms
+        self.ptrs: dict[int, Ptr] = {}
+        self.t = float(self.world.clock.now)
+        self.t0 = self.t
+        self.samples: list[Sample] = []
+        self.next_sample = self.t
+        # timers: (due time, seq, kind, thread); kinds: scavenger, pool, park_after, purge
+        self.timers: list[tuple[float, int, str, int]] = []
+        self.seq = 0
+        self.scavenger_due: float | None = None
+        self.last_call: dict[int, float] = {}
+        self.last_inline: dict[int, float] = {}
+        self.pool_swept: set[int] = set()
+        self.allocations = 0
+        self.requests = 0
+        self.arena_purges = 0
+        self.arena_purged_bytes = 0
+        self.retired_seen: set[int] = set()
+        self.watch: set[int] = set()  # pages not yet seen retired
+        self.known_pages = 0
+        self.allocs_changed = 0  # counts the program's mallocs, frees and reallocs
+        self.live_cache: tuple[int, set[int]] = (-1, set())
+        self.load_end = self.t
+        self.at_load_end: dict[str, float] = {}
+
+    # -- time ----------------------------------------------------------------------------
+
+    def _timer(self, due: float, kind: str, thread: int = 0) -> None:
+        self.seq += 1
+        heapq.heappush(self.timers, (due, self.seq, kind, thread))
+
+    def _set_clock(self, t: float) -> None:
+        self.t = t
+        now = int(t)
+        if now > self.world.clock.now:
+            self.world.clock.set(now)
+
+    def advance_to(self, t: float) -> None:
+        """Run what happens in the background until `t`: samples, the scavenger, the pool's
+        sweep, parks after silence, the arena's purge of retired pages."""
+        timers = self.timers
+        while True:
+            due = timers[0][0] if timers else INF
+            if self.next_sample <= due:
+                if self.next_sample > t:
+                    break
+                self._set_clock(max(self.t, self.next_sample))
+                self._sample()
+                self.next_sample += self.sample_ms
+                continue
+            if due > t:
+                break
+            self._set_clock(max(self.t, due))
+            _, _, kind, thread = heapq.heappop(timers)
+            getattr(self, f"_on_{kind}")(thread)
+        if t > self.t:
+            self._set_clock(t)
+
+    # -- the program's calls -------------------------------------------------------------
+
+    def call(self, c: Call) -> None:
+        self.advance_to(self.t0 + c.t_ms)
+        th = c.thread
+        thread = self.world.thread(th)
+        if c.op != "loop" and thread.park_state in (PARKED, SWEEPING):
+            mi_on_thread_idle_end(self.world, th)
+        if c.op == "malloc":
+            self.ptrs[c.name] = mi_heap_malloc(self.world, self.world.heap(th), c.size)
+            self.allocations += 1
+            self.load_end = self.t
+        elif c.op == "free":
+            ptr = self.ptrs.pop(c.name)
+            mi_free(self.world, ptr, th)
+            self._note_retired(ptr.page)
+        elif c.op == "realloc":
+            old = self.ptrs[c.name]
+            self.ptrs[c.name] = new = mi_realloc(self.world, self.world.heap(th), old, c.size)
+            if new != old:
+                self.allocations += 1
+                self.load_end = self.t
+                self._note_retired(old.page)
+        elif c.op == "loop":
+            self._loop_idle(th)
+        else:
+            raise ValueError(f"unknown op {c.op!r} in a workload call")
+        if c.request:
+            self.requests += 1
+        if c.op != "loop":
+            self.allocs_changed += 1
+            self.last_call[th] = self.t
+            self.pool_swept.discard(th)
+            if self.idle == "pool":
+                self._timer(self.t + POOL_IDLE_MS, "pool", th)
+            if self.park_after_ms is not None:
+                self._timer(self.t + self.park_after_ms, "park_after", th)
+        self.world.log.clear()  # the model's event log: the simulator keeps counters only
+
+    def _loop_idle(self, th: int) -> None:
+        """The thread's loop has nothing to do: park, or sweep inline at most every 100 ms."""
+        if self.idle == "park":
+            self._park(th)
+        elif self.idle == "inline":
+            if self.t - self.last_inline.get(th, -1e18) >= INLINE_EVERY_MS:
+                self._inline(th)
+
+    def _park(self, th: int) -> None:
+        if mi_on_thread_idle_start(self.world, th):
+            self._wake_scavenger()
+
+    def _inline(self, th: int) -> None:
+        mi_on_thread_idle(self.world, th)
+        self.last_inline[th] = self.t
+        self._note_all_retired()
+
+    # -- background actors -----------------------------------------------------------------
+
+    def _wake_scavenger(self) -> None:
+        """A park wakes the scavenger: a pass now (if none is due sooner)."""
+        if self.scavenger_due is None or self.scavenger_due > self.t:
+            self.scavenger_due = self.t
+            self._timer(self.t, "scavenger")
+
+    def _on_scavenger(self, _thread: int) -> None:
+        if self.scavenger_due is None or self.t < self.scavenger_due:
+            return  # a pass superseded by an earlier one
+        due = mi_theap_sweep_parked(self.world)
+        self._note_all_retired()
+        self.world.log.clear()
+        if due is None:
+            self.scavenger_due = None
+        else:
+            self.scavenger_due = self.t + max(due, 1)
+            self._timer(self.scavenger_due, "scavenger")
+
+    def _on_pool(self, th: int) -> None:
+        if th in self.pool_swept or self.t - self.last_call.get(th, self.t) < POOL_IDLE_MS:
+            return
+        mi_on_thread_idle(self.world, th)
+        self.pool_swept.add(th)
+        self._note_all_retired()
+        self.world.log.clear()
+
+    def _on_park_after(self, th: int) -> None:
+        if self.t - self.last_call.get(th, self.t) >= (self.park_after_ms or 0):
+            self._park(th)
+
+    def _on_inline_again(self, th: int) -> None:
+        """The inline caller about to block for good: again an interval after the call
+        before, while mi_on_thread_idle_pending says so."""
+        if mi_on_thread_idle_pending(self.world, th):
+            self._inline(th)
+            self.world.log.clear()
+            self._timer(self.t + self.interval, "inline_again", th)
+
+    def _note_retired(self, pid: int) -> None:
+        page = self.world.pages[pid]
+        if page.retired and pid not in self.retired_seen:
+            self.retired_seen.add(pid)
+            self._timer(self.t + self.opts.purge_delay, "purge", pid)
+
+    def _note_all_retired(self) -> None:
+        """After a sweep (which may retire pages): note the pages it retired. Only the pages
+        not yet retired are looked at (page ids count up from 1)."""
+        pages = self.world.pages
+        self.watch.update(range(self.known_pages + 1, self.world.arena.next_id))
+        self.known_pages = self.world.arena.next_id - 1
+        for pid in [pid for pid in self.watch if pages[pid].retired]:
+            self.watch.discard(pid)
+            self._note_retired(pid)
+
+    def _on_purge(self, pid: int) -> None:
+        """The arena gives a retired page's memory back (the same for every design)."""
+        g = self.world.pages[pid].geom
+        mem = self.world.mem
+        pages = mem.os_pages(g.slice_start, g.area_size)
+        resident = len(mem.resident.intersection(pages))
+        if resident:
+            mem.resident.difference_update(pages)
+            self.arena_purges += 1
+            self.arena_purged_bytes += resident * mem.os_page_size
+
+    # -- what it costs -----------------------------------------------------------------------
+
+    def live_resident_pages(self) -> int:
+        """Resident OS pages that hold part of a live allocation (the OS pages of the live
+        allocations are worked out again only after an allocation or a free)."""
+        mem = self.world.mem
+        if self.live_cache[0] != self.allocs_changed:
+            live: set[int] = set()
+            for pid in self.watch:
+                page = self.world.pages[pid]
+                if page.retired or not page.handed_out:
+                    continue
+                g = page.geom
+                for i in page.handed_out:
+                    live.update(mem.os_pages(g.block_addr(i), g.block_size))
+            self.live_cache = (self.allocs_changed, live)
+        return len(self.live_cache[1] & mem.resident)
+
+    def _sample(self) -> None:
+        self._note_all_retired()  # brings new pages into `watch`
+        mem = self.world.mem
+        rss = len(mem.resident) * mem.os_page_size
+        free = rss - self.live_resident_pages() * mem.os_page_size
+        self.samples.append(Sample(self.t - self.t0, rss, free, mem.discard_calls,
+                                   mem.discarded_bytes))
+
+    def end_load(self) -> None:
+        """The last call: note the figures under load, then the threads go idle for good."""
+        mem = self.world.mem
+        self._sample()
+        self.at_load_end = {"t": self.t, "discards": mem.discard_calls,
+                            "bytes": mem.discarded_bytes, "refaults": mem.refaults,
+                            "rss": self.samples[-1].resident,
+                            "free": self.samples[-1].free_resident}
+        for th in list(self.world.threads):
+            if self.idle == "park":
+                self._park(th)
+            elif self.idle == "inline":
+                self._timer(max(self.t, self.last_inline.get(th, self.t) + self.interval),
+                            "inline_again", th)
+
+    def counters(self) -> dict[str, float]:
+        mem = self.world.mem
+        load = self.at_load_end
+        last = self.samples[-1]
+        floor = min(s.free_resident for s in self.samples if s.t_ms >= load["t"] - self.t0)
+        reached = next(s.t_ms for s in self.samples
+                       if s.t_ms >= load["t"] - self.t0 and s.free_resident == floor)
+        load_end_ms = self.load_end - self.t0
+        return {
+            "allocations": self.allocations,
+            "requests": self.requests,
+            "discards_load": load["discards"],
+            "discarded_bytes_load": load["bytes"],
+            "discards_idle": mem.discard_calls - load["discards"],
+            "discarded_bytes_idle": mem.discarded_bytes - load["bytes"],
+            "refaults": mem.refaults,
+            "refaults_per_request": mem.refaults / self.requests if self.requests else 0.0,
+            "refaults_per_1k_allocs": 1000 * mem.refaults / max(1, self.allocations),
+            "rss_load_end": load["rss"],
+            "free_resident_load_end": load["free"],
+            "rss_end": last.resident,
+            "free_resident_end": last.free_resident,
+            "ms_to_floor": max(0.0, reached - load_end_ms),
+            "arena_purges": self.arena_purges,
+            "arena_purged_bytes": self.arena_purged_bytes,
+        }
+
+
+def simulate(workload: Workload, design: str, options: Options | None = None,
+             sample_ms: float = 50.0, park_after_ms: float | None = None,
+             calls: Iterable[Call] | None = None) -> DesignRun:
+    """Run `workload` (or the given `calls`, with the workload's idle behaviour) on the model
+    under `design`; the figures of DesignRun's counters."""
+    sim = Simulation(design, workload.idle, options, sample_ms, park_after_ms)
+    stream: Iterator[Call] = iter(calls if calls is not None else workload.calls())
+    for c in stream:
+        sim.call(c)
+    sim.end_load()
+    sim.advance_to(sim.t + workload.idle_ms)
+    sim._sample()
+    return DesignRun(workload.name, "mimalloc", design, sim.counters(), sim.samples,
+                     load_end_ms=sim.load_end - sim.t0, end_ms=sim.t - sim.t0)

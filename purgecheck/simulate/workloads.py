@@ -1,0 +1,189 @@
+"""The workloads of seed 000, generated: what the program calls, when, and how it idles.
+
+A workload is a stream of calls in virtual time (`Call`: the time in ms, the thread, the op,
+the allocation's name and size) and a named idle behaviour that says what the threads do
+when they have nothing to do (`IDLE_BEHAVIOURS`). The generators are written from the seed's
+descriptions of its measurements (seed 000, "Measurements" and "Under sustained load"); every
+parameter has the seed's value as its default where the seed gives one, and a seeded random
+generator where the seed says "100..500 KiB" or "1 in 12": the same workload every run.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from purgecheck.formats.calls import Call
+
+KiB = 1024
+
+# What a thread does when its event loop or pool has nothing to do (seed 000 (2) and "Bun"):
+IDLE_BEHAVIOURS = {
+    "park": "Bun's event loop: parks (mi_on_thread_idle_start) whenever it has nothing to do, "
+            "unparks at its next call; the scavenger sweeps a parked thread when due",
+    "pool": "Bun's thread pool: calls mi_on_thread_idle once after 100 ms without work, then "
+            "blocks without a timeout",
+    "inline": "Bun's Windows event loop: calls the inline mi_on_thread_idle from its busy loop "
+              "at most every 100 ms; when it is about to block for good, again an interval "
+              "after the call before while mi_on_thread_idle_pending says so",
+    "none": "nothing sweeps",
+}
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    description: str
+    calls: Callable[[], Iterator[Call]]  # a fresh stream each time it is called
+    idle: str  # a key of IDLE_BEHAVIOURS
+    idle_ms: float  # how long the process stays idle after its last call
+    params: dict = field(default_factory=dict)
+
+
+def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
+              inflight: int = 16, think_ms: float = 0.36, threads: int = 1, seed: int = 0,
+              pause_every: int = 0, pause_ms: float = 0.0) -> Iterator[Call]:
+    """Bun.serve with `body`-byte request bodies (seed: 256 KiB), `inflight` requests open at
+    once (the seed's 16 connections), one request finished every `think_ms` (seed: 55 k
+    requests in 20 s, 0.36 ms each); `kept` bodies (seed: 40) are kept to the end, spread
+    over the run; the loop has nothing to do between two requests, where it parks. With
+    `pause_every`, the load stops for `pause_ms` after every so many requests (a busy
+    machine's stalls, the seed's interleaved rounds)."""
+    rng = random.Random(seed)
+    keep = set(rng.sample(range(requests), min(kept, requests)))
+    t = 0.0
+    open_: list[list[int]] = [[] for _ in range(threads)]
+    for i in range(requests):
+        th = 1 + i % threads
+        yield Call(t, th, "malloc", i, body)
+        open_[th - 1].append(i)
+        if len(open_[th - 1]) > max(1, inflight // threads):
+            done = open_[th - 1].pop(0)
+            if done not in keep:
+                yield Call(t, th, "free", done)
+            yield Call(t, th, "loop", request=True)
+        t += think_ms
+        if pause_every and (i + 1) % pause_every == 0:
+            t += pause_ms
+    for th, names in enumerate(open_, start=1):
+        for done in names:
+            if done not in keep:
+                yield Call(t, th, "free", done)
+            yield Call(t, th, "loop", request=True)
+
+
+def typed_arrays(allocations: int = 2_000, lo: int = 100 * KiB, hi: int = 500 * KiB,
+                 keep_every: int = 12, lifetime: int = 8, think_ms: float = 0.5,
+                 seed: int = 0) -> Iterator[Call]:
+    """Typed arrays, strings and Buffers of `lo`..`hi` bytes (seed: 100..500 KiB), one in
+    `keep_every` kept (seed: 1 in 12), the others freed `lifetime` allocations later; the loop
+    has nothing to do after each allocation."""
+    rng = random.Random(seed)
+    t = 0.0
+    live: list[int] = []
+    for i in range(allocations):
+        yield Call(t, 1, "malloc", i, rng.randrange(lo, hi + 1, 16))
+        if rng.randrange(keep_every) != 0:
+            live.append(i)
+        if len(live) > lifetime:
+            yield Call(t, 1, "free", live.pop(0))
+        yield Call(t, 1, "loop", request=True)
+        t += think_ms
+    for name in live:
+        yield Call(t, 1, "free", name)
+
+
+def buffer_loop(seconds: float = 3.0, size: int = 256 * KiB, batch: int = 8,
+                step_ms: float = 1.0, kept: int = 1) -> Iterator[Call]:
+    """A loop that frees and takes `size`-byte buffers (seed: 256 KiB, 3 s): each round frees
+    the `batch` buffers of the round before, comes to its idle point (where it sweeps
+    inline, at most every 100 ms), and takes `batch` new ones; a round every `step_ms`.
+    `kept` buffers taken first live to the end (the rest of the program: the page stays in
+    use). The case that broke "deferring in the handoff only" (seed: 58 MB discarded in 3 s)."""
+    t, n = 0.0, kept
+    for name in range(kept):
+        yield Call(t, 1, "malloc", name, size)
+    held: list[int] = []
+    while t < seconds * 1000:
+        for name in held:
+            yield Call(t, 1, "free", name)
+        yield Call(t, 1, "loop", request=True)
+        held = list(range(n, n + batch))
+        for name in held:
+            yield Call(t, 1, "malloc", name, size)
+        n += batch
+        t += step_ms
+    for name in [*held, *range(kept)]:
+        yield Call(t, 1, "free", name)
+
+
+def make_workload(name: str, idle_ms: float | None = None, **overrides) -> Workload:
+    """The named workload with its parameters (overrides replace the defaults; `idle_ms` the
+    length of the idle after the load); a ValueError names the known workloads or
+    parameters."""
+    if name not in WORKLOADS:
+        raise ValueError(f"unknown workload {name!r}; expected one of {', '.join(WORKLOADS)}")
+    gen, description, idle, default_idle_ms, defaults = WORKLOADS[name]
+    known = _parameters(gen)
+    for k in overrides:
+        if k not in known:
+            raise ValueError(f"workload {name} has no parameter {k!r}; it has "
+                             f"{', '.join(known)}, idle_ms")
+    for k, v in overrides.items():
+        check_parameter(name, k, v)
+    params = {**known, **defaults, **overrides}
+    if "lo" in params and params["lo"] > params["hi"]:
+        raise ValueError(f"workload {name}: lo ({params['lo']}) must not be above hi "
+                         f"({params['hi']})")
+    if idle_ms is not None:
+        check_parameter(name, "idle_ms", idle_ms)
+    return Workload(name, description, lambda: gen(**params), idle,
+                    default_idle_ms if idle_ms is None else idle_ms, params)
+
+
+GiB = 1 << 30
+# Every parameter's range (lo, hi, integer only): a size up to 1 GiB, since residency is per
+# OS page and a block costs its size / 4 KiB; counts up to ten million calls.
+PARAMETER_RANGES = {
+    "requests": (0, 10_000_000, True), "allocations": (0, 10_000_000, True),
+    "kept": (0, 10_000_000, True), "inflight": (1, 100_000, True), "threads": (1, 1024, True),
+    "batch": (1, 100_000, True), "keep_every": (1, 1_000_000, True),
+    "lifetime": (0, 1_000_000, True), "pause_every": (0, 10_000_000, True),
+    "seed": (-(1 << 63), (1 << 63) - 1, True),
+    "body": (1, GiB, True), "size": (1, GiB, True), "lo": (1, GiB, True), "hi": (1, GiB, True),
+    "think_ms": (0, 1e7, False), "pause_ms": (0, 1e7, False), "step_ms": (0.001, 1e7, False),
+    "seconds": (0, 36_000, False), "idle_ms": (0, 1e9, False),
+}
+
+
+def check_parameter(workload: str, name: str, value) -> None:
+    """A ValueError naming the parameter and its range when `value` is outside it."""
+    lo, hi, integer = PARAMETER_RANGES.get(name, (-1e12, 1e12, False))
+    if integer and (not isinstance(value, int) or isinstance(value, bool)):
+        raise ValueError(f"workload {workload}: {name} must be an integer in {lo}..{hi}, "
+                         f"found {value!r}")
+    if not isinstance(value, (int, float)) or not lo <= value <= hi:
+        raise ValueError(f"workload {workload}: {name} must be in {lo:g}..{hi:g}, found "
+                         f"{value!r}")
+
+
+def _parameters(gen) -> dict:
+    """A generator's parameters with their defaults."""
+    import inspect
+    return {k: p.default for k, p in inspect.signature(gen).parameters.items()}
+
+
+# name -> (generator, what it is, idle behaviour, idle after the load in ms, parameters that
+# differ from the generator's defaults)
+WORKLOADS: dict[str, tuple] = {
+    "bun-serve": (bun_serve, "Bun.serve, 256 KiB request bodies, 40 kept; the event loop parks "
+                             "between requests; then 15 s idle", "park", 15_000, {}),
+    "bun-serve-nothing-kept": (bun_serve, "the same server with no body kept (4 live to the "
+                                          "end: the seed's 1.1 MB still live), then 15 s idle",
+                               "park", 15_000, {"kept": 4}),
+    "typed-arrays": (typed_arrays, "100..500 KiB typed arrays, strings and Buffers, 1 in 12 "
+                                   "kept, then 2 s idle", "park", 2_000, {}),
+    "buffer-loop": (buffer_loop, "a loop that frees and takes 256 KiB buffers for 3 s, "
+                                 "sweeping inline at most every 100 ms", "inline", 1_000, {}),
+}

@@ -1,0 +1,195 @@
+"""purgecheck simulate on the mimalloc model: the directions seed 000 claims, on small
+instances; the cost accounting of model/memory.py; mutants that change cost move the figures
+the expected way; the call-trace format and the command line."""
+
+from __future__ import annotations
+
+import io
+
+import orjson
+import pytest
+
+from model.memory import Memory
+from purgecheck.cli import main
+from purgecheck.formats.calls import Call, CallTraceError, read_calls, write_calls
+from purgecheck.mutants import MUTANTS, applied
+from purgecheck.simulate.mimalloc import DESIGNS, simulate
+from purgecheck.simulate.workloads import make_workload
+
+SERVE = make_workload("bun-serve", requests=1500, idle_ms=600)
+LOOP = make_workload("buffer-loop", seconds=0.6)
+MiB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def serve():
+    return {d: simulate(SERVE, d) for d in DESIGNS}
+
+
+@pytest.fixture(scope="module")
+def loop():
+    return {d: simulate(LOOP, d) for d in ("epoch", "handoff-only", "no-hold")}
+
+
+# -- the accounting of a discard's cost (model/memory.py) -----------------------------------
+
+def test_a_page_discarded_while_resident_refaults_once_when_written_again():
+    mem = Memory(4096)
+    mem.touch(0, 3 * 4096)
+    assert mem.discard(0, 2 * 4096)
+    assert mem.discarded_bytes == 2 * 4096 and mem.resident == {2}
+    mem.touch(100, 4096)  # the first two pages again
+    assert mem.refaults == 2
+    mem.touch(0, 4096)
+    assert mem.refaults == 2  # once each: resident again
+
+
+def test_a_page_never_written_is_not_a_refault_and_a_failed_discard_costs_nothing():
+    mem = Memory(4096)
+    mem.discard(0, 4096)
+    mem.touch(0, 4096)
+    assert mem.refaults == 0
+    mem.fail_next_discards = 1
+    assert not mem.discard(0, 4096)
+    assert mem.discarded_bytes == 4096 and 0 in mem.resident
+
+
+# -- seed 000's directions ---------------------------------------------------------------------
+
+def test_without_the_hold_the_load_discards_and_refaults_the_epoch_does_not(serve):
+    nohold, epoch, off = (serve[d].counters for d in ("no-hold", "epoch", "off"))
+    assert nohold["discards_load"] >= 10 and nohold["refaults_per_request"] > 0.1
+    assert epoch["discards_load"] == 0 and epoch["refaults"] == 0
+    assert off["discards_load"] == off["discards_idle"] == 0
+
+
+def test_at_idle_the_epoch_gives_back_what_the_clock_gives_back_and_off_keeps_it(serve):
+    epoch, clock, off = (serve[d].counters for d in ("epoch", "clock", "off"))
+    assert epoch["free_resident_load_end"] > MiB
+    assert epoch["free_resident_end"] == clock["free_resident_end"] == 0
+    assert off["free_resident_end"] == off["free_resident_load_end"] > MiB
+    assert epoch["discarded_bytes_idle"] > 0
+
+
+def test_free_memory_reaches_its_floor_between_one_and_two_intervals_after_the_load(serve):
+    epoch = serve["epoch"].counters["ms_to_floor"]
+    assert 100 <= epoch <= 215
+    # nothing held: the first sweep of the idle, at most one interval of the park's cadence
+    assert serve["no-hold"].counters["ms_to_floor"] <= min(epoch, 115)
+
+
+def test_the_inline_loop_discards_only_where_the_hold_is_missing_inline(loop):
+    assert loop["epoch"].counters["discards_load"] == 0
+    for d in ("handoff-only", "no-hold"):
+        assert loop[d].counters["discarded_bytes_load"] > 4 * MiB
+        assert loop[d].counters["refaults_per_request"] > 1
+
+
+def test_the_series_is_a_consistent_timeline(serve):
+    for run in serve.values():
+        times = [s.t_ms for s in run.samples]
+        assert times == sorted(times) and times[-1] == pytest.approx(run.end_ms)
+        assert all(0 <= s.free_resident <= s.resident for s in run.samples)
+        discards = [s.discards for s in run.samples]
+        assert discards == sorted(discards)
+        assert run.end_ms - run.load_end_ms >= 600
+
+
+# -- a mutant that changes cost changes the figures -------------------------------------------
+
+def test_a_stamp_never_written_costs_discards_and_refaults_under_load(serve):
+    with applied(MUTANTS["stamp-never-written"]):
+        broken = simulate(SERVE, "epoch").counters
+    assert broken["discards_load"] > serve["epoch"].counters["discards_load"]
+    assert broken["refaults"] > serve["epoch"].counters["refaults"]
+
+
+def test_a_park_done_after_its_first_sweep_keeps_free_memory_resident_at_idle(serve):
+    with applied(MUTANTS["park-done-first"]):
+        broken = simulate(SERVE, "epoch").counters
+    assert broken["free_resident_end"] > serve["epoch"].counters["free_resident_end"] + MiB
+
+
+def test_no_hold_inline_discards_in_the_inline_loop(loop):
+    with applied(MUTANTS["no-hold-inline"]):
+        broken = simulate(LOOP, "epoch").counters
+    assert broken["discarded_bytes_load"] > loop["epoch"].counters["discarded_bytes_load"]
+
+
+# -- the call trace and the command -------------------------------------------------------------
+
+def test_a_trace_reads_back_what_was_written():
+    calls = list(make_workload("buffer-loop", seconds=0.01).calls())
+    out = io.StringIO()
+    write_calls(calls, out)
+    back = list(read_calls(io.StringIO(out.getvalue())))
+    assert [(c.thread, c.op, c.name, c.size) for c in back] == \
+        [(c.thread, c.op, c.name, c.size) for c in calls]
+
+
+@pytest.mark.parametrize("line,expected", [
+    ("0 1 malloc 1", "malloc takes 2 argument"),
+    ("x 1 malloc 1 10", "T_MS"),
+    ("nan 1 loop", "T_MS"),
+    ("0 1 free 3", "no live allocation named 3"),
+    ("0 1 malloc 1 99999999999999", "SIZE"),
+    ("0 1 malloc 1 0", "SIZE"),
+    ("0 99999999999999999999 loop", "THREAD"),
+    ("0 1 mmap 1 10", "OP"),
+    ("0 1", "expected `T_MS THREAD OP"),
+])
+def test_a_bad_trace_line_names_the_line_and_what_was_expected(line, expected):
+    with pytest.raises(CallTraceError, match=expected) as e:
+        list(read_calls(io.StringIO("0 1 malloc 7 100\n" + line + "\n"), "t.calls"))
+    assert str(e.value).startswith("t.calls:2:")
+
+
+def test_a_trace_whose_clock_goes_back_is_refused():
+    with pytest.raises(CallTraceError, match="goes back"):
+        list(read_calls(io.StringIO("5 1 malloc 1 100\n4 1 free 1\n")))
+
+
+def test_simulate_a_trace_file_from_the_command_line(tmp_path, capsys):
+    trace = tmp_path / "prog.calls"
+    with open(trace, "w") as f:
+        write_calls([Call(0.0, 1, "malloc", 1, 300_000), Call(0.0, 1, "malloc", 2, 300_000),
+                     Call(1.0, 1, "free", 1), Call(1.0, 1, "loop", request=True)], f)
+    assert main(["simulate", str(trace), "--design", "epoch", "--design", "off", "--json",
+                 "--idle-ms", "400"]) == 0
+    doc = orjson.loads(capsys.readouterr().out)
+    runs = {r["design"]: r["counters"] for r in doc["runs"]}
+    assert set(runs) == {"epoch", "off"}
+    assert runs["epoch"]["free_resident_end"] < runs["off"]["free_resident_end"]
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["simulate"], "name a workload"),
+    (["simulate", "no-such-thing"], "neither a named workload"),
+    (["simulate", "bun-serve", "--design", "nope"], "unknown design"),
+    (["simulate", "bun-serve", "--set", "requests"], "NAME=VALUE"),
+    (["simulate", "bun-serve", "--set", "colour=3"], "no parameter 'colour'"),
+    (["simulate", "bun-serve", "--idle-ms", "-1"], "--idle-ms"),
+    (["simulate", "bun-serve", "--idle", "sleep"], "--idle"),
+    (["simulate", "--seeds", "--scale", "0"], "--scale"),
+    (["simulate", "bun-serve", "--seeds"], "--seeds"),
+    (["simulate", "bun-serve", "--set", "requests=-5"], "requests must be in"),
+    (["simulate", "bun-serve", "--set", "body=1099511627776"], "body must be in"),
+    (["simulate", "bun-serve", "--set", "threads=1.5"], "threads must be an integer"),
+    (["simulate", "typed-arrays", "--set", "lo=600000"], "must not be above hi"),
+    (["simulate", "bun-serve", "--set", "idle_ms=5", "--idle-ms", "5"], "not both"),
+    (["simulate", "bun-serve", "--version", "2.21"], "--version chooses glibc"),
+])
+def test_bad_usage_is_one_line_and_exit_2(argv, expected, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert expected in err and len(err.splitlines()) == 1
+
+
+def test_the_table_and_the_picture(tmp_path, capsys):
+    assert main(["simulate", "buffer-loop", "--set", "seconds=0.2", "--design", "epoch",
+                 "--design", "handoff-only", "--plot", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "handoff-only" in out and "discards load" in out
+    svg = (tmp_path / "buffer-loop.svg").read_text()
+    assert svg.startswith("<?xml") and "idle" in svg
+    assert (tmp_path / "buffer-loop.png").read_bytes()[:4] == b"\x89PNG"
