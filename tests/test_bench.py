@@ -25,6 +25,9 @@ EXPECTED = {
                  "largest bare configuration exhausted within 2 s"),
     "fuzz": tuple(f"{m} machine, {d} driver: steps per second by CPU time"
                   for m in ("page", "epoch", "park") for d in ("program", "rules")),
+    "simulate": tuple(f"bun-serve, {d}: allocations per second"
+                      for d in ("off", "epoch", "no-hold", "clock")) +
+                ("purgecheck simulate --seeds (scaled)",),
     "traces": ("validate: events per second by CPU time",
                "diff --traces (the same file twice): events per second by CPU time",
                "diff --traces (against its twin): peak memory"),

@@ -54,6 +54,9 @@ def run(args) -> int:
         files.update(docs.from_results())
     except store.StoreError as e:
         raise UsageError(str(e))
+    print("simulating the seeds' workloads for docs/simulate.md ...", file=sys.stderr)
+    from purgecheck.docs.simulate_page import simulate_files
+    files.update(simulate_files())
     written = docs.write(files, out)
     for rel in docs.stale(files, out):  # designs or pictures nothing generates any more
         (out / rel).unlink()

@@ -1,0 +1,71 @@
+"""Benchmark of the cost simulator: simulated allocations per second on the mimalloc model
+per design (residency per OS page), per glibc version, and the time of `purgecheck simulate
+--seeds`. Prints figures; asserts nothing.
+
+    .venv/bin/python -m purgecheck.bench.simulate              every design, 20,000 requests
+    .venv/bin/python -m purgecheck.bench.simulate --requests 5000
+
+Rates are by the process's CPU time (steadier than the wall clock on a shared machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from purgecheck.bench import Figure
+
+BENCH = "simulate"
+TINY_REQUESTS = 300
+
+
+def _cpu(fn):
+    c0 = time.process_time()
+    out = fn()
+    return out, time.process_time() - c0
+
+
+def figures(tiny: bool = False, requests: int | None = None) -> list[Figure]:
+    from purgecheck.simulate import glibc_simulator, glibc_workloads
+    from purgecheck.simulate.claims import seed_claims
+    from purgecheck.simulate.mimalloc import DESIGNS, simulate
+    from purgecheck.simulate.workloads import make_workload
+
+    requests = requests or (TINY_REQUESTS if tiny else 20_000)
+    out = []
+    for workload, params in (("bun-serve", {"requests": requests}),
+                             ("buffer-loop", {"seconds": requests / 6_667})):
+        w = make_workload(workload, idle_ms=200, **params)
+        for design in DESIGNS:
+            run, cpu = _cpu(lambda: simulate(w, design))
+            n = run.counters["allocations"]
+            out.append(Figure(BENCH, f"{workload}, {design}: allocations per second", n / cpu,
+                              "allocs/s", f"{n:,.0f} allocations (malloc+free), with the "
+                                          f"sweeps, by CPU time"))
+    glibc = glibc_simulator()
+    for name in glibc_workloads():
+        runs, cpu = _cpu(lambda: glibc.simulate_glibc(name, **glibc.bench_params(name, tiny)))
+        n = sum(r.counters.get("allocations", 0) for r in runs)
+        out.append(Figure(BENCH, f"glibc {name}, every version: allocations per second",
+                          n / cpu, "allocs/s", f"{n:,.0f} allocations over {len(runs)} "
+                                               f"versions, by CPU time"))
+    scale = 0.02 if tiny else 1.0
+    claims, cpu = _cpu(lambda: seed_claims(scale=scale))
+    out.append(Figure(BENCH, f"purgecheck simulate --seeds{'' if scale == 1 else ' (scaled)'}",
+                      cpu, "s", f"{len(claims)} claims, {sum(c.holds for c in claims)} hold, "
+                                f"loads scaled by {scale:g}, CPU time"))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m purgecheck.bench.simulate",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--requests", type=int, default=20_000)
+    args = p.parse_args(argv)
+    for f in figures(requests=args.requests):
+        print(f"{f.name:60} {f.value:>12,.1f} {f.unit:9} {f.note}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
