@@ -171,6 +171,11 @@ def _simulate(args):
     if args.idle is not None and args.idle not in IDLE_BEHAVIOURS:
         raise UsageError(f"--idle: unknown behaviour {args.idle!r}; expected one of "
                          f"{', '.join(IDLE_BEHAVIOURS)}")
+    from purgecheck.simulate import glibc_versions
+    for v in args.version or []:
+        if v not in glibc_versions():
+            raise UsageError(f"--version: unknown glibc version {v!r}; expected one of "
+                             f"{', '.join(glibc_versions())}")
     designs = args.design or list(DESIGNS)
     for d in designs:
         if d not in DESIGNS:
@@ -185,10 +190,6 @@ def _simulate(args):
                     args.workload)
         except ValueError as e:
             raise UsageError(str(e))
-    if args.version:
-        raise UsageError(f"--version chooses glibc versions; {args.workload} is a mimalloc "
-                         f"workload (glibc workloads: "
-                         f"{', '.join(glibc_workloads()) or 'none yet'})")
     if args.workload in WORKLOADS:
         try:
             w = make_workload(args.workload, idle_ms=args.idle_ms, **params)
@@ -207,6 +208,18 @@ def _simulate(args):
         w = Workload(path.stem, f"the calls of {path}", lambda: iter(()), args.idle or "park",
                      1000.0 if args.idle_ms is None else args.idle_ms)
     runs = []
+    if args.version:  # the same calls on the glibc model of these versions as well
+        if not args.json:
+            print(f"simulating {w.name} on glibc {', '.join(args.version)} ...",
+                  file=sys.stderr, flush=True)
+        try:
+            runs += glibc_simulator().simulate_calls(
+                w.name, list(calls if calls is not None else w.calls()), args.version,
+                idle_ms=w.idle_ms, sample_ms=args.sample_ms)
+        except ValueError as e:
+            raise UsageError(str(e))
+        if not args.design:
+            designs = []
     for d in designs:
         if not args.json:
             print(f"simulating {w.name} under {d} ...", file=sys.stderr, flush=True)

@@ -8,22 +8,16 @@ model's; `report` and `plot` show them. `purgecheck simulate` is the command.
 """
 
 
+
 def glibc_simulator():
-    """purgecheck.simulate.glibc, the seed 001 side, or None while it is not there yet."""
-    import importlib
-    try:
-        return importlib.import_module("purgecheck.simulate.glibc")
-    except ModuleNotFoundError as e:
-        if e.name != "purgecheck.simulate.glibc":
-            raise
-        return None
+    """purgecheck.simulate.glibc, the seed 001 side (imported when first needed)."""
+    from purgecheck.simulate import glibc
+    return glibc
 
 
 def glibc_workloads() -> dict[str, str]:
-    g = glibc_simulator()
-    return g.workload_descriptions() if g else {}
+    return glibc_simulator().workload_descriptions()
 
 
 def glibc_versions() -> list[str]:
-    g = glibc_simulator()
-    return g.version_names() if g else []
+    return glibc_simulator().version_names()

@@ -140,8 +140,6 @@ def glibc_claims() -> list[Claim]:
     """Seed 001's claims, from the glibc simulator (purgecheck/simulate/glibc.py)."""
     from purgecheck.simulate import glibc_simulator
     glibc = glibc_simulator()
-    if glibc is None:
-        return []
     return [Claim(c["seed"], c["claim"], c["seed_figures"], c["model_figures"], c["holds"],
                   c.get("workload", "")) for c in glibc.glibc_claims()]
 

@@ -47,6 +47,14 @@ def _cell(fmt, value) -> str:
 
 
 def print_runs(runs: list[DesignRun], workload: str, file=None) -> None:
+    """One table per model (a workload may have run on both)."""
+    for model in ("glibc", "mimalloc"):
+        part = [r for r in runs if r.model == model]
+        if part:
+            _print_table(part, workload, file)
+
+
+def _print_table(runs: list[DesignRun], workload: str, file=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
