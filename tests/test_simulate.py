@@ -193,3 +193,32 @@ def test_the_table_and_the_picture(tmp_path, capsys):
     svg = (tmp_path / "buffer-loop.svg").read_text()
     assert svg.startswith("<?xml") and "idle" in svg
     assert (tmp_path / "buffer-loop.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_pool_that_sweeps_once_keeps_its_pages_under_the_epoch_rule():
+    """Seed 000: the thread pool's one call gave the pages back under the clock rule; now it
+    never does, and the second untouched sweep never takes them either."""
+    from purgecheck.simulate.workloads import Workload
+    w = make_workload("typed-arrays", allocations=300, idle_ms=800)
+    pool = Workload(w.name, w.description, w.calls, "pool", w.idle_ms, w.params)
+    got = {d: simulate(pool, d).counters for d in ("clock", "epoch", "two-untouched")}
+    assert got["clock"]["free_resident_end"] == 0 and got["clock"]["discards_idle"] > 0
+    for d in ("epoch", "two-untouched"):
+        assert got[d]["free_resident_end"] > MiB and got[d]["discards_idle"] == 0
+
+
+def test_park_after_parks_a_silent_thread_of_a_trace(tmp_path, capsys):
+    """A trace without loop calls: only --park-after gives the scavenger a parked thread."""
+    trace = tmp_path / "silent.calls"
+    calls = [Call(0.0, 1, "malloc", 1, 300_000), Call(0.0, 1, "malloc", 2, 300_000),
+             Call(0.5, 1, "free", 1), Call(600.0, 1, "malloc", 3, 300_000)]
+    with open(trace, "w") as f:
+        write_calls(calls, f)
+    got = {}
+    for extra in ([], ["--park-after", "20"]):
+        assert main(["simulate", str(trace), "--design", "epoch", "--idle-ms", "500",
+                     "--json", *extra]) == 0
+        got[bool(extra)] = orjson.loads(capsys.readouterr().out)["runs"][0]["counters"]
+    # silent for 600 ms under load: swept only when a silence parks the thread
+    assert got[False]["discards_load"] == 0
+    assert got[True]["discards_load"] > 0 and got[True]["refaults"] > 0

@@ -13,7 +13,7 @@ from typing import Callable
 
 from purgecheck.simulate.mimalloc import simulate
 from purgecheck.simulate.result import DesignRun
-from purgecheck.simulate.workloads import make_workload
+from purgecheck.simulate.workloads import Workload, make_workload
 
 MiB = 1 << 20
 
@@ -42,15 +42,18 @@ class Runs:
         self.scale = scale
         self.cache: dict[tuple, DesignRun] = {}
 
-    def get(self, workload: str, design: str, **params) -> DesignRun:
-        key = (workload, design, tuple(sorted(params.items())))
+    def get(self, workload: str, design: str, idle: str | None = None, **params) -> DesignRun:
+        key = (workload, design, idle, tuple(sorted(params.items())))
         if key not in self.cache:
             sized = dict(params)
             for size_param in ("requests", "allocations"):
                 if size_param in SIZES.get(workload, {}):
                     sized.setdefault(size_param,
                                      max(200, int(SIZES[workload][size_param] * self.scale)))
-            self.cache[key] = simulate(make_workload(workload, **sized), design, sample_ms=5)
+            w = make_workload(workload, **sized)
+            if idle:  # the same calls with another idle behaviour
+                w = Workload(w.name, w.description, w.calls, idle, w.idle_ms, w.params)
+            self.cache[key] = simulate(w, design, sample_ms=5)
         return self.cache[key]
 
 
@@ -136,6 +139,24 @@ def inline_claims(runs: Runs) -> list[Claim]:
         "buffer-loop")]
 
 
+def pool_claims(runs: Runs) -> list[Claim]:
+    """Bun's thread pool sweeps once after 100 ms without work, then blocks."""
+    clock, epoch, two = (runs.get("typed-arrays", d, idle="pool").counters
+                         for d in ("clock", "epoch", "two-untouched"))
+    return [Claim(
+        "000", "a caller that sweeps once and then blocks (Bun's thread pool, 100 ms after its "
+               "last work): that one call gave the large pages back under the clock rule; "
+               "under the epoch rule, and taking them at the second untouched sweep, it never "
+               "does",
+        "the clock rule gave them back when the last allocation was 100 ms ago; now it never "
+        "does; the second untouched sweep never takes them",
+        f"free resident at the end of the idle: {_mb(clock['free_resident_end'])} clock, "
+        f"{_mb(epoch['free_resident_end'])} epoch, {_mb(two['free_resident_end'])} "
+        f"two-untouched (at the end of the load: {_mb(epoch['free_resident_load_end'])})",
+        clock["free_resident_end"] < 0.1 * epoch["free_resident_end"]
+        and two["free_resident_end"] > 0.5 * epoch["free_resident_load_end"], "typed-arrays")]
+
+
 def glibc_claims() -> list[Claim]:
     """Seed 001's claims, from the glibc simulator (purgecheck/simulate/glibc.py)."""
     from purgecheck.simulate import glibc_simulator
@@ -145,7 +166,7 @@ def glibc_claims() -> list[Claim]:
 
 
 CLAIM_GROUPS: dict[str, Callable] = {"load": load_claims, "idle": idle_claims,
-                                     "inline": inline_claims}
+                                     "inline": inline_claims, "pool": pool_claims}
 
 
 def seed_claims(scale: float = 1.0, glibc: bool = True, runs: Runs | None = None) -> list[Claim]:
