@@ -30,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
                "`purgecheck invariants` (what is checked). `purgecheck COMMAND --help` "
                "explains each command with an example.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
+    from purgecheck import __version__
+    parser.add_argument("--version", action="version", version=f"purgecheck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         mod = importlib.import_module(f"purgecheck.commands.{name}")

@@ -7,7 +7,7 @@ import sys
 
 import orjson
 
-from model.invariants import check_world
+from model.invariants import WORLD_SCOPES, check_world, load_registry
 from purgecheck.cli import UsageError
 from purgecheck.formats.ops import OpScriptError, parse_script, render_script
 
@@ -83,8 +83,9 @@ def run(args) -> int:
         sys.stdout.write(render_script(ops))
         return 0
 
-    failures: list[str] = []
+    failures: dict[str, str] = {}
     shown = 0
+    steps = 0
 
     def after(op, world):
         nonlocal shown
@@ -101,13 +102,30 @@ def run(args) -> int:
                 for e in interesting:
                     fields = " ".join(f"{k}={v}" for k, v in e.items() if k != "ev")
                     print(f"        {e['ev']:14} {fields}")
+        nonlocal steps
+        steps += 1
         for inv_id, reason in check_world(world):
-            failures.append(f"line {op.line} ({op.render()}): {inv_id}: {reason}")
+            # the first failure of each invariant: a broken state stays broken after it
+            failures.setdefault(inv_id, f"line {op.line} ({op.render()}): {inv_id}: {reason}")
 
     try:
         run_ops(ops, options, after_step=after, source=source)
     except OpScriptError as e:
         raise UsageError(str(e))
-    for f in failures[:20]:
+    checked = sum(1 for i in load_registry().values()
+                  if i.predicate and i.scope in WORLD_SCOPES)  # what check_world judges
+    if args.json:
+        # the last line is the verdict, an event like the others (after the last op)
+        sys.stdout.buffer.write(orjson.dumps({"line": ops[-1].line if ops else 0,
+                                              "ev": "verdict",
+                                              "verdict": "fail" if failures else "held",
+                                              "ops": steps, "invariants": checked,
+                                              "failures": list(failures.values())}) + b"\n")
+    for f in failures.values():
         print(f"FAIL {f}", file=sys.stderr)
+    if failures:
+        print(f"{len(failures)} of {checked} invariants failed over {steps} ops",
+              file=sys.stderr)
+    elif not args.json:
+        print(f"{checked} invariants held after each of {steps} ops")
     return 1 if failures else 0

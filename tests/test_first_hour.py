@@ -1,0 +1,49 @@
+"""What a new user meets first (issue 18, "the first hour"): --version, a check table that
+fits a CI log, and a scenario that ends with its verdict and names each failure once."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from purgecheck import __version__
+from purgecheck.cli import main
+from purgecheck.mutants import MUTANTS, applied
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.strip() == f"purgecheck {__version__}"
+
+
+def test_check_prints_one_line_per_row_and_the_statements_only_when_verbose(capsys):
+    from model.invariants import load_registry
+    assert main(["check", "--engine", "scenarios", "--quick"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if line.startswith("│")]
+    assert len(rows) == 22  # one per invariant of the engine, nothing wrapped
+    statement = load_registry()["PG-UNIT"].statement
+    assert statement[:30] not in out
+    assert main(["check", "--engine", "scenarios", "--quick", "--verbose", "--json"]) == 0
+    doc = orjson.loads(capsys.readouterr().out)
+    assert doc["statements"]["PG-UNIT"] == statement
+
+
+def test_a_scenario_ends_with_its_verdict(capsys):
+    assert main(["scenario", "every-third"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].endswith("invariants held after "
+                                                                     "each of 110 ops")
+
+
+def test_a_failing_scenario_names_each_failure_once_and_json_carries_them(capsys):
+    with applied(MUTANTS["purged-left-on-list"]):
+        assert main(["scenario", "every-third"]) == 1
+        err = capsys.readouterr().err.splitlines()
+        assert main(["scenario", "every-third", "--json"]) == 1
+        last = orjson.loads(capsys.readouterr().out.splitlines()[-1])
+    fails = [line for line in err if line.startswith("FAIL")]
+    assert len(fails) == len({f.split(": ")[1] for f in fails}) >= 1  # once per invariant
+    assert err[-1].endswith("ops") and "failed" in err[-1]
+    assert last["verdict"] == "fail" and len(last["failures"]) == len(fails)
