@@ -28,7 +28,7 @@ check: setup
 	$(BIN)/purgecheck docs
 
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest --no-header -rfE  # a line per test module with its progress; failures listed at the end
 
 bench: setup
 	$(BIN)/python -m purgecheck.bench

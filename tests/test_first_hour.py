@@ -47,3 +47,16 @@ def test_a_failing_scenario_names_each_failure_once_and_json_carries_them(capsys
     assert len(fails) == len({f.split(": ")[1] for f in fails}) >= 1  # once per invariant
     assert err[-1].endswith("ops") and "failed" in err[-1]
     assert last["verdict"] == "fail" and len(last["failures"]) == len(fails)
+
+
+def test_prove_lists_the_glibc_proofs_and_only_takes_each_name(capsys):
+    from proofs.glibc_throttle import PROOFS, TWINS
+    assert main(["prove", "--list"]) == 0
+    listed = {line.split()[0] for line in capsys.readouterr().out.splitlines() if line[:1] != " "}
+    assert {p.name for p in [*PROOFS, *TWINS]} <= listed
+    assert main(["prove", "--quick", "--only", "glibc-rfc-condition", "--json"]) == 0
+    doc = orjson.loads(capsys.readouterr().out)
+    assert {r["engine"] for r in doc["results"]} == {"z3:glibc-rfc-condition"}
+    assert main(["prove", "--quick", "--mutants", "--only", "rfc-no-halving", "--json"]) == 0
+    doc = orjson.loads(capsys.readouterr().out)
+    assert [r["status"] for r in doc["results"]] == ["refuted-as-expected"]

@@ -45,14 +45,16 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from purgecheck.engines.prove import names, run_proofs, run_twins
+    from purgecheck.engines.prove import glibc_items, names, run_proofs, run_twins
 
     if args.list:
         from proofs.catalogue import proofs, twins
-        for p in proofs(args.quick):
+        gproofs, gtwins = glibc_items()
+        for p in [*proofs(args.quick), *gproofs]:
             print(f"{p.name:34} {p.engine:10} {p.summary}\n{'':45} {', '.join(p.invariants)}")
-        for t in twins(args.quick):
+        for t in [*twins(args.quick), *gtwins]:
             print(f"{t.name:34} {t.engine:10} twin of {t.proof}: {t.summary}")
+        print(f"{'glibc':34} {'':10} every glibc proof (or, with --mutants, twin) above")
         return 0
     if args.only:
         known = names(args.quick) + names(False)

@@ -26,6 +26,8 @@ SCOPES = {
                    "sanitizers engines)",
     "glibc-arena": "every glibc arena (heaps, chunks, top, the trim records), after every op "
                    "of every glibc workload for every modelled version",
+    "glibc-published": "the system calls of each version's model on seed 001's bench-free, "
+                       "against the counts published for that version (the glibc engine)",
 }
 
 

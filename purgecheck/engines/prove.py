@@ -65,23 +65,43 @@ def run_twins(quick: bool, only: list[str] | None = None, quiet: bool = True) ->
     return out
 
 
-def _glibc(fn: str, quick: bool, only: list[str] | None, **kw) -> list[Result]:
-    """The glibc throttle proofs, when that module exists (another engineer's)."""
-    if only and "glibc" not in only:
-        return []
+def _glibc_module():
+    """The glibc throttle proofs (proofs/glibc_throttle.py), or None when absent."""
     try:
-        mod = importlib.import_module("proofs.glibc_throttle")
+        return importlib.import_module("proofs.glibc_throttle")
     except ModuleNotFoundError as e:
         if e.name != "proofs.glibc_throttle":
             raise
+        return None
+
+
+def _glibc(fn: str, quick: bool, only: list[str] | None, **kw) -> list[Result]:
+    """The glibc throttle proofs (or twins) named in `only` ("glibc": all of them)."""
+    mod = _glibc_module()
+    if mod is None:
         return []
-    return list(getattr(mod, fn)(quick, **kw))
+    if not only or "glibc" in only:
+        return list(getattr(mod, fn)(quick, **kw))
+    items = mod.PROOFS if fn == "run_proofs" else mod.TWINS
+    out: list[Result] = []
+    for p in items:
+        if p.name in only or getattr(p, "proof", None) in only:
+            out += getattr(mod, fn)(quick, only=p.name, **kw)
+    return out
+
+
+def glibc_items() -> tuple[list, list]:
+    """(proofs, twins) of proofs/glibc_throttle.py, for --list and --only."""
+    mod = _glibc_module()
+    return (list(mod.PROOFS), list(mod.TWINS)) if mod else ([], [])
 
 
 def names(quick: bool = False) -> list[str]:
     """Every name `--only` accepts."""
     from proofs.catalogue import proofs, twins
-    return [p.name for p in proofs(quick)] + [t.name for t in twins(quick)] + ["glibc"]
+    gproofs, gtwins = glibc_items()
+    return [p.name for p in proofs(quick)] + [t.name for t in twins(quick)] + \
+        [p.name for p in gproofs] + [t.name for t in gtwins] + ["glibc"]
 
 
 @engine("prove", "Z3 proofs, the exhaustive interleaving explorer, CrossHair contracts, and "

@@ -15,6 +15,9 @@ def _figure(runs: list[DesignRun], stem: str | None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # element ids derive from this, not from a random salt: the same picture, the same SVG
+    matplotlib.rcParams["svg.hashsalt"] = "purgecheck-simulate"
+
     if not runs:
         raise ValueError("nothing to plot: no runs")
     stem = stem or runs[0].workload

@@ -72,7 +72,7 @@ mutant("glibc-split-remainder-lost", "glibc: a best-fit split forgets its remain
        ("GL-CHUNKS-TILE",),
        Patch("model.glibc.arena", "split_chunk", _remainder_lost))
 mutant("glibc-2.23-no-threshold", "glibc 2.23+: heap_trim without the trim_threshold check",
-       ("GL-TRIM-RULE",),
+       ("GL-TRIM-RULE", "GL-PUBLISHED"),
        Patch("model.glibc.trim", "heap_trim_extra_2_23", _no_threshold_2_23))
 mutant("glibc-pad-ignored", "glibc: a trim gives back the top without keeping top_pad",
        ("GL-PAD-KEPT", "GL-TRIM-RULE"),
