@@ -175,7 +175,8 @@ def test_ops_replay_from_a_trace(park_trace):
 def test_model_trace_ends_with_an_error_event_where_the_script_fails():
     from purgecheck.formats.ops import parse_script
     from model.world import Options
-    ops = parse_script("1 malloc a 100\n1 free b\n1 walk\n")
+    ops = parse_script("1 malloc a 100\n1 reclaim a\n1 walk\n")  # a runtime condition
     _, events = model_trace(ops, Options())
-    assert events[-1] == {"ev": "error", "line": 2, "msg": "free: no allocation named 'b'"}
+    assert events[-1] == {"ev": "error", "line": 2,
+                          "msg": "reclaim: the page of 'a' is not abandoned"}
     assert orjson.dumps(events)  # every field serialises

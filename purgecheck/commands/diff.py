@@ -83,6 +83,12 @@ def _options(args, base):
     offset = changes.get("first_block_offset", 0)
     if offset < 0 or offset % 8 or offset >= 65536:
         raise UsageError(f"--offset: expected a multiple of 8 below 65536, got {offset}")
+    for flag, field, hi in (("--interval", "purge_holes_min_interval", 1 << 31),
+                            ("--sweep-ms", "sweep_ms", 1 << 31),
+                            ("--stale-epochs", "stale_epochs", 1 << 31),
+                            ("--full-every", "purge_holes_full_every", 1 << 31)):
+        if field in changes and not 0 <= changes[field] <= hi:
+            raise UsageError(f"{flag}: expected an integer in 0..{hi}, got {changes[field]}")
     return dataclasses.replace(base, **changes)
 
 
@@ -172,6 +178,15 @@ def run(args) -> int:
 
     from purgecheck.conformance import replay_command
 
+    if args.context < 0 or args.context > 10_000:
+        raise UsageError(f"--context: expected a number of events in 0..10000, got "
+                         f"{args.context}")
+    if args.keep:  # made before anything runs, so a bad DIR costs no run
+        try:
+            Path(args.keep).mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"--keep {args.keep}: cannot make that directory: "
+                             f"{e.strerror or e}")
     text, source, base = _load_script(args)
     options = _options(args, base)
     target = f"--scenario {args.scenario}" if args.scenario else args.script
@@ -184,6 +199,11 @@ def run(args) -> int:
         raise UsageError(str(e))
     except (DriverError, TraceError) as e:
         raise UsageError(str(e))
+    events = result.model[1]
+    if events and events[-1].get("ev") == "error":
+        # a script the model cannot run (as `scenario` says): bad input on both sides, not
+        # an equality of two traces that stop at the same line
+        raise UsageError(f"{source}:{events[-1]['line']}: {events[-1]['msg']}")
     if args.keep:
         out = Path(args.keep)
         out.mkdir(parents=True, exist_ok=True)

@@ -39,6 +39,11 @@ def run(args) -> int:
     out = Path(args.out) if args.out else store.project_root() / "docs"
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} is not a directory")
+    if not args.check:  # before the work: a folder that cannot be made costs no run
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"--out {out}: cannot make that directory: {e.strerror or e}")
     print("generating the invariant docs (running the designs and the advance graphs) ...",
           file=sys.stderr)
     files = docs.deterministic()

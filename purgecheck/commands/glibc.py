@@ -67,12 +67,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
+MAX_SCALE = 1_000_000  # iterations or blocks: a workload's script is about 3 lines a unit
+
+
 def load_workload(args) -> tuple[str, str]:
     """(script text, source name) of a named workload or a file."""
     from purgecheck.glibc.workloads import WORKLOADS
 
     if args.workload in WORKLOADS:
         w = WORKLOADS[args.workload]
+        if args.scale is not None and not 1 <= args.scale <= MAX_SCALE:
+            raise UsageError(f"--scale: expected the workload's iterations or blocks in "
+                             f"1..{MAX_SCALE:,}, got {args.scale}")
         return w.script(quick=args.quick, scale=args.scale), args.workload
     path = Path(args.workload)
     if not path.exists():

@@ -47,6 +47,9 @@ def run(args) -> int:
         for sc in SCENARIOS.values():
             print(f"{sc.name:24} {sc.description}")
         return 0
+    if args.file and args.name:
+        raise UsageError(f"give a scenario name or --file SCRIPT, not both (got "
+                         f"{args.name!r} and --file {args.file})")
     if args.file:
         try:
             with open(args.file, "rb") as f:

@@ -31,6 +31,20 @@ class Op:
         return " ".join(head + [self.name] + [str(a) for a in self.args])
 
 
+MiB = 1 << 20
+MAX_THREAD = 1023  # the C reference's MI_MAX_THREADS is 1024
+MAX_NAME = 64  # characters of a name
+# The range of each kind of integer argument (docs/op-script.md, "Ranges"): a block up to
+# 256 MiB (both sides write every OS page of it), a count up to 2^32 (epoch_skip crosses the
+# 32-bit wraparound once), a scavenger loop up to 10^7 ms, a clock step up to 2^40 ms either
+# way (a year is 2^35 ms): every value and every sum of them fits the C side's 64 bits.
+RANGES = {"size": (0, 256 * MiB), "count": (0, 1 << 32), "ms": (0, 10_000_000),
+          "int": (-(1 << 40), 1 << 40)}
+# C's strtok separators (reference_c/driver.c); any other byte below 0x21, 0x7f or a byte
+# above it in an op is refused by both sides, so that they read a line the same way
+SEPARATORS = " \t\r\v\f"
+
+
 @dataclass(frozen=True)
 class OpSpec:
     name: str
@@ -39,27 +53,31 @@ class OpSpec:
     arg_names: tuple[str, ...]
     help: str
     nonnegative: tuple[bool, ...] = ()  # per argument: sizes, counts and durations are >= 0
+    kinds: tuple[str, ...] = ()  # per argument: str, or a key of RANGES
 
 
 SPECS: dict[str, OpSpec] = {}
 
 
 def op_spec(name: str, args: str = "", threaded: bool = True, help: str = "") -> None:
-    """Declare an op: `args` like "name:str size:count" (int: signed, count: an int >= 0)."""
-    names, types, counts = [], [], []
+    """Declare an op: `args` like "name:str size:size" (int: signed; size, count, ms: an
+    int >= 0 with the range RANGES gives)."""
+    names, types, counts, kinds = [], [], [], []
     for a in args.split():
         n, t = a.split(":")
         names.append(n)
         types.append(str if t == "str" else int)
-        counts.append(t == "count")
-    SPECS[name] = OpSpec(name, threaded, tuple(types), tuple(names), help, tuple(counts))
+        counts.append(t not in ("str", "int"))
+        kinds.append(t)
+    SPECS[name] = OpSpec(name, threaded, tuple(types), tuple(names), help, tuple(counts),
+                         tuple(kinds))
 
 
 # The page-level ops (seed 000 change (1)); the epoch and driver ops are declared beside them.
-op_spec("malloc", "name:str size:count", help="allocate SIZE bytes, write the whole block")
-op_spec("zalloc", "name:str size:count", help="allocate SIZE zeroed bytes")
+op_spec("malloc", "name:str size:size", help="allocate SIZE bytes, write the whole block")
+op_spec("zalloc", "name:str size:size", help="allocate SIZE zeroed bytes")
 op_spec("free", "name:str", help="free NAME (owner: local_free; other thread: xthread_free)")
-op_spec("realloc", "name:str new:str size:count", help="realloc NAME to SIZE, result named NEW")
+op_spec("realloc", "name:str new:str size:size", help="realloc NAME to SIZE, result named NEW")
 op_spec("collect", help="collect the thread's pages without unpurge")
 op_spec("walk", help="collect and run the holes walk on every page of the thread's heap")
 op_spec("heap_destroy", help="mi_heap_destroy of the thread's heap")
@@ -73,7 +91,7 @@ op_spec("pending", help="mi_on_thread_idle_pending: log whether the last sweep l
 op_spec("park", help="mi_on_thread_idle_start: park, handing the sweeps to the scavenger")
 op_spec("unpark", help="mi_on_thread_idle_end: leave the park")
 op_spec("scavenge", threaded=False, help="one pass of the scavenger over the parked threads")
-op_spec("scavenger", "ms:count", threaded=False,
+op_spec("scavenger", "ms:ms", threaded=False,
         help="the scavenger loop for MS ms: sweep the due parks, sleep until the next is due")
 op_spec("abandon", help="the thread exits: its pages go to the abandoned map")
 op_spec("reclaim", "name:str", help="the thread takes the abandoned page holding NAME")
@@ -88,8 +106,22 @@ def _convert(t: Callable, v: str) -> object:
     return v
 
 
+def _words(text: str, line: int, source: str) -> list[str]:
+    """The words of a line as the C driver splits them; a byte it would read otherwise is an
+    error naming it."""
+    body = text.split("#", 1)[0]
+    for ch in body:
+        if (ord(ch) < 0x21 or ord(ch) > 0x7e) and ch not in SEPARATORS:
+            raise OpScriptError(source, line, f"character {ord(ch):#04x} is not allowed in an "
+                                              f"op (words are printable ASCII, separated by "
+                                              f"spaces or tabs)")
+    for sep in SEPARATORS[1:]:
+        body = body.replace(sep, " ")
+    return body.split()
+
+
 def parse_line(text: str, line: int = 0, source: str = "<script>") -> Op | None:
-    words = text.split("#", 1)[0].split()
+    words = _words(text, line, source)
     if not words:
         return None
     thread: int | None = None
@@ -97,6 +129,9 @@ def parse_line(text: str, line: int = 0, source: str = "<script>") -> Op | None:
         raise OpScriptError(source, line, f"thread {words[0]}: thread numbers are 0 or more")
     if words[0].isdigit():
         thread = int(words[0])
+        if thread > MAX_THREAD:
+            raise OpScriptError(source, line, f"thread {words[0][:24]}: thread numbers are "
+                                              f"0..{MAX_THREAD}")
         words = words[1:]
         if not words:
             raise OpScriptError(source, line, "expected an operation after the thread number")
@@ -118,18 +153,40 @@ def parse_line(text: str, line: int = 0, source: str = "<script>") -> Op | None:
     except ValueError:
         raise OpScriptError(source, line, f"{name}: expected integers for "
                                           f"{[n for n, t in zip(spec.arg_names, spec.arg_types) if t is int]}")
-    for n, v, nonneg in zip(spec.arg_names, args, spec.nonnegative):
+    for n, v, nonneg, kind in zip(spec.arg_names, args, spec.nonnegative, spec.kinds):
         if nonneg and v < 0:
             raise OpScriptError(source, line, f"{name}: {n} must be 0 or more, got {v}")
+        if kind == "str" and len(v) > MAX_NAME:
+            raise OpScriptError(source, line, f"{name}: {n} is {len(v)} characters long; a "
+                                              f"name has at most {MAX_NAME}")
+        if kind in RANGES and not RANGES[kind][0] <= v <= RANGES[kind][1]:
+            lo, hi = RANGES[kind]
+            shown = str(v) if len(str(v)) <= 24 else f"{str(v)[:20]}... ({len(str(v))} digits)"
+            raise OpScriptError(source, line, f"{name}: {n} is {shown}, outside {lo}..{hi}")
     return Op(thread, name, args, line)
 
 
+# the ops that look a name up, and those that give one (docs/op-script.md: a freed name
+# stays known)
+NAME_USERS = {"free": 0, "realloc": 0, "reclaim": 0}
+NAME_GIVERS = {"malloc": 0, "zalloc": 0, "realloc": 1}
+
+
 def parse_script(text: str, source: str = "<script>") -> list[Op]:
+    """Every op of the script, checked before anything runs: the grammar, the ranges, and
+    that each name an op looks up was given by an op before it."""
     ops = []
-    for n, line in enumerate(text.splitlines(), 1):
+    known: set[str] = set()
+    for n, line in enumerate(text.split("\n"), 1):
         op = parse_line(line, n, source)
-        if op is not None:
-            ops.append(op)
+        if op is None:
+            continue
+        if op.name in NAME_USERS and op.args[NAME_USERS[op.name]] not in known:
+            raise OpScriptError(source, n, f"{op.name}: no allocation named "
+                                           f"{op.args[NAME_USERS[op.name]]!r} before this line")
+        if op.name in NAME_GIVERS:
+            known.add(op.args[NAME_GIVERS[op.name]])
+        ops.append(op)
     return ops
 
 

@@ -9,6 +9,7 @@ that conformance compares, and turns a run of the model into a trace.
 from __future__ import annotations
 
 import itertools
+import re
 import operator
 from typing import IO, Any, Iterable, Iterator, Optional, Union
 
@@ -338,6 +339,25 @@ def parse_lines(first: int, lines: list[bytes], source: str) -> list[dict]:
         raise TraceError(source, first, "bad JSON in this batch of lines")
 
 
+# A JSON integer of 19 digits or more outside a string or a number's fraction: the only
+# place an integer beyond 64 bits can be (orjson would read it as a float, msgspec as a big
+# int that no writer can write back).
+_LONG_INT = re.compile(rb"(?<![\w.])-?\d{19,}(?![\w.])")
+INT_RANGE = (-(1 << 63), (1 << 64) - 1)  # signed or unsigned 64 bits (swept_state is a uint64)
+
+
+def _check_int_range(v: TraceValidator, first: int, lines: list[bytes]) -> None:
+    """Every integer of the batch fits a 64-bit word, signed or unsigned (docs/trace-format.md),
+    else the line that holds the first that does not. One regex search over the batch."""
+    blob = b"\n".join(lines)
+    for m in _LONG_INT.finditer(blob):
+        if not INT_RANGE[0] <= int(m.group()) <= INT_RANGE[1]:
+            digits = m.group().decode()
+            raise v.fail(first + blob.count(b"\n", 0, m.start()),
+                         f"integer {digits[:20]}... ({len(digits)} digits) is outside the "
+                         f"64-bit range -2^63..2^64-1 (docs/trace-format.md)")
+
+
 def _word_error(v: TraceValidator, first: int, lines: list[bytes]) -> TraceError:
     """The first bad line of a batch the fast path refused, in words: bad JSON, what
     check_event says, else what the typed decoder says."""
@@ -353,6 +373,9 @@ def _word_error(v: TraceValidator, first: int, lines: list[bytes]) -> TraceError
             return e
         except (msgspec.ValidationError, msgspec.DecodeError) as e:
             return v.fail(n, f"{obj.get('ev')} event: {e} (docs/trace-format.md)")
+        except RecursionError:
+            return v.fail(n, f"{obj.get('ev')} event: its values nest too deeply "
+                             f"(docs/trace-format.md)")
     return v.fail(first, "a bad line in this batch of lines")  # the two decoders disagree
 
 
@@ -375,9 +398,10 @@ class Trace:
 
     def check(self, first: int, lines: list[bytes]) -> list:
         """Decode and check a batch of raw lines (in file order): its typed events."""
+        _check_int_range(self.validator, first, lines)
         try:  # each line on its own (a line is one event, whatever the next one holds)
             evs = list(map(_decode_event, lines))
-        except (msgspec.ValidationError, msgspec.DecodeError):
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
             evs = None
         if evs is None or not _check_typed(self.validator, evs):
             raise _word_error(self.validator, first, lines)
