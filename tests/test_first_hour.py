@@ -60,3 +60,20 @@ def test_prove_lists_the_glibc_proofs_and_only_takes_each_name(capsys):
     assert main(["prove", "--quick", "--mutants", "--only", "rfc-no-halving", "--json"]) == 0
     doc = orjson.loads(capsys.readouterr().out)
     assert [r["status"] for r in doc["results"]] == ["refuted-as-expected"]
+
+
+def test_docs_keeps_the_dated_pages_out_of_the_work_tree(tmp_path, monkeypatch):
+    """make check ends with `purgecheck docs`: the pages of the last runs, dated, go under
+    .purgecheck/docs/ and not into docs/ unless asked (--results)."""
+    import purgecheck.docs as docs_mod
+    import purgecheck.docs.simulate_page as sim_page
+    monkeypatch.setenv("PURGECHECK_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(docs_mod, "deterministic", lambda facts=None: {"invariants.md": "x\n"})
+    monkeypatch.setattr(docs_mod, "from_results", lambda: {"results.md": "dated\n"})
+    monkeypatch.setattr(sim_page, "simulate_files", lambda: {"simulate.md": "s\n"})
+    out = tmp_path / "docs"
+    assert main(["docs", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["invariants.md", "simulate.md"]
+    assert (tmp_path / "state" / "docs" / "results.md").read_text() == "dated\n"
+    assert main(["docs", "--out", str(out), "--results"]) == 0
+    assert (out / "results.md").read_text() == "dated\n"

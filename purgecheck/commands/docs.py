@@ -10,8 +10,10 @@ from purgecheck.cli import UsageError
 
 EXAMPLE = """examples:
   purgecheck docs               write docs/invariants.md and .html, docs/designs/, docs/img/,
-                                and (after `purgecheck check` / `purgecheck mutants`)
-                                docs/results.md, docs/mutants.md, docs/results.html
+                                docs/simulate.md (all deterministic), and the dated pages of
+                                the last `purgecheck check` / `purgecheck mutants` runs
+                                (results.md, mutants.md, results.html) under .purgecheck/docs/
+  purgecheck docs --results     the dated pages into docs/ as well (to commit a run's record)
   purgecheck docs --check       exit 1 when the committed docs are stale against the
                                 registry, the scenarios or the mutants (writes nothing)
   purgecheck docs --out /tmp/d  write somewhere else
@@ -29,6 +31,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="DIR", help="docs directory (default: docs/ of the project)")
     p.add_argument("--check", action="store_true",
                    help="compare the deterministic part with DIR; write nothing")
+    p.add_argument("--results", action="store_true",
+                   help="write the dated results pages into DIR too (default: only into "
+                        ".purgecheck/docs/, so that a run leaves the work tree as it was)")
     return p
 
 
@@ -56,9 +61,16 @@ def run(args) -> int:
                   file=sys.stderr)
         return 1 if stale else 0
     try:
-        files.update(docs.from_results())
+        dated = docs.from_results()
     except store.StoreError as e:
         raise UsageError(str(e))
+    if args.results:
+        files.update(dated)
+    elif dated:  # per run, with dates and times: kept out of version control
+        where = store.state_dir() / "docs"
+        docs.write(dated, where)
+        print(f"the last runs' pages: {', '.join(str(where / k) for k in sorted(dated))} "
+              f"(`purgecheck docs --results` puts them in {out})", file=sys.stderr)
     print("simulating the seeds' workloads for docs/simulate.md ...", file=sys.stderr)
     from purgecheck.docs.simulate_page import simulate_files
     files.update(simulate_files())
