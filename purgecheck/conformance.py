@@ -75,9 +75,13 @@ def options_line(options: Options, observe: str = "sweeps", mutant: str | None =
 
 
 def script_payload(text: str) -> str:
-    """The script as the driver reads it: lines split as Python splits them (so line numbers
-    agree), no `---` inside (a valid script has none: it would not parse)."""
-    return "".join(line + "\n" for line in text.splitlines())
+    """The script as the driver reads it: lines split at "\n" only, as parse_script splits
+    them (so line numbers agree), no `---` inside (a valid script has none: it would not
+    parse)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return "".join(line + "\n" for line in lines)
 
 
 class CDriver:

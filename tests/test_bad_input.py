@@ -240,3 +240,13 @@ def test_generated_traces_get_a_clear_answer(tmp_path):
             rc, _, err = run(command)
             assert_clear(rc, err, (str(bad), good))
     check()
+
+
+def test_a_carriage_return_inside_a_line_is_read_alike(tmp_path):
+    """Found by the slow tier: `1\\r malloc ...` (diff read the file with newline
+    translation and sent the driver lines split at \\r; scenario took \\r as a space)."""
+    script = tmp_path / "cr.ops"
+    script.write_bytes(b"1\r malloc a 100\n1 malloc b 100\r\n1 free a\n")
+    assert run(["scenario", "--file", str(script)])[0] == 0
+    rc, out, err = run(["diff", str(script)])
+    assert rc == 0 and "equal" in out, err

@@ -102,10 +102,16 @@ def _load_script(args):
             raise UsageError(f"unknown scenario {args.scenario!r}; `purgecheck scenario --list` "
                              f"lists them")
         return sc.build(), f"scenario:{sc.name}", sc.options
+    try:  # bytes, decoded as `scenario` does: no newline translation, the same lines
+        data = Path(args.script).read_bytes()
+    except OSError as e:
+        raise UsageError(f"cannot read {args.script}: {e.strerror or e}")
     try:
-        text = Path(args.script).read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"cannot read {args.script}: {getattr(e, 'strerror', None) or e}")
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise UsageError(f"{args.script}:{line}: expected an op script in UTF-8 text, found "
+                         f"byte {data[e.start]:#04x}")
     return text, args.script, Options()
 
 
