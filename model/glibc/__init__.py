@@ -7,5 +7,6 @@ can be set beside `strace` of the real library. Plain Python, standard library o
 
 Modules: `constants` (sizes), `params` (mp_, mallopt and the environment), `versions` (the
 policy table), `trim` (the trim rules, one function each), `heap` (chunks tiling a heap),
-`arena` (malloc and free of one arena), `process` (threads, tcache, arenas, the system calls).
+`arena` (malloc and free of one arena), `process` (threads, tcache, arenas, the system calls),
+`resident` (which pages are resident: the ghost state the cost of a rule is read from).
 """

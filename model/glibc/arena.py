@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from model.glibc.constants import MINSIZE
+from model.glibc.constants import MINSIZE, SIZE_SZ
 from model.glibc.heap import FAST, FREE, INUSE, TOP, Chunk, Segment
 
 
@@ -96,6 +96,21 @@ class Arena:
         return self.top.size if self.top else 0
 
 
+def write(av: Arena, addr: int, length: int) -> None:
+    """malloc writes its own metadata at `addr` (a size field, a free chunk's links, a
+    footer): the page becomes resident (model.glibc.resident; seed 001: the malloc after a
+    madvise refaults). Never read by a rule."""
+    if av.process is not None:
+        av.process.resident.write(addr, length)
+
+
+def write_free_chunk(av: Arena, c: Chunk) -> None:
+    """A chunk put in the bins: set_head (its size), fd/bk, and set_foot (the next chunk's
+    prev_size) with the next chunk's PREV_INUSE bit cleared."""
+    write(av, c.addr + SIZE_SZ, 3 * SIZE_SZ)
+    write(av, c.end, 2 * SIZE_SZ)
+
+
 def take_from_bins(av: Arena, nb: int) -> Chunk | None:
     """_int_malloc's bin search: an exact fit, else the best (smallest) fit, split."""
     c = av.bins.oldest(nb) or av.bins.smallest_at_least(nb)
@@ -112,11 +127,14 @@ def split_chunk(av: Arena, c: Chunk, nb: int) -> None:
     to the bins (a smaller one stays with the chunk)."""
     rest = c.size - nb
     if rest < MINSIZE:
+        write(av, c.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset(victim, size)
         return
     c.size = nb
     remainder = Chunk(c.addr + nb, rest, FREE)
     c.segment.insert(remainder)
     av.bins.add(remainder)
+    write(av, c.addr + SIZE_SZ, SIZE_SZ)
+    write_free_chunk(av, remainder)
 
 
 def split_top(av: Arena, nb: int) -> Chunk:
@@ -127,6 +145,8 @@ def split_top(av: Arena, nb: int) -> Chunk:
     seg.move(top, top.addr + nb)
     top.size -= nb
     seg.insert(victim)
+    write(av, victim.addr + SIZE_SZ, SIZE_SZ)  # set_head (victim)
+    write(av, top.addr + SIZE_SZ, SIZE_SZ)  # set_head (remainder), the new top
     return victim
 
 
@@ -136,6 +156,7 @@ def coalesce_with_top(av: Arena, c: Chunk) -> Chunk:
     seg.remove(c)
     seg.move(av.top, c.addr)
     av.top.size += c.size
+    write(av, c.addr + SIZE_SZ, SIZE_SZ)  # set_head (p, size | PREV_INUSE); av->top = p
     return av.top
 
 
@@ -157,6 +178,7 @@ def coalesce(av: Arena, c: Chunk) -> Chunk:
         seg.remove(upper)
         c.size += upper.size
     av.bins.add(c)
+    write_free_chunk(av, c)
     return c
 
 
@@ -172,6 +194,7 @@ def malloc_consolidate(av: Arena) -> None:
 def push_fastbin(av: Arena, c: Chunk) -> None:
     c.state = FAST
     av.fastbins.setdefault(c.size, []).append(c)
+    write(av, c.addr + 2 * SIZE_SZ, SIZE_SZ)  # p->fd
 
 
 def is_top(c: Chunk) -> bool:

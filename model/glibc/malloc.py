@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from model.glibc import system, trim
 from model.glibc.arena import (Arena, coalesce, malloc_consolidate, push_fastbin,
-                               split_top, take_from_bins)
+                               split_top, take_from_bins, write)
 from model.glibc.constants import (MALLOC_ALIGN_MASK, MAX_FAST_CHUNK, MIN_LARGE_SIZE,
-                                   MINSIZE, TCACHE_FILL_COUNT, csize2tidx)
+                                   MINSIZE, SIZE_SZ, TCACHE_FILL_COUNT, csize2tidx)
 from model.glibc.heap import FENCE, INUSE, TCACHE, TOP, Chunk
 
 if TYPE_CHECKING:
@@ -33,6 +33,7 @@ def tcache_has_room(t: "Thread | None", size: int) -> bool:
 def tcache_put(t: "Thread", c: Chunk) -> None:
     c.state = TCACHE
     t.tcache[csize2tidx(c.size)].append(c)
+    write(c.segment.arena, c.addr + 2 * SIZE_SZ, 2 * SIZE_SZ)  # e->next, e->key
 
 
 def int_malloc(p: "Process", av: Arena, nb: int, t: "Thread | None") -> Chunk:
@@ -48,6 +49,7 @@ def int_malloc(p: "Process", av: Arena, nb: int, t: "Thread | None") -> Chunk:
         if c is not None:
             av.bins.remove(c)
             c.state = INUSE
+            write(av, c.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset (victim, nb)
             while (s := av.bins.oldest(nb)) is not None and tcache_has_room(t, nb):
                 av.bins.remove(s)
                 tcache_put(t, s)
@@ -79,6 +81,7 @@ def sysmalloc(p: "Process", av: Arena, nb: int, t: "Thread | None") -> Chunk:
         if system.grow_heap(p, seg, MINSIZE + nb - av.top.size):
             av.system_mem += seg.end - av.top.end
             av.top.size = seg.end - av.top.addr
+            write(av, av.top.addr + SIZE_SZ, SIZE_SZ)  # set_head (old_top, ...)
             if p.version.throttle:
                 trim.rfc_count_growth(seg.mt)
         else:
@@ -100,8 +103,10 @@ def start_new_heap(p: "Process", av: Arena, new, t: "Thread | None") -> None:
     old_seg = old_top.segment
     av.top = Chunk(new.first, new.end - new.first, TOP)
     new.insert(av.top)
+    write(av, av.top.addr + SIZE_SZ, SIZE_SZ)  # set_head (top, ...) in the new heap
     old_size = (old_top.size - MINSIZE) & ~MALLOC_ALIGN_MASK
     final = Chunk(old_top.addr + old_top.size - 16, 16, FENCE)
+    write(av, old_top.addr + old_size, MINSIZE)  # the two fenceposts (or the one)
     if old_size >= MINSIZE:
         old_top.size = old_size
         old_top.state = INUSE

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 
 from model.glibc import malloc, system
 from model.glibc.arena import Arena, malloc_consolidate
-from model.glibc.constants import (DTV_CALLOC_REQUEST, HEAP_MAX_SIZE, PAGESIZE, STACK_SIZE,
-                                   STACK_CACHE_MAXSIZE, TCACHE_MAX_BINS, TCACHE_STRUCT_REQUEST,
-                                   csize2tidx, request2size)
+from model.glibc.constants import (CHUNK_HDR_SZ, DTV_CALLOC_REQUEST, HEAP_MAX_SIZE, PAGESIZE,
+                                   SIZE_SZ, STACK_SIZE, STACK_CACHE_MAXSIZE, TCACHE_MAX_BINS,
+                                   TCACHE_STRUCT_REQUEST, csize2tidx, request2size)
 from model.glibc.heap import MMAPPED, Chunk
 from model.glibc.params import MallocPar, set_param
+from model.glibc.resident import ResidentPages
 from model.glibc.syscalls import SysCall
 from model.glibc.versions import VERSIONS, Version
 
@@ -65,6 +66,7 @@ class Process:
     next_heap: int = HEAP_AREA
     next_mmap: int = MMAP_AREA
     next_stack: int = STACK_AREA
+    resident: ResidentPages = field(default_factory=ResidentPages)  # ghost: what it costs
 
     def __post_init__(self) -> None:
         for name, value in self.settings.items():  # read at ptmalloc_init, before any malloc
@@ -80,7 +82,9 @@ class Process:
     # -- addresses and the log --------------------------------------------------------------
 
     def emit(self, name: str, category: str, addr: int, length: int) -> None:
+        """A system call; those that give memory back make its pages non-resident."""
         self.calls.append(SysCall(name, category, addr, length))
+        self.resident.drop(category, addr, length)
 
     def reserve_heap_address(self) -> int:
         self.next_heap += HEAP_MAX_SIZE
@@ -107,10 +111,21 @@ class Process:
         if t.tcache is not None and csize2tidx(nb) < TCACHE_MAX_BINS and t.tcache[csize2tidx(nb)]:
             c = t.tcache[csize2tidx(nb)].pop()
             c.state = "inuse"
+            self.resident.write(c.addr + 3 * SIZE_SZ, SIZE_SZ)  # tcache_get: e->key = 0
         else:
             c = malloc.int_malloc(self, self.arena_get(t, size), nb, t)
         self.blocks[block] = c  # an id still live is overwritten: that block leaks, as in C
         return c
+
+    def use(self, block: int, length: int) -> int:
+        """The program writes the first `length` bytes of its block `block` (seed 001's
+        `do_stuff (m)`; ebizzy fills its record): those pages become resident. Returns how
+        many pages faulted. A length past the block's usable size stops at it."""
+        c = self.blocks.get(block)
+        if c is None:
+            raise ScriptError(f"block {block} holds nothing: malloc it first")
+        usable = c.size - (CHUNK_HDR_SZ if c.state == MMAPPED else SIZE_SZ)
+        return self.resident.write(c.addr + CHUNK_HDR_SZ, min(length, usable))
 
     def free(self, tid: int, block: int) -> None:
         """__libc_free: an mmapped chunk is unmapped, anything else goes to _int_free of the
@@ -181,6 +196,7 @@ class Process:
         av = self.arena_get(t, TCACHE_STRUCT_REQUEST)
         t.tcache_chunk = malloc.int_malloc(self, av, request2size(TCACHE_STRUCT_REQUEST), None)
         t.tcache = [[] for _ in range(TCACHE_MAX_BINS)]
+        self.resident.write(t.tcache_chunk.addr + CHUNK_HDR_SZ, TCACHE_STRUCT_REQUEST)  # memset
 
     def tcache_thread_shutdown(self, t: Thread) -> None:
         """Every tcache entry, bin by bin from the head, then the struct, goes to _int_free

@@ -35,6 +35,7 @@ def new_heap(p: "Process", av: Arena, size: int, top_pad: int) -> Segment | None
     seg = Segment(base=base, first=base + p.version.sizeof_heap_info, size=size,
                   mprotect_size=size, arena=av)
     p.emit("mprotect", "heap_new", base, size)
+    p.resident.write(base, p.version.sizeof_heap_info)  # h->ar_ptr, h->size, ...
     return seg
 
 
@@ -57,6 +58,8 @@ def new_arena(p: "Process", name: str, request: int) -> Arena | None:
     av.system_mem = seg.size
     av.top = Chunk(first, seg.end - first, TOP)
     seg.insert(av.top)
+    p.resident.write(seg.base + v.sizeof_heap_info, v.sizeof_malloc_state)  # malloc_init_state
+    p.resident.write(first + 8, 8)  # set_head (top (a), ...)
     return av
 
 
@@ -125,6 +128,7 @@ def delete_empty_heaps(p: "Process", av: Arena, seg: Segment, pad: int) -> Segme
         prev.remove(final)
         av.top = Chunk(start, new_size, TOP)
         prev.insert(av.top)
+        p.resident.write(start + 8, 8)  # set_head (top (ar_ptr), new_size | PREV_INUSE)
         seg = prev
     return seg
 
@@ -184,6 +188,7 @@ def brk_grow(p: "Process", av: Arena, nb: int) -> None:
     seg.size += size
     av.top.size += size
     av.system_mem += size
+    p.resident.write(av.top.addr + 8, 8)  # set_head (av->top, size | PREV_INUSE)
 
 
 def mmap_chunk(p: "Process", nb: int) -> Chunk:
@@ -192,6 +197,7 @@ def mmap_chunk(p: "Process", nb: int) -> Chunk:
     addr = p.reserve_mmap_address(size)
     p.emit("mmap", "chunk_mmap", addr, size)
     p.mp.n_mmaps += 1
+    p.resident.write(addr, 16)  # prev_size (the offset, 0) and the size with IS_MMAPPED
     return Chunk(addr, size, MMAPPED)
 
 

@@ -186,7 +186,9 @@ def _simulate(args):
             raise UsageError(f"{args.workload} is a glibc workload: choose versions with "
                              f"--version, not --design")
         try:
-            return (glibc_simulator().simulate_glibc(args.workload, args.version, **params),
+            return (glibc_simulator().simulate_glibc(args.workload, args.version,
+                                                     idle_ms=args.idle_ms,
+                                                     sample_ms=args.sample_ms, **params),
                     args.workload)
         except ValueError as e:
             raise UsageError(str(e))

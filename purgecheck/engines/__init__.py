@@ -31,6 +31,7 @@ class Engine:
     name: str
     description: str
     run: Callable[[Budget], list[Result]]
+    module: str = ""  # the module that registered it
 
 
 ENGINES: dict[str, Engine] = {}
@@ -38,7 +39,7 @@ ENGINES: dict[str, Engine] = {}
 
 def engine(name: str, description: str):
     def wrap(fn: Callable[[Budget], list[Result]]):
-        ENGINES[name] = Engine(name, description, fn)
+        ENGINES[name] = Engine(name, description, fn, fn.__module__)
         return fn
     return wrap
 
@@ -59,7 +60,13 @@ def engine_modules() -> list[str]:
 
 
 def load_engines() -> dict[str, Engine]:
-    """Import every engine module, each registering its engines; in RUN_ORDER."""
-    for mod in engine_modules():
+    """Import every engine module, each registering its engines; in RUN_ORDER (whichever
+    module another import loaded first)."""
+    modules = engine_modules()
+    for mod in modules:
         importlib.import_module(mod)
+    rank = {m: i for i, m in enumerate(modules)}
+    ordered = sorted(ENGINES.values(), key=lambda e: rank.get(e.module, len(rank)))
+    ENGINES.clear()
+    ENGINES.update((e.name, e) for e in ordered)
     return ENGINES

@@ -157,12 +157,12 @@ def pool_claims(runs: Runs) -> list[Claim]:
         and two["free_resident_end"] > 0.5 * epoch["free_resident_load_end"], "typed-arrays")]
 
 
-def glibc_claims() -> list[Claim]:
+def glibc_claims(scale: float = 1.0) -> list[Claim]:
     """Seed 001's claims, from the glibc simulator (purgecheck/simulate/glibc.py)."""
     from purgecheck.simulate import glibc_simulator
     glibc = glibc_simulator()
     return [Claim(c["seed"], c["claim"], c["seed_figures"], c["model_figures"], c["holds"],
-                  c.get("workload", "")) for c in glibc.glibc_claims()]
+                  c.get("workload", "")) for c in glibc.glibc_claims(scale)]
 
 
 CLAIM_GROUPS: dict[str, Callable] = {"load": load_claims, "idle": idle_claims,
@@ -177,5 +177,5 @@ def seed_claims(scale: float = 1.0, glibc: bool = True, runs: Runs | None = None
     for group in CLAIM_GROUPS.values():
         out += group(runs)
     if glibc:
-        out += glibc_claims()
+        out += glibc_claims(scale)
     return out

@@ -35,6 +35,9 @@ GLIBC_COLUMNS = [
     ("brk shrink", "brk_shrink", "{:,.0f}"),
     ("mmap", "mmap", "{:,.0f}"),
     ("munmap", "munmap", "{:,.0f}"),
+    ("page faults", "page_faults", "{:,.0f}"),
+    ("records/s", "records_per_s", "{:,.0f}"),
+    ("kernel ms", "sys_ms", "{:,.1f}"),
     ("RSS load end", "rss_load_end", _mb),
     ("RSS end", "rss_end", _mb),
 ]

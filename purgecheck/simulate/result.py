@@ -65,4 +65,10 @@ COUNTERS = {
     "mmap": "glibc: mmap calls (chunks and heaps)",
     "munmap": "glibc: munmap calls (chunks and heaps)",
     "madvise_per_s": "glibc: madvise calls per second of the workload's load",
+    "heap_madvise": "glibc: madvise calls of shrink_heap (a thread heap's tail), without stacks'",
+    "page_faults": "glibc: pages written while not resident (a fault and a zeroed page each)",
+    "records_per_s": "glibc: the workload's records (malloc, use, free) per second of virtual time",
+    "rss_mean": "glibc: resident bytes averaged over the load (weighted by virtual time)",
+    "user_ms": "glibc: virtual time the program spent on its records (all threads)",
+    "sys_ms": "glibc: virtual time the model's kernel costs add: calls and page faults",
 }
