@@ -22,3 +22,11 @@ def test_2_23_without_its_threshold_check_is_caught():
     assert r.status == "fail"
     assert "2.23+: 1023 heap_madvise calls, published 0" in r.detail
     assert "GL-PUBLISHED" in MUTANTS["glibc-2.23-no-threshold"].catches
+
+
+def test_a_model_that_stops_is_a_failure_not_a_crash():
+    """Found by make check's kill matrix: glibc-shrink-keeps-size stops the model on
+    bench-free, which crashed the engine instead of failing the check."""
+    with applied(MUTANTS["glibc-shrink-keeps-size"]):
+        r = published_check(quick=True)
+    assert r.status == "fail" and "the model stopped" in r.detail

@@ -45,7 +45,11 @@ def published_check(quick: bool) -> Result:
     ops = parse_script(w.script(), "workload:bench-free")
     wrong = []
     for version, category, expected in PUBLISHED:
-        counts = run_model(ops, VERSIONS[version], {}, source=w.name).count()
+        try:
+            counts = run_model(ops, VERSIONS[version], {}, source=w.name).count()
+        except Exception as e:  # a broken rule may stop the model: that is a failure too
+            wrong.append(f"{version}: the model stopped ({type(e).__name__}: {e})")
+            continue
         got = counts["heap_madvise"] + counts["stack_madvise"] if category == "madvise" \
             else counts[category]
         if got != expected:
@@ -105,6 +109,10 @@ def conformance(quick: bool) -> Result:
         except TraceError as e:
             return Result("GL-STRACE-CONFORMANCE", ENGINE, "error", "",
                           time.perf_counter() - t0, detail=str(e), replay="make setup")
+        except Exception as e:  # a broken rule may stop the model's prediction
+            return Result("GL-STRACE-CONFORMANCE", ENGINE, "fail", "", time.perf_counter() - t0,
+                          detail=f"case {case.name}: the model stopped ({type(e).__name__}: "
+                                 f"{e})", replay=replay)
         if not cmp.ok:
             return Result("GL-STRACE-CONFORMANCE", ENGINE, "fail", "",
                           time.perf_counter() - t0,
