@@ -5,7 +5,7 @@ The command line is the modules of this package: adding a command is adding a mo
 
 from __future__ import annotations
 
-import pkgutil
+from purgecheck.discovery import modules_of
 
 # The order `purgecheck --help` lists them in: the main job, what is checked, then one
 # engine at a time as the guide introduces them. A module not named here comes after, by name.
@@ -15,6 +15,5 @@ HELP_ORDER = ("check", "invariants", "scenario", "prove", "fuzz", "diff", "valid
 
 def command_names() -> list[str]:
     """Every module of this package, in HELP_ORDER and then by name."""
-    found = [m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")]
-    return sorted(found, key=lambda m: (HELP_ORDER.index(m) if m in HELP_ORDER
-                                        else len(HELP_ORDER), m))
+    import sys
+    return modules_of(sys.modules[__name__], HELP_ORDER)

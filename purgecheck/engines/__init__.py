@@ -8,10 +8,10 @@ checks. Each module of this package is one engine of `check` and registers it wi
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from dataclasses import dataclass
 from typing import Callable
 
+from purgecheck.discovery import modules_of
 from purgecheck.reports.results import Result
 
 
@@ -53,10 +53,8 @@ RUN_ORDER = ("scenarios", "glibc", "fuzz", "conformance", "validate", "prove", "
 def engine_modules() -> list[str]:
     """Every module of this package, in RUN_ORDER and then by name: adding an engine is
     adding a module here that registers itself with `@engine`."""
-    found = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
-    ranked = sorted(found, key=lambda m: (RUN_ORDER.index(m) if m in RUN_ORDER
-                                          else len(RUN_ORDER), m))
-    return [f"{__name__}.{m}" for m in ranked]
+    import sys
+    return [f"{__name__}.{m}" for m in modules_of(sys.modules[__name__], RUN_ORDER)]
 
 
 def load_engines() -> dict[str, Engine]:

@@ -10,8 +10,8 @@ loads the catalogue, the catalogue imports `patching`, and nothing imports back.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 
+from purgecheck.discovery import modules_of
 from purgecheck.mutants import catalogue
 from purgecheck.mutants.patching import (MUTANTS, TRACE_INVARIANT, Mutant, Patch, applied,
                                          is_c_trace_mutant, mutant)
@@ -27,10 +27,7 @@ PART_ORDER = ("page", "hold", "glibc", "shadow", "epoch", "sanitizers", "strace"
 def catalogue_modules() -> list[str]:
     """Every module of catalogue/, in PART_ORDER and then by name: adding a part of the
     catalogue is adding a module there."""
-    found = [m.name for m in pkgutil.iter_modules(catalogue.__path__) if not m.name.startswith("_")]
-    ranked = sorted(found, key=lambda m: (PART_ORDER.index(m) if m in PART_ORDER
-                                          else len(PART_ORDER), m))
-    return [f"{catalogue.__name__}.{m}" for m in ranked]
+    return [f"{catalogue.__name__}.{m}" for m in modules_of(catalogue, PART_ORDER)]
 
 
 for _module in catalogue_modules():
