@@ -83,8 +83,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < WORKERS; i++)
         while (boxes[i].n)
             free(boxes[i].slots[--boxes[i].n]);
-    void *c = calloc(100, 1000);
-    void *a = aligned_alloc(4096, 10000);
+    void *volatile c = calloc(100, 1000); /* volatile: gcc drops calloc+free otherwise */
+    void *volatile a = aligned_alloc(4096, 10000);
     free(c);
     free(a);
     printf("ok %d rounds\n", rounds);

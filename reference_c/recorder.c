@@ -228,6 +228,10 @@ static void open_trace(int append_image)
         say("purgecheck-record: cannot open %s: %s\n", name, strerror(errno));
 }
 
+/* This library's own malloc (inside the library, `malloc` names the first definition the
+ * dynamic linker finds, which may be the program's). */
+void *recorder_malloc(size_t n) __attribute__((alias("malloc"), visibility("hidden"), copy(malloc)));
+
 static void start_image(void)
 {
     unsigned refused = 0;
@@ -235,7 +239,7 @@ static void start_image(void)
      * never reach this library, and the trace would miss them. */
     Dl_info info;
     void *first = dlsym(RTLD_DEFAULT, "malloc");
-    if (first != (void *)malloc)
+    if (first != (void *)recorder_malloc)
         refused = F_REFUSED_DEFINED;
     else if (!dladdr((void *)next_malloc, &info) || !info.dli_fname ||
              !strstr(info.dli_fname, "libc.so"))
