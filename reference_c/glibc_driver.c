@@ -23,29 +23,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define MAX_SCRIPT (1 << 22) /* bytes */
-#define MAX_OPS (1 << 18)
-#define MAX_IDS 65536
+#define MAX_SCRIPT (1L << 34) /* bytes: the script is mapped, not copied */
+#define MAX_IDS (1 << 24)       /* the pointer table is mapped at this size, pages on use */
 #define MAX_THREADS 64
 #define MAX_DEPTH 8
 
-enum kind { OP_MALLOC, OP_FREE, OP_MALLOPT, OP_START, OP_JOIN, OP_REPEAT, OP_END, OP_EXIT };
+enum kind { OP_MALLOC, OP_FREE, OP_MALLOPT, OP_START, OP_JOIN, OP_REPEAT, OP_END, OP_EXIT,
+            OP_CALLOC, OP_REALLOC, OP_MEMALIGN, OP_VALLOC, OP_PVALLOC, OP_TRIM };
 
 struct op {
     enum kind kind;
     int thread;
     int line;
-    long a; /* id, mallopt param, repeat count; for OP_END: index of its REPEAT */
+    long a; /* id, mallopt param, repeat count, trim pad; for OP_END: index of its REPEAT */
     long b; /* size, mallopt value */
+    long c; /* memalign: the alignment */
 };
 
-static char script[MAX_SCRIPT + 1];
-static struct op ops[MAX_OPS];
-static int nops;
-static void *ptrs[MAX_IDS];
+/* The script, the op table and the pointer table are mapped with mmap before the first
+ * mark, so that the heap holds the script's blocks only, whatever the script's length. */
+static char *script;
+static struct op *ops;
+static long nops, max_ops;
+static void **ptrs;
 static const char *path;
 static int show_addresses;
 
@@ -123,7 +128,7 @@ static int mallopt_param(const char *w, int line)
 
 static void parse(void)
 {
-    int depth = 0, open_repeat[MAX_DEPTH];
+    long depth = 0, open_repeat[MAX_DEPTH];
     int line = 0;
     char *s = script;
     while (*s) {
@@ -139,8 +144,8 @@ static void parse(void)
         char *w = word(&cur);
         if (!w)
             continue;
-        if (nops == MAX_OPS)
-            bad(line, "too many ops for the driver (use repeat blocks)");
+        if (nops == max_ops)
+            bad(line, "too many ops for the driver's table");
         struct op *op = &ops[nops];
         op->line = line;
         op->thread = -1;
@@ -172,12 +177,27 @@ static void parse(void)
                 op->kind = OP_MALLOPT;
                 op->a = mallopt_param(word(&cur), line);
                 op->b = number(word(&cur), line, 0, 2147483647L, "a mallopt value");
+            } else if (!strcmp(name, "calloc") || !strcmp(name, "realloc") ||
+                       !strcmp(name, "valloc") || !strcmp(name, "pvalloc")) {
+                op->kind = name[0] == 'c' ? OP_CALLOC : name[0] == 'r' ? OP_REALLOC :
+                           name[0] == 'v' ? OP_VALLOC : OP_PVALLOC;
+                op->a = number(word(&cur), line, 0, MAX_IDS - 1, "a block id");
+                op->b = number(word(&cur), line, 0, 1L << 40, "a size in bytes");
+            } else if (!strcmp(name, "memalign")) {
+                op->kind = OP_MEMALIGN;
+                op->a = number(word(&cur), line, 0, MAX_IDS - 1, "a block id");
+                op->c = number(word(&cur), line, 0, 1L << 40, "an alignment in bytes");
+                op->b = number(word(&cur), line, 0, 1L << 40, "a size in bytes");
+            } else if (!strcmp(name, "trim")) {
+                op->kind = OP_TRIM;
+                op->a = number(word(&cur), line, 0, 1L << 40, "a pad in bytes");
             } else if (!strcmp(name, "start") || !strcmp(name, "join")) {
                 op->kind = name[0] == 's' ? OP_START : OP_JOIN;
                 if (op->thread == 0)
                     bad(line, "thread 0 is the main thread: it is never started or joined");
             } else {
-                bad(line, "unknown operation; expected malloc, free, mallopt, start or join");
+                bad(line, "unknown operation; expected malloc, free, calloc, realloc, memalign, "
+                          "valloc, pvalloc, trim, mallopt, start or join");
             }
         }
         if (word(&cur))
@@ -209,6 +229,29 @@ static void run_op(const struct op *op)
             say(1, "%d %ld %p\n", op->line, op->a, p);
         break;
     }
+    case OP_CALLOC:
+    case OP_REALLOC:
+    case OP_MEMALIGN:
+    case OP_VALLOC:
+    case OP_PVALLOC: {
+        size_t n = (size_t)op->b;
+        void *p = op->kind == OP_CALLOC ? calloc(1, n)
+                : op->kind == OP_REALLOC ? realloc(ptrs[op->a], n)
+                : op->kind == OP_MEMALIGN ? memalign((size_t)op->c, n)
+                : op->kind == OP_VALLOC ? valloc(n) : pvalloc(n);
+        if (!p && (op->b || op->kind != OP_REALLOC)) {
+            say(2, "%s:%d: allocation of %ld bytes failed\n", path, op->line, op->b);
+            exit(3);
+        }
+        escape(p);
+        ptrs[op->a] = p;
+        if (show_addresses)
+            say(1, "%d %ld %p\n", op->line, op->a, p);
+        break;
+    }
+    case OP_TRIM:
+        malloc_trim((size_t)op->a);
+        break;
     case OP_FREE:
         escape(ptrs[op->a]);
         free(ptrs[op->a]);
@@ -252,7 +295,7 @@ static void execute(void)
     static const struct op exit_op = {.kind = OP_EXIT};
     long remaining[MAX_DEPTH];
     int depth = 0;
-    for (int i = 0; i < nops; i++) {
+    for (long i = 0; i < nops; i++) {
         const struct op *op = &ops[i];
         struct worker *w = op->thread > 0 ? &workers[op->thread] : NULL;
         switch (op->kind) {
@@ -271,7 +314,7 @@ static void execute(void)
             break;
         case OP_END:
             if (--remaining[depth - 1] > 0)
-                i = (int)op->a; /* back to the REPEAT; the loop's i++ enters the body */
+                i = op->a; /* back to the REPEAT; the loop's i++ enters the body */
             else
                 depth--;
             break;
@@ -321,26 +364,46 @@ int main(int argc, char **argv)
         say(2, "%s: cannot open: %s\n", path, strerror(errno));
         return 2;
     }
-    size_t len = 0;
-    for (;;) {
-        ssize_t n = read(fd, script + len, MAX_SCRIPT - len);
-        if (n < 0) {
-            say(2, "%s: cannot read: %s\n", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size >= MAX_SCRIPT) {
+        say(2, "%s: cannot read, or longer than %ld bytes\n", path, MAX_SCRIPT);
+        return 2;
+    }
+    size_t len = (size_t)st.st_size;
+    /* A private writable mapping one byte longer than the file: parse() cuts words in place
+     * and the byte past the end is the terminating NUL. */
+    script = mmap(NULL, len + 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (script == MAP_FAILED) {
+        say(2, "%s: cannot map %zu bytes\n", path, len + 1);
+        return 2;
+    }
+    for (size_t got = 0; got < len;) {
+        ssize_t n = read(fd, script + got, len - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            say(2, "%s: cannot read: %s\n", path, n < 0 ? strerror(errno) : "short read");
             return 2;
         }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-        if (len == MAX_SCRIPT) {
-            say(2, "%s: longer than %d bytes\n", path, MAX_SCRIPT);
-            return 2;
-        }
+        got += (size_t)n;
     }
     close(fd);
+    script[len] = '\0';
+    max_ops = 1;
+    for (size_t i = 0; i < len; i++)
+        max_ops += script[i] == '\n';
+    ops = mmap(NULL, (size_t)max_ops * sizeof *ops, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ptrs = mmap(NULL, (size_t)MAX_IDS * sizeof *ptrs, PROT_READ | PROT_WRITE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (ops == MAP_FAILED || ptrs == MAP_FAILED) {
+        say(2, "%s: cannot map the op tables\n", path);
+        return 2;
+    }
     parse();
     syscall(SYS_getppid); /* marker: the ops begin */
     execute();
     syscall(SYS_getppid); /* marker: the ops end */
-    say(1, "ok %d lines\n", nops);
+    say(1, "ok %ld lines\n", nops);
     return 0;
 }

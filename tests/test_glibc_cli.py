@@ -89,7 +89,7 @@ def test_a_failed_invariant_prints_a_replay(capsys):
 
 
 @pytest.mark.parametrize("text,message", [
-    ("1 start\n1 malloc x 5\n1 join\n", ":2: expected a block id (0..65535), got 'x'"),
+    ("1 start\n1 malloc x 5\n1 join\n", ":2: expected a block id (0..16777215), got 'x'"),
     ("1 start\n1 mallopt arena_max 1\n1 join\n", ":2: mallopt: expected one of"),
     ("repeat 3\n0 malloc 1 5\n", ":1: repeat without end"),
     ("1 malloc 1 5\n", ":1: 1 malloc 1 5: thread 1 is not running: start it first"),

@@ -29,6 +29,7 @@ class Chunk:
     state: str
     segment: "Segment | None" = None
     seq: int = 0  # when it entered its bin: the oldest of a size is taken first
+    offset: int = 0  # mmapped chunks: bytes of the mapping before the chunk (prev_size)
 
     @property
     def end(self) -> int:

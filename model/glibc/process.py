@@ -1,7 +1,8 @@
 """A process using glibc's malloc: threads, their tcaches and arenas, and the system calls.
 
-The public operations are the op script's (docs/glibc.md): `malloc`, `free`, `mallopt`,
-`start` and `join` of a thread. Thread 0 is the main thread (the main arena). A thread gets
+The public operations are the op script's (docs/glibc.md): `malloc`, `free`, `calloc`,
+`realloc`, `memalign` (`valloc`, `pvalloc`), `trim` (malloc_trim), `mallopt`, `start` and
+`join` of a thread. Thread 0 is the main thread (the main arena). A thread gets
 its arena at its first malloc (2.26+: tcache's 640-byte request), reuses the arena of an
 exited thread if one is free, and at exit flushes its tcache into the arenas; pthread's own
 part (the stack and its cache, the dtv allocated for a new stack) is modelled as far as it
@@ -14,10 +15,14 @@ from dataclasses import dataclass, field
 
 from model.glibc import malloc, system
 from model.glibc.arena import Arena, malloc_consolidate
-from model.glibc.constants import (CHUNK_HDR_SZ, DTV_CALLOC_REQUEST, HEAP_MAX_SIZE, PAGESIZE,
-                                   SIZE_SZ, STACK_SIZE, STACK_CACHE_MAXSIZE, TCACHE_MAX_BINS,
-                                   TCACHE_STRUCT_REQUEST, csize2tidx, request2size)
+from model.glibc.constants import (CHUNK_HDR_SZ, DTV_CALLOC_REQUEST, HEAP_MAX_SIZE,
+                                   MALLOC_ALIGNMENT, MINSIZE, PAGESIZE, SIZE_SZ, STACK_SIZE,
+                                   STACK_CACHE_MAXSIZE, TCACHE_MAX_BINS, TCACHE_STRUCT_REQUEST,
+                                   csize2tidx, request2size)
 from model.glibc.heap import MMAPPED, Chunk
+from model.glibc.memalign import effective_alignment, int_memalign, pvalloc_request
+from model.glibc.mtrim import malloc_trim
+from model.glibc.realloc import int_realloc
 from model.glibc.params import MallocPar, set_param
 from model.glibc.resident import ResidentPages
 from model.glibc.syscalls import SysCall
@@ -116,6 +121,59 @@ class Process:
             c = malloc.int_malloc(self, self.arena_get(t, size), nb, t)
         self.blocks[block] = c  # an id still live is overwritten: that block leaks, as in C
         return c
+
+    def calloc(self, tid: int, block: int, size: int) -> Chunk:
+        """__libc_calloc: MAYBE_INIT_TCACHE, then _int_malloc of the arena; never the tcache's
+        chunks. The zeroing writes the block, except memory fresh from the top."""
+        t = self.thread(tid)
+        self.maybe_init_tcache(t)
+        c = malloc.int_malloc(self, self.arena_get(t, size), request2size(size), t)
+        self.blocks[block] = c
+        if c.state != MMAPPED:
+            self.resident.write(c.addr + CHUNK_HDR_SZ, c.size - CHUNK_HDR_SZ)
+        return c
+
+    def realloc(self, tid: int, block: int, size: int) -> Chunk | None:
+        """__libc_realloc: of nothing is malloc; to 0 bytes frees (REALLOC_ZERO_BYTES_FREES);
+        an mmapped chunk is mremapped (mremap_chunk); any other goes to _int_realloc of the
+        arena that owns it, after MAYBE_INIT_TCACHE (model.glibc.realloc)."""
+        c = self.blocks.get(block)
+        if c is None:
+            return self.malloc(tid, block, size)
+        if size == 0:
+            self.free(tid, block)
+            return None
+        t = self.thread(tid)
+        nb = request2size(size)
+        if c.state == MMAPPED:
+            system.mremap_chunk(self, c, nb)
+            return c
+        self.maybe_init_tcache(t)
+        c = self.blocks[block] = int_realloc(self, c.segment.arena, t, c, nb)
+        return c
+
+    def memalign(self, tid: int, block: int, alignment: int, size: int) -> Chunk:
+        """_mid_memalign (memalign, aligned_alloc, posix_memalign; model.glibc.memalign)."""
+        if alignment <= MALLOC_ALIGNMENT:
+            return self.malloc(tid, block, size)
+        t = self.thread(tid)
+        alignment = effective_alignment(alignment)
+        av = self.arena_get(t, size + alignment + MINSIZE)
+        c = self.blocks[block] = int_memalign(self, av, t, alignment, size)
+        return c
+
+    def valloc(self, tid: int, block: int, size: int) -> Chunk:
+        """__libc_valloc: _mid_memalign (pagesize, bytes)."""
+        return self.memalign(tid, block, PAGESIZE, size)
+
+    def pvalloc(self, tid: int, block: int, size: int) -> Chunk:
+        """__libc_pvalloc: _mid_memalign (pagesize, the request rounded as glibc rounds it)."""
+        return self.memalign(tid, block, PAGESIZE, pvalloc_request(size))
+
+    def trim(self, tid: int, pad: int) -> bool:
+        """malloc_trim (model.glibc.mtrim)."""
+        self.thread(tid)
+        return malloc_trim(self, pad)
 
     def use(self, block: int, length: int) -> int:
         """The program writes the first `length` bytes of its block `block` (seed 001's

@@ -29,6 +29,7 @@ DROPPING_CALLS: dict[str, bool] = {
     "brk_shrink": True,  # systrim: sbrk(-extra)
     "chunk_munmap": False,  # munmap_chunk: the model never maps those addresses again
     "heap_delete": False,  # heap_trim: munmap of a whole 64 MiB heap
+    "main_madvise": True,  # mtrim: madvise of the whole pages inside a free chunk
 }
 
 

@@ -20,6 +20,8 @@ CATEGORIES: dict[str, str] = {
     "brk_shrink": "brk down: the main arena's top is trimmed (systrim)",
     "chunk_mmap": "mmap of a chunk at or above mmap_threshold",
     "chunk_munmap": "munmap of an mmapped chunk on free",
+    "chunk_mremap": "mremap of an mmapped chunk whose page count a realloc changes",
+    "main_madvise": "madvise(MADV_DONTNEED) of free pages inside the main arena (malloc_trim)",
     "stack_mmap": "mmap of a new thread stack (pthread_create)",
     "stack_mprotect": "mprotect opening a new thread stack below its guard page",
     "stack_madvise": "madvise of a thread's stack when it exits",

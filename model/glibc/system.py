@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from model.glibc import trim
 from model.glibc.arena import Arena, TrimRecord
 from model.glibc.constants import (HEAP_MAX_SIZE, HEAP_MIN_SIZE, MALLOC_ALIGNMENT, MINSIZE,
-                                   PAGESIZE, align_up, mmapped_chunk_size)
+                                   PAGESIZE, SIZE_SZ, align_up, mmapped_chunk_size)
 from model.glibc.heap import FREE, MMAPPED, TOP, Chunk, Segment
 from model.glibc.params import raise_dynamic_threshold
 from model.glibc.syscalls import SysCall
@@ -205,4 +205,17 @@ def munmap_chunk(p: "Process", c: Chunk) -> None:
     """free() of an mmapped chunk: the dynamic threshold first, then munmap."""
     raise_dynamic_threshold(p.mp, c.size)
     p.mp.n_mmaps -= 1
-    p.emit("munmap", "chunk_munmap", c.addr, c.size)
+    p.emit("munmap", "chunk_munmap", c.addr - c.offset, c.offset + c.size)
+
+
+def mremap_chunk(p: "Process", c: Chunk, nb: int) -> None:
+    """mremap_chunk (realloc of an mmapped chunk, HAVE_MREMAP on Linux): the mapping becomes
+    `ALIGN_UP (nb + offset + SIZE_SZ, pagesize)`; nothing happens when that is its size
+    already ("if (total_size == new_size) return p"), else one mremap(MREMAP_MAYMOVE), which
+    shrinks as well as grows. The dynamic threshold is not touched."""
+    total = c.offset + c.size
+    new_total = align_up(nb + c.offset + SIZE_SZ, PAGESIZE)
+    if new_total == total:
+        return
+    p.emit("mremap", "chunk_mremap", c.addr - c.offset, new_total)
+    c.size = new_total - c.offset

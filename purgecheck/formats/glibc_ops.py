@@ -4,6 +4,11 @@
     T free ID               thread T: free(ptrs[ID]) (free(NULL) when ID holds nothing)
     T mallopt PARAM VALUE   thread T: mallopt(M_<PARAM>, VALUE); PARAM is trim_threshold,
                             top_pad, mmap_threshold or mmap_max
+    T calloc ID SIZE        thread T: ptrs[ID] = calloc(1, SIZE)
+    T realloc ID SIZE       thread T: ptrs[ID] = realloc(ptrs[ID], SIZE) (SIZE 0 frees it)
+    T memalign ID ALIGN SIZE  ptrs[ID] = memalign(ALIGN, SIZE) (also aligned_alloc, posix_memalign)
+    T valloc ID SIZE | T pvalloc ID SIZE
+    T trim PAD              thread T: malloc_trim(PAD)
     T start | T join        create thread T (T >= 1) / let it return and join it
     repeat N ... end        the lines between, N times (nesting up to 8 deep)
 
@@ -19,7 +24,7 @@ from model.glibc.params import PARAMS
 from purgecheck.formats.ops import OpScriptError
 
 MAX_THREADS = 64
-MAX_IDS = 65536
+MAX_IDS = 1 << 24  # live blocks at once: the driver maps its pointer table at this size
 MAX_SIZE = 1 << 40
 MAX_MALLOPT = 2**31 - 1
 MAX_DEPTH = 8
@@ -29,6 +34,12 @@ SHAPES = {  # op: argument names; each is an integer except PARAM
     "malloc": ("ID", "SIZE"),
     "free": ("ID",),
     "mallopt": ("PARAM", "VALUE"),
+    "calloc": ("ID", "SIZE"),
+    "realloc": ("ID", "SIZE"),
+    "memalign": ("ID", "ALIGN", "SIZE"),
+    "valloc": ("ID", "SIZE"),
+    "pvalloc": ("ID", "SIZE"),
+    "trim": ("PAD",),
     "start": (),
     "join": (),
 }
@@ -82,9 +93,15 @@ def parse_line(text: str, line: int, source: str) -> GlibcOp | None:
     if name in ("start", "join") and thread == 0:
         raise OpScriptError(source, line, "thread 0 is the main thread: it is never started "
                                           "or joined")
-    if name == "malloc":
+    if name in ("malloc", "calloc", "realloc", "valloc", "pvalloc"):
         args = (_int(source, line, raw[0], 0, MAX_IDS - 1, "a block id"),
                 _int(source, line, raw[1], 0, MAX_SIZE, "a size in bytes"))
+    elif name == "memalign":
+        args = (_int(source, line, raw[0], 0, MAX_IDS - 1, "a block id"),
+                _int(source, line, raw[1], 0, MAX_SIZE, "an alignment in bytes"),
+                _int(source, line, raw[2], 0, MAX_SIZE, "a size in bytes"))
+    elif name == "trim":
+        args = (_int(source, line, raw[0], 0, MAX_SIZE, "a pad in bytes"),)
     elif name == "free":
         args = (_int(source, line, raw[0], 0, MAX_IDS - 1, "a block id"),)
     elif name == "mallopt":

@@ -18,6 +18,10 @@ def apply(p: Process, op: GlibcOp) -> None:
         p.malloc(op.thread, *op.args)
     elif op.name == "free":
         p.free(op.thread, *op.args)
+    elif op.name in ("calloc", "realloc", "valloc", "pvalloc", "memalign"):
+        getattr(p, op.name)(op.thread, *op.args)
+    elif op.name == "trim":
+        p.trim(op.thread, *op.args)
     elif op.name == "mallopt":
         p.mallopt(op.thread, *op.args)
     elif op.name == "start":

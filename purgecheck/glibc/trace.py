@@ -23,7 +23,7 @@ from model.glibc.syscalls import CATEGORIES
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = ROOT / "reference_c" / "build" / "glibc_driver"
-TRACED = "brk,mmap,munmap,mprotect,madvise,getppid"
+TRACED = "brk,mmap,munmap,mremap,mprotect,madvise,getppid"
 
 _DONE = re.compile(r"^(\d+)\s+(\w+)\((.*)\)\s+=\s+(-?\w+)")
 _UNFINISHED = re.compile(r"^(\d+)\s+(\w+)\((.*) <unfinished \.\.\.>$")
@@ -113,6 +113,7 @@ class Classifier:
         self.heaps: set[int] = set()
         self.chunks: dict[int, int] = {}
         self.brk: int | None = None
+        self.brk_start: int | None = None  # the first break seen: the main arena lies above
 
     @staticmethod
     def _inside(regions, addr: int) -> bool:
@@ -135,12 +136,20 @@ class Classifier:
         if c.name == "brk":
             new, old = _num(c.ret), self.brk
             self.brk = new
+            if self.brk_start is None:
+                self.brk_start = new
             if c.args[0] == "NULL":
                 return "brk_query"
             return "brk_grow" if old is not None and new > old else \
                 "brk_shrink" if old is not None and new < old else None
         addr = _num(c.ret) if c.name == "mmap" else _num(c.args[0])
         length = int(c.args[1], 0)
+        if c.name == "mremap":  # realloc of an mmapped chunk (mremap_chunk)
+            if self.chunks.get(addr) != length:
+                return None
+            del self.chunks[addr]
+            self.chunks[_num(c.ret)] = int(c.args[2], 0)
+            return "chunk_mremap"
         if c.name == "mmap":
             prot, flags = c.args[2], c.args[3]
             if "MAP_STACK" in flags:
@@ -180,7 +189,11 @@ class Classifier:
         if c.name == "madvise":
             if self._inside(self.stacks, addr):
                 return "stack_madvise"
-            return "heap_madvise" if self._in_heap(addr) else None
+            if self._in_heap(addr):
+                return "heap_madvise"
+            if self.brk_start is not None and self.brk_start <= addr < (self.brk or 0):
+                return "main_madvise"  # malloc_trim's mtrim of the main arena
+            return None
         return None
 
 

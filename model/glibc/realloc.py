@@ -1,0 +1,69 @@
+"""realloc: _int_realloc of one arena (glibc malloc/malloc.c, `_int_realloc`).
+
+A chunk that must grow tries, in this order: to take the front of the top chunk when it
+borders it and the two together leave MINSIZE ("Try to expand forward into top"); to absorb
+the next chunk when that one is free in a bin (`!inuse (next)`: a chunk in a fastbin or a
+tcache looks in use, so it is not absorbed) and the two are big enough ("Try to expand
+forward into next chunk"); else `_int_malloc (av, nb - MALLOC_ALIGN_MASK)`, which may return
+the very next chunk ("Avoid copy if newp is next chunk after oldp"), or a chunk elsewhere,
+and then the old chunk goes to `_int_free` (tcache first). Whatever the chunk became, a
+remainder of at least MINSIZE past `nb` is split off and freed with `_int_free`, so it
+reaches the thread's tcache, a fastbin, or merges with its free neighbours or the top.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from model.glibc.arena import Arena, write
+from model.glibc.constants import MINSIZE, SIZE_SZ
+from model.glibc.heap import FREE, INUSE, Chunk
+from model.glibc.malloc import int_free, int_malloc
+
+if TYPE_CHECKING:
+    from model.glibc.process import Process, Thread
+
+
+def int_realloc(p: "Process", av: Arena, t: "Thread", c: Chunk, nb: int) -> Chunk:
+    """The chunk serving the block after `realloc` asked for chunk size `nb`."""
+    seg = c.segment
+    nxt = seg.after(c)
+    if c.size < nb:
+        if nxt is av.top and c.size + nxt.size >= nb + MINSIZE:
+            # expand into top: av->top = chunk_at_offset (oldp, nb)
+            seg.move(nxt, c.addr + nb)
+            nxt.size = c.size + nxt.size - nb
+            c.size = nb
+            write(av, c.addr + SIZE_SZ, SIZE_SZ)
+            write(av, nxt.addr + SIZE_SZ, SIZE_SZ)
+            return c
+        if nxt is not av.top and nxt is not None and nxt.state == FREE \
+                and c.size + nxt.size >= nb:
+            av.bins.remove(nxt)  # unlink_chunk (av, next)
+            seg.remove(nxt)
+            c.size += nxt.size
+        else:
+            new = int_malloc(p, av, nb, t)
+            if new.segment is seg and new.addr == c.end:  # newp == next: no copy
+                seg.remove(new)
+                c.size += new.size
+            else:
+                int_free(p, av, c, t)
+                return new
+    split_tail(p, av, t, c, nb)
+    return c
+
+
+def split_tail(p: "Process", av: Arena, t: "Thread | None", c: Chunk, nb: int,
+               at_least: int = MINSIZE) -> None:
+    """A chunk keeps `nb` bytes; a tail of at least `at_least` goes to _int_free. realloc
+    splits a remainder >= MINSIZE; _int_memalign one only when `size > nb + MINSIZE`."""
+    rest = c.size - nb
+    if rest < at_least:
+        write(av, c.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset (newp, newsize)
+        return
+    c.size = nb
+    tail = Chunk(c.addr + nb, rest, INUSE)
+    c.segment.insert(tail)
+    write(av, tail.addr + SIZE_SZ, SIZE_SZ)  # set_head (remainder, ...)
+    int_free(p, av, tail, t)

@@ -1,0 +1,155 @@
+"""Allocation traces written by the recorder (reference_c/recorder.c, docs/record.md).
+
+A trace is a sequence of 32-byte records, four little-endian 64-bit words each:
+
+    w0 = seq (bits 0..39) | thread (40..55) | kind (56..63)
+    w1 = ns since the image started (0..47) | flags (48..55) | check (56..63)
+    w2 = a, the first argument (a size, a pointer, a mallopt parameter)
+    w3 = r, the result (the pointer returned) or a second argument (mallopt's value)
+
+`check` is 0xA5 xor the 31 other bytes. Each process image begins with a START record (a =
+pid, r = the magic "PPCREC01"); an exec appends a new image to the same file. Within an image
+the records are in the order their threads' buffers reached the file; `seq` is the calls'
+order. The reader sorts by it and cuts the image at the first number missing, which is where
+a killed program's unwritten buffers were.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+RECORD = 32
+MAGIC = 0x3130434552435050
+KINDS = {1: "start", 2: "malloc", 3: "free", 4: "calloc", 5: "realloc_old", 6: "realloc",
+         7: "memalign", 8: "posix_memalign", 9: "aligned_alloc", 10: "valloc", 11: "pvalloc",
+         12: "mallopt", 13: "malloc_trim", 14: "thread_new", 15: "thread_exit", 16: "fork",
+         17: "exec", 18: "end"}
+KIND = {v: k for k, v in KINDS.items()}
+F_IN_CREATE = 0x80  # made by pthread_create itself (the new thread's dtv)
+F_NOT_POW2 = 0x40  # an aligned call whose alignment was not a power of two
+ALIGN_LOG2 = 0x3F  # the other bits of an aligned call's flags: log2 of the alignment, rounded up
+REFUSED = {1: "the program defines malloc itself", 2: "the next malloc is not the C library's"}
+
+
+class AllocTraceError(Exception):
+    """A bad trace: names the file, the record and what was expected (exit 2)."""
+
+    def __init__(self, source: str, record: int, msg: str) -> None:
+        super().__init__(f"{source}: record {record}: {msg}")
+        self.source, self.record, self.msg = source, record, msg
+
+
+@dataclass
+class Image:
+    """One process image of a trace: its records in call order (numpy columns)."""
+
+    source: str
+    pid: int
+    refused: int  # 0, or a key of REFUSED
+    first_record: int  # the START record's number in the file
+    seq: np.ndarray
+    thread: np.ndarray
+    kind: np.ndarray
+    ns: np.ndarray
+    flags: np.ndarray
+    a: np.ndarray
+    r: np.ndarray
+    recno: np.ndarray  # each record's number in the file
+    cut: int | None = None  # the first sequence number missing (the rest is not replayed)
+    ended: bool = False  # the END record was written: the process exited normally
+    execed: bool = False  # the image ended in an exec
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def counts(self) -> dict[str, int]:
+        values, n = np.unique(self.kind, return_counts=True)
+        return {KINDS[int(k)]: int(c) for k, c in zip(values, n)}
+
+
+@dataclass
+class Trace:
+    source: str
+    images: list[Image] = field(default_factory=list)
+    records: int = 0
+
+
+def _check_bytes(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    raw = words.view(np.uint8).reshape(-1, RECORD)
+    want = np.bitwise_xor.reduce(np.delete(raw, 15, axis=1), axis=1) ^ np.uint8(0xA5)
+    return raw[:, 15], want
+
+
+def read_trace(path: str | Path) -> Trace:
+    """Read and check a whole trace file; AllocTraceError names the first bad record."""
+    source = str(path)
+    data = Path(path).read_bytes()
+    n, rest = divmod(len(data), RECORD)
+    if rest:
+        raise AllocTraceError(source, n, f"truncated: {rest} of {RECORD} bytes (a trace is "
+                                         f"whole {RECORD}-byte records)")
+    if n == 0:
+        raise AllocTraceError(source, 0, "expected a START record, got an empty file")
+    words = np.frombuffer(data, dtype="<u8").reshape(n, 4)
+    got, want = _check_bytes(words)
+    bad = np.flatnonzero(got != want)
+    if len(bad):
+        i = int(bad[0])
+        raise AllocTraceError(source, i, f"corrupt: check byte {int(got[i]):#04x}, expected "
+                                         f"{int(want[i]):#04x}")
+    kind = (words[:, 0] >> np.uint64(56)).astype(np.uint8)
+    unknown = np.flatnonzero((kind < 1) | (kind > max(KINDS)))
+    if len(unknown):
+        i = int(unknown[0])
+        raise AllocTraceError(source, i, f"unknown record kind {int(kind[i])} (expected "
+                                         f"1..{max(KINDS)})")
+    starts = np.flatnonzero(kind == KIND["start"])
+    if len(starts) == 0 or starts[0] != 0:
+        raise AllocTraceError(source, 0, f"expected a START record, got "
+                                         f"{KINDS[int(kind[0])]}")
+    trace = Trace(source, records=n)
+    bounds = list(starts) + [n]
+    for lo, hi in zip(bounds, bounds[1:]):
+        trace.images.append(_image(source, words[lo:hi], kind[lo:hi], int(lo)))
+    return trace
+
+
+def _image(source: str, w: np.ndarray, kind: np.ndarray, lo: int) -> Image:
+    if int(w[0, 3]) != MAGIC:
+        raise AllocTraceError(source, lo, f"a START record without the recorder's magic "
+                                          f"({int(w[0, 3]):#x}, expected {MAGIC:#x})")
+    seq = w[:, 0] & np.uint64((1 << 40) - 1)
+    order = np.argsort(seq, kind="stable")
+    seq = seq[order]
+    w, kind = w[order], kind[order]
+    recno = order.astype(np.int64) + lo
+    dup = np.flatnonzero(seq[1:] == seq[:-1])
+    if len(dup):
+        i = int(dup[0]) + 1
+        raise AllocTraceError(source, int(recno[i]), f"sequence number {int(seq[i])} written "
+                                                     f"twice (expected each once)")
+    gaps = np.flatnonzero(seq != np.arange(len(seq), dtype=np.uint64))
+    cut = None
+    if len(gaps):
+        cut = int(gaps[0])
+        w, kind, seq, recno = w[:cut], kind[:cut], seq[:cut], recno[:cut]
+    flags = ((w[:, 1] >> np.uint64(48)) & np.uint64(0xFF)).astype(np.uint8)
+    img = Image(source, int(w[0, 2]), int(flags[0]), lo, seq,
+                ((w[:, 0] >> np.uint64(40)) & np.uint64(0xFFFF)).astype(np.int64), kind,
+                w[:, 1] & np.uint64((1 << 48) - 1), flags, w[:, 2], w[:, 3], recno, cut)
+    img.ended = bool(np.any(kind == KIND["end"]))
+    img.execed = bool(np.any(kind == KIND["exec"]))
+    return img
+
+
+def render(img: Image, limit: int | None = None) -> str:
+    """The records as text, one a line (for reading a trace, `purgecheck record --show`)."""
+    out = []
+    for i in range(len(img) if limit is None else min(limit, len(img))):
+        out.append(f"{int(img.seq[i])} t{int(img.thread[i])} {int(img.ns[i])}ns "
+                   f"{KINDS[int(img.kind[i])]} a={int(img.a[i]):#x} r={int(img.r[i]):#x} "
+                   f"flags={int(img.flags[i]):#x}")
+    return "\n".join(out)

@@ -1,0 +1,221 @@
+"""An allocation trace (purgecheck/formats/alloc_trace.py) as a glibc op script.
+
+The recorded calls become the ops of docs/glibc.md in call order, each in its thread:
+
+- a pointer becomes a block id (the lowest id free, so the ids needed are the most blocks
+  live at once); a recorded thread becomes a script thread (the lowest of 1..63 free; the
+  first thread of the image is thread 0);
+- `thread_new` starts the thread; the thread is joined right after its last record (its
+  exit record, or a free a TSD destructor made after it);
+- calls pthread_create made itself (the new thread's dtv, flag F_IN_CREATE) are left out,
+  and so are the frees of those blocks: the replay's own `start` makes them;
+- aligned_alloc and posix_memalign are `memalign` (glibc 2.36 sends all three to
+  _mid_memalign once the argument is accepted); a call that failed (NULL, EINVAL) changes
+  no block and is left out.
+
+A trace the heap cannot have produced is bad input: ConvertError names the record (a free
+of a pointer never allocated or already freed, a realloc of a freed pointer, a pointer
+returned while still live).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+
+from purgecheck.formats.alloc_trace import (ALIGN_LOG2, F_IN_CREATE, F_NOT_POW2, KIND, KINDS,
+                                            Image)
+from purgecheck.formats.glibc_ops import MAX_THREADS, GlibcOp
+
+MALLOPT_PARAMS = {-1: "trim_threshold", -2: "top_pad", -3: "mmap_threshold", -4: "mmap_max"}
+
+
+class ConvertError(Exception):
+    """A record the heap cannot have made: names the trace, the record, what was expected."""
+
+    def __init__(self, source: str, record: int, msg: str) -> None:
+        super().__init__(f"{source}: record {record}: {msg}")
+        self.source, self.record, self.msg = source, record, msg
+
+
+@dataclass
+class Conversion:
+    """What the conversion saw, for the report."""
+
+    ops: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)  # why -> how many records
+    max_live: int = 0
+    max_threads: int = 0
+
+    def skip(self, why: str) -> None:
+        self.skipped[why] = self.skipped.get(why, 0) + 1
+
+
+def _signed(v: int) -> int:
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
+    """The image's calls as glibc ops; `line` of each op is its record's number."""
+    st = stats if stats is not None else Conversion()
+    src = img.source
+    kinds = img.kind.tolist()
+    threads = img.thread.tolist()
+    flags = img.flags.tolist()
+    a_col = img.a.tolist()
+    r_col = img.r.tolist()
+    recno = img.recno.tolist()
+    last = {}  # recorded thread -> index of its last record
+    for i, t in enumerate(threads):
+        last[t] = i
+    main = threads[0] if threads else 0
+    live: dict[int, tuple[int, int]] = {}  # address -> (id, record that made it)
+    gone: dict[int, int] = {}  # address -> record that freed it (for the message)
+    free_ids: list[int] = []
+    next_id = 0
+    pthread_own: set[int] = set()
+    slots: dict[int, int] = {main: 0}
+    free_slots = list(range(1, MAX_THREADS))
+    pending_old: dict[int, tuple[int, int]] = {}  # thread -> (old pointer, record)
+
+    def new_id(addr: int, rec: int) -> int:
+        nonlocal next_id
+        if addr in live:
+            raise ConvertError(src, rec, f"{addr:#x} returned while still live (made at "
+                                         f"record {live[addr][1]}): expected a freed address")
+        if free_ids:
+            i = heapq.heappop(free_ids)
+        else:
+            i, next_id = next_id, next_id + 1
+        live[addr] = (i, rec)
+        gone.pop(addr, None)
+        st.max_live = max(st.max_live, len(live))
+        return i
+
+    def drop(addr: int, rec: int, what: str) -> int:
+        if addr not in live:
+            when = (f"freed at record {gone[addr]}" if addr in gone else "never allocated")
+            raise ConvertError(src, rec, f"{what} of {addr:#x}, which is {when}: expected a "
+                                         f"live block")
+        i, _ = live.pop(addr)
+        gone[addr] = rec
+        heapq.heappush(free_ids, i)
+        return i
+
+    def slot(t: int, rec: int) -> tuple[int, list[GlibcOp]]:
+        if t in slots:
+            return slots[t], []
+        if not free_slots:
+            raise ConvertError(src, rec, f"more than {MAX_THREADS - 1} threads alive at once "
+                                         f"(the replay driver has {MAX_THREADS - 1} workers)")
+        s = heapq.heappop(free_slots)
+        slots[t] = s
+        st.max_threads = max(st.max_threads, len(slots))
+        return s, [GlibcOp(s, "start", (), rec)]
+
+    for i, k in enumerate(kinds):
+        rec = recno[i]
+        t = threads[i]
+        a, r = a_col[i], r_col[i]
+        out: list[GlibcOp] = []
+        if k == KIND["thread_new"]:
+            if a not in slots:
+                _, out = slot(a, rec)
+        elif k in (KIND["start"], KIND["thread_exit"], KIND["fork"], KIND["exec"],
+                   KIND["end"]):
+            pass
+        elif flags[i] & F_IN_CREATE and k != KIND["realloc_old"] and k != KIND["realloc"]:
+            if k == KIND["free"]:
+                pthread_own.discard(a)
+            elif r:
+                pthread_own.add(r)
+            st.skip("made by pthread_create (the replay's start makes it)")
+        else:
+            s, out = slot(t, rec)
+            if k == KIND["malloc"] or k == KIND["calloc"]:
+                if r:
+                    out.append(GlibcOp(s, KINDS[k], (new_id(r, rec), a), rec))
+                else:
+                    st.skip("failed allocation")
+            elif k == KIND["free"]:
+                if a in pthread_own:
+                    pthread_own.discard(a)
+                    st.skip("free of a block pthread_create made")
+                else:
+                    out.append(GlibcOp(s, "free", (drop(a, rec, "free"),), rec))
+            elif k == KIND["realloc_old"]:
+                pending_old[t] = (a, rec)
+            elif k == KIND["realloc"]:
+                if t not in pending_old:
+                    raise ConvertError(src, rec, "realloc without its realloc_old record "
+                                                 "(expected the pair from one thread)")
+                old, _ = pending_old.pop(t)
+                out += _realloc(src, s, old, a, r, rec, live, gone, new_id, drop, st)
+            elif k in (KIND["memalign"], KIND["posix_memalign"], KIND["aligned_alloc"]):
+                if not r:
+                    st.skip("failed allocation")
+                else:
+                    align = 1 << (flags[i] & ALIGN_LOG2)
+                    if flags[i] & F_NOT_POW2 and k != KIND["memalign"]:
+                        raise ConvertError(src, rec, "an aligned allocation with an alignment "
+                                                     "that is not a power of two succeeded")
+                    out.append(GlibcOp(s, "memalign", (new_id(r, rec), align, a), rec))
+            elif k in (KIND["valloc"], KIND["pvalloc"]):
+                if r:
+                    out.append(GlibcOp(s, KINDS[k], (new_id(r, rec), a), rec))
+                else:
+                    st.skip("failed allocation")
+            elif k == KIND["mallopt"]:
+                param = _signed(a)
+                if param not in MALLOPT_PARAMS:
+                    raise ConvertError(src, rec, f"mallopt parameter {param} is not modelled "
+                                                 f"(expected one of {sorted(MALLOPT_PARAMS)})")
+                out.append(GlibcOp(s, "mallopt", (MALLOPT_PARAMS[param],
+                                                  max(0, _signed(r))), rec))
+            elif k == KIND["malloc_trim"]:
+                out.append(GlibcOp(s, "trim", (a,), rec))
+        if last.get(t) == i and t != main and t in slots and not pending_old.get(t):
+            s = slots.pop(t)
+            heapq.heappush(free_slots, s)
+            out.append(GlibcOp(s, "join", (), rec))
+        st.ops += len(out)
+        yield from out
+
+
+def _realloc(src, s, old, size, new, rec, live, gone, new_id, drop, st) -> list[GlibcOp]:
+    """realloc(old, size) = new, as one op on the block of `old` (docs/record.md)."""
+    if old == 0:  # realloc(NULL, n) is malloc(n)
+        if not new:
+            st.skip("failed allocation")
+            return []
+        return [GlibcOp(s, "realloc", (new_id(new, rec), size), rec)]
+    if old not in live:
+        drop(old, rec, "realloc")  # raises, naming when the block was freed
+    block = live[old][0]
+    if size == 0:  # REALLOC_ZERO_BYTES_FREES: the block is freed, NULL returned
+        drop(old, rec, "realloc")
+        return [GlibcOp(s, "realloc", (block, 0), rec)]
+    if not new:
+        st.skip("failed realloc (the block is unchanged)")
+        return []
+    if new != old:  # moved: the block keeps its id at its new address
+        live.pop(old)
+        gone[old] = rec
+        if new in live:
+            raise ConvertError(src, rec, f"{new:#x} returned while still live (made at "
+                                         f"record {live[new][1]}): expected a freed address")
+        live[new] = (block, rec)
+        gone.pop(new, None)
+    return [GlibcOp(s, "realloc", (block, size), rec)]
+
+
+def image_to_replay(images: list[Image]) -> int:
+    """The index of the last image that made allocation calls (after an exec, the program
+    that was exec'ed)."""
+    for n in range(len(images) - 1, -1, -1):
+        if np.any(images[n].kind == KIND["malloc"]):
+            return n
+    return len(images) - 1
