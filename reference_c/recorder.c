@@ -232,35 +232,64 @@ static void open_trace(int append_image)
  * dynamic linker finds, which may be the program's). */
 void *recorder_malloc(size_t n) __attribute__((alias("malloc"), visibility("hidden"), copy(malloc)));
 
+static __thread int probe_hits;
+
+/* Patch the flags of a record still in this thread's buffer (the START record, once the
+ * probe below has decided), keeping its check byte right. */
+static void set_flags(int index, unsigned flags)
+{
+    uint64_t *w = &buf[index * 4];
+    w[1] = (w[1] & 0x0000FFFFFFFFFFFFULL) | ((uint64_t)(flags & 0xFF) << 48);
+    unsigned char check = 0xA5;
+    const unsigned char *b = (const unsigned char *)w;
+    for (int i = 0; i < 32; i++)
+        if (i != 15)
+            check ^= b[i];
+    w[1] |= (uint64_t)check << 56;
+}
+
 static void start_image(void)
 {
-    unsigned refused = 0;
-    /* A program that defines malloc itself is found first by the dynamic linker: its calls
-     * never reach this library, and the trace would miss them. */
-    Dl_info info;
-    void *first = dlsym(RTLD_DEFAULT, "malloc");
-    if (first != (void *)recorder_malloc)
-        refused = F_REFUSED_DEFINED;
-    else if (!dladdr((void *)next_malloc, &info) || !info.dli_fname ||
-             !strstr(info.dli_fname, "libc.so"))
-        refused = F_REFUSED_NEXT;
     t0 = now_ns();
     atomic_store(&seq, 0);
     my_thread = 0;
     nbuf = 0;
     unbuffered = 0;
-    emit(K_START, refused, (uint64_t)getpid(), MAGIC);
-    flush();
+    active = 1;
+    emit(K_START, 0, (uint64_t)getpid(), MAGIC);
+    unsigned refused = 0;
+    Dl_info info;
+    void *first = dlsym(RTLD_DEFAULT, "malloc");
+    if (!dladdr((void *)next_malloc, &info) || !info.dli_fname ||
+        !strstr(info.dli_fname, "libc.so")) {
+        refused = F_REFUSED_NEXT; /* another malloc library comes between us and libc */
+    } else if (first != (void *)recorder_malloc) {
+        /* The first definition is not ours: either the program defines malloc (its calls
+         * would never reach us), or a non-PIE program's canonical PLT entry, which jumps to
+         * us. One call through it tells; it is recorded like any other. */
+        probe_hits = 0;
+        void *p = ((malloc_fn)first)(1);
+        if (probe_hits == 0) {
+            refused = F_REFUSED_DEFINED;
+            ((free_fn)dlsym(RTLD_DEFAULT, "free"))(p);
+        } else {
+            free(p);
+        }
+    }
     if (refused) {
+        nbuf = 1; /* the START record alone, marked */
+        set_flags(0, refused);
+        flush();
         say("purgecheck-record: %s replaces malloc (%s): its allocations cannot be recorded "
             "faithfully; refusing\n", program_invocation_short_name,
             refused == F_REFUSED_DEFINED ? "the program defines malloc" :
                                            "the next malloc is not the C library's");
+        active = 0;
         close(fd);
         fd = -1;
         return;
     }
-    active = 1;
+    flush();
 }
 
 static void child_after_fork(void)
@@ -326,6 +355,7 @@ void *malloc(size_t n)
         resolve();
     }
     void *p = next_malloc(n);
+    probe_hits++;
     REC(emit(K_MALLOC, in_create ? F_IN_CREATE : 0, n, (uint64_t)p));
     return p;
 }

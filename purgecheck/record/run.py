@@ -1,0 +1,106 @@
+"""Run a command under the recorder (reference_c/recorder.c) and collect its traces.
+
+The recorder is an LD_PRELOAD library, so it sees what the dynamic linker sends to it: a
+statically linked program is refused here before it runs (it has no PT_INTERP program header,
+so LD_PRELOAD is never read), and a program that defines malloc itself is refused by the
+recorder (its START record says why). The command is started through `sh -c 'exec ...'` so
+that the recorder knows the pid of the process whose trace is the file named by -o; every
+other process (a fork, a program it spawns) writes FILE.PID.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from purgecheck.formats.alloc_trace import REFUSED, Trace, read_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+LIBRARY = ROOT / "reference_c" / "build" / "librecord.so"
+PT_INTERP = 3
+LAUNCH = 'PURGECHECK_RECORD_PID=$$ LD_PRELOAD="$PURGECHECK_RECORD_LIB${LD_PRELOAD:+:$LD_PRELOAD}" ' \
+         'exec "$@"'
+
+
+class RecordError(Exception):
+    """The command cannot be recorded faithfully: one line saying why (exit 2)."""
+
+
+@dataclass
+class Recording:
+    command: list[str]
+    returncode: int
+    files: list[Path]
+    traces: list[Trace] = field(default_factory=list)
+
+
+def library() -> Path:
+    if not LIBRARY.exists():
+        result = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT / "reference_c"),
+                                 "build/librecord.so"], capture_output=True, text=True)
+        if result.returncode != 0 or not LIBRARY.exists():
+            raise RecordError(f"cannot build {LIBRARY.relative_to(ROOT)}: run `make setup`")
+    return LIBRARY
+
+
+def resolve(program: str) -> Path:
+    found = shutil.which(program)
+    if found is None:
+        raise RecordError(f"{program}: no such program (not a file, not on PATH)")
+    return Path(found)
+
+
+def is_static_elf(path: Path) -> bool:
+    """An ELF executable without a PT_INTERP header: the dynamic linker never runs, so
+    LD_PRELOAD is never read. Anything else (a dynamic ELF, a script) is not static."""
+    with open(path, "rb") as f:
+        head = f.read(64)
+        if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2:  # 64-bit ELF only
+            return False
+        phoff, = struct.unpack_from("<Q", head, 32)
+        phentsize, phnum = struct.unpack_from("<HH", head, 54)
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    types = [struct.unpack_from("<I", table, i * phentsize)[0] for i in range(phnum)]
+    return PT_INTERP not in types
+
+
+def trace_files(out: Path) -> list[Path]:
+    """The file named by -o (if written) and the FILE.PID of other processes, by name."""
+    extra = sorted(out.parent.glob(out.name + ".*"),
+                   key=lambda p: int(p.suffix[1:]) if p.suffix[1:].isdigit() else 0)
+    return ([out] if out.exists() else []) + [p for p in extra if p.suffix[1:].isdigit()]
+
+
+def record(command: list[str], out: Path, env: dict[str, str] | None = None,
+           stdout=None, stderr=None) -> Recording:
+    """Run `command` with the recorder; RecordError if it cannot be recorded faithfully."""
+    if not command:
+        raise RecordError("expected a command after --")
+    program = resolve(command[0])
+    if is_static_elf(program):
+        raise RecordError(f"{program}: a statically linked program: LD_PRELOAD never reaches "
+                          f"it, so its allocations cannot be recorded")
+    out = out.resolve()
+    for old in trace_files(out):
+        old.unlink()
+    run_env = dict(os.environ if env is None else env)
+    run_env |= {"PURGECHECK_RECORD": str(out), "PURGECHECK_RECORD_LIB": str(library())}
+    proc = subprocess.run(["sh", "-c", LAUNCH, "sh", *command], env=run_env, stdout=stdout,
+                          stderr=stderr)
+    files = trace_files(out)
+    rec = Recording(list(command), proc.returncode, files)
+    if not files:
+        raise RecordError(f"{command[0]}: no trace was written (did the program start?)")
+    for f in files:
+        trace = read_trace(f)
+        rec.traces.append(trace)
+        for img in trace.images:
+            if img.refused:
+                raise RecordError(f"{f}: refused: {REFUSED.get(img.refused, img.refused)}; "
+                                  f"its allocations would not reach the recorder")
+    return rec
