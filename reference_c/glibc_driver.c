@@ -11,7 +11,7 @@
  * state is the script's alone. Around the ops it calls getppid(2) once as a marker, so the
  * trace classifier can drop the start-up and exit noise.
  *
- * Usage: glibc_driver [--addresses] SCRIPT
+ * Usage: glibc_driver [--addresses] [--op-marks] SCRIPT
  * Exit: 0 ran, 2 bad usage or a bad script (one line naming file:line), 3 malloc failed.
  */
 #include <errno.h>
@@ -53,6 +53,7 @@ static long nops, max_ops;
 static void **ptrs;
 static const char *path;
 static int show_addresses;
+static int op_marks; /* --op-marks: a getpid(2) before each op, for locating a divergence */
 
 struct worker {
     pthread_t tid;
@@ -319,6 +320,8 @@ static void execute(void)
                 depth--;
             break;
         case OP_START:
+            if (op_marks)
+                syscall(SYS_getpid);
             if (w->running)
                 bad(op->line, "start: the thread is already running");
             sem_init(&w->go, 0, 0);
@@ -328,6 +331,8 @@ static void execute(void)
             w->running = 1;
             break;
         case OP_JOIN:
+            if (op_marks)
+                syscall(SYS_getpid);
             if (!w->running)
                 bad(op->line, "join: the thread is not running");
             w->op = &exit_op;
@@ -338,6 +343,8 @@ static void execute(void)
         default:
             if (w && !w->running)
                 bad(op->line, "the thread is not running: start it first");
+            if (op_marks)
+                syscall(SYS_getpid);
             if (w)
                 hand_over(w, op);
             else
@@ -352,10 +359,16 @@ static void execute(void)
 int main(int argc, char **argv)
 {
     int argi = 1;
-    if (argi < argc && !strcmp(argv[argi], "--addresses"))
-        show_addresses = 1, argi++;
+    for (; argi < argc && argv[argi][0] == '-' && argv[argi][1] == '-'; argi++) {
+        if (!strcmp(argv[argi], "--addresses"))
+            show_addresses = 1;
+        else if (!strcmp(argv[argi], "--op-marks"))
+            op_marks = 1;
+        else
+            break;
+    }
     if (argi + 1 != argc) {
-        say(2, "usage: glibc_driver [--addresses] SCRIPT\n");
+        say(2, "usage: glibc_driver [--addresses] [--op-marks] SCRIPT\n");
         return 2;
     }
     path = argv[argi];

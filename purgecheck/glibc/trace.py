@@ -221,20 +221,23 @@ def classify(calls: list[Call]) -> TraceResult:
     return result
 
 
-def run_traced(script_path: str | Path, env: dict[str, str]) -> TraceResult:
-    """The driver on `script_path` under `strace -f`, the environment `env` added."""
+def run_traced(script_path: str | Path, env: dict[str, str], driver_args: tuple = (),
+               traced: str = TRACED, strace_args: tuple = (), raw: bool = False):
+    """The driver on `script_path` under `strace -f`, the environment `env` added. With
+    `raw`, the parsed calls instead of their classification (purgecheck/glibc/replay.py)."""
     strace = shutil.which("strace")
     if strace is None:
         raise TraceError("strace is not installed: run `make setup` (apt-get install strace)")
     driver = driver_path()
     with tempfile.TemporaryDirectory(prefix="purgecheck-glibc-") as tmp:
         out = Path(tmp) / "strace.txt"
-        cmd = [strace, "-f", "-qq", "-o", str(out), "-e", f"trace={TRACED}"]
+        cmd = [strace, "-f", "-qq", *strace_args, "-o", str(out), "-e", f"trace={traced}"]
         for k, v in env.items():
             cmd += ["-E", f"{k}={v}"]
-        cmd += ["--", str(driver), str(script_path)]
+        cmd += ["--", str(driver), *driver_args, str(script_path)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             msg = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
             raise TraceError(f"the traced driver failed: {msg}")
-        return classify(parse_strace(out.read_text()))
+        calls = parse_strace(out.read_text())
+        return calls if raw else classify(calls)

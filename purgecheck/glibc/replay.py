@@ -1,0 +1,221 @@
+"""Replay a recorded program (docs/record.md) on the glibc model and on this machine's glibc.
+
+`predict` runs the image's calls, as ops (purgecheck/glibc/fromtrace.py), on the model of
+each version and counts the system calls it predicts per category. `measure` writes the same
+ops as a script for reference_c/glibc_driver, which runs them in recorded order, each in its
+thread, one at a time, under strace. When the counts differ, `locate` runs both again op by
+op (the driver with a getpid(2) mark before each op) and names the first op after which the
+model's and the real heap's system calls part, with the model's state there.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from model.glibc.malloc import OutOfMemory
+from model.glibc.process import Process, ScriptError
+from model.glibc.syscalls import CATEGORIES
+from model.glibc.versions import VERSIONS, Version, version_for_release
+from purgecheck.formats.alloc_trace import Image, read_trace
+from purgecheck.formats.glibc_ops import GlibcOp
+from purgecheck.glibc.fromtrace import ConvertError, Conversion, image_to_replay, to_ops
+from purgecheck.glibc.modelrun import apply
+from purgecheck.glibc.trace import (Classifier, TraceResult, installed_release, may_shrink_heap,
+                                    run_traced)
+
+# strace stops only at the traced calls (the futexes that serialise the driver's threads go
+# through untouched): the real replay's speed is the driver's.
+FAST_STRACE = ("--seccomp-bpf",)
+OP_MARK = "getpid"
+
+
+class ReplayError(Exception):
+    """The model cannot run a recorded call (out of memory, more arenas than modelled)."""
+
+
+@dataclass
+class Divergence:
+    op_index: int  # the op's number in the replay (0-based)
+    op: GlibcOp  # its `line` is the record's number in the trace file
+    model: list[str]  # the categories of the model's calls for that op
+    real: list[str]
+    state: list[str]  # the model's state right after the op
+
+
+@dataclass
+class Replay:
+    source: str
+    image: int
+    pid: int
+    conversion: Conversion
+    predicted: dict[str, dict[str, int]] = field(default_factory=dict)
+    model_seconds: dict[str, float] = field(default_factory=dict)
+    release: str | None = None
+    installed: str | None = None
+    measured: TraceResult | None = None
+    real_seconds: float = 0.0
+    mismatches: list[str] = field(default_factory=list)
+    divergence: Divergence | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+
+def load(path: str | Path, image: int | None = None) -> tuple[Image, int]:
+    trace = read_trace(path)
+    n = image_to_replay(trace.images) if image is None else image
+    if not 0 <= n < len(trace.images):
+        raise ValueError(f"--image: expected 0..{len(trace.images) - 1}, got {n}")
+    return trace.images[n], n
+
+
+def run_model(img: Image, version: Version, settings: dict[str, int], overcommit_2: bool,
+              stats: Conversion | None = None, after_op=None) -> Process:
+    """The model after every op of the image; ReplayError / ConvertError name the record."""
+    p = Process(version, dict(settings), overcommit_2)
+    for i, op in enumerate(to_ops(img, stats)):
+        try:
+            apply(p, op)
+        except (ScriptError, OutOfMemory) as e:
+            raise ReplayError(f"{img.source}: record {op.line}: the model cannot run "
+                              f"`{op.render()}`: {e}") from None
+        if after_op is not None and after_op(i, op, p):
+            break
+    return p
+
+
+def predict(img: Image, versions: list[str], settings: dict[str, int],
+            overcommit_2: bool = False) -> tuple[dict, dict, Conversion]:
+    counts, seconds, stats = {}, {}, Conversion()
+    for name in versions:
+        stats = Conversion()
+        t0 = time.process_time()
+        p = run_model(img, VERSIONS[name], settings, overcommit_2, stats)
+        seconds[name] = time.process_time() - t0
+        counts[name] = p.count()
+    return counts, seconds, stats
+
+
+def write_script(img: Image, path: Path) -> int:
+    n = 0
+    with open(path, "w") as f:
+        f.write(f"# {img.source}, image pid {img.pid}: written by purgecheck replay\n")
+        for op in to_ops(img):
+            f.write(op.render() + "\n")
+            n += 1
+    return n
+
+
+def measure(img: Image, env: dict[str, str]) -> tuple[TraceResult, float]:
+    with tempfile.TemporaryDirectory(prefix="purgecheck-replay-") as tmp:
+        script = Path(tmp) / "replay.ops"
+        write_script(img, script)
+        t0 = time.perf_counter()
+        result = run_traced(script, env, strace_args=FAST_STRACE)
+        return result, time.perf_counter() - t0
+
+
+def real_per_op(img: Image, env: dict[str, str]) -> list[list[str]]:
+    """The real calls' categories op by op (the driver's --op-marks run)."""
+    with tempfile.TemporaryDirectory(prefix="purgecheck-replay-") as tmp:
+        script = Path(tmp) / "replay.ops"
+        write_script(img, script)
+        calls = run_traced(script, env, driver_args=("--op-marks",),
+                           traced="brk,mmap,munmap,mremap,mprotect,madvise,getppid,"
+                                  + OP_MARK, strace_args=FAST_STRACE, raw=True)
+    per_op: list[list[str]] = []
+    cl, marks = Classifier(), 0
+    for c in calls:
+        if c.name == "getppid":
+            marks += 1
+            continue
+        if c.name == OP_MARK:
+            if marks == 1:
+                per_op.append([])
+            continue
+        category = cl.classify(c)
+        if marks == 1 and per_op and category:
+            per_op[-1].append(category)
+        elif marks == 1 and per_op and category is None:
+            per_op[-1].append(f"unclassified:{c.name}")
+    return per_op
+
+
+def describe(p: Process) -> list[str]:
+    """The model's state, arena by arena: the top, the bins, the last trim decision."""
+    out = []
+    for av in p.arenas:
+        sizes = sorted(c.size for c in av.bins.chunks())
+        fast = sum(len(v) for v in av.fastbins.values())
+        line = (f"{av.name}: top {av.top_size} bytes"
+                + (f" at {av.top.addr:#x}" if av.top else "")
+                + f", system_mem {av.system_mem}, {len(sizes)} free chunks in bins"
+                + (f" ({sum(sizes)} bytes, largest {sizes[-1]})" if sizes else "")
+                + f", {fast} in fastbins")
+        out.append(line)
+        if av.trims:
+            r = av.trims[-1]
+            out.append(f"  last trim ({r.where}): top {r.top_size}, pad {r.pad}, "
+                       f"trim_threshold {r.trim_threshold}, extra {r.extra}, "
+                       f"{'shrank' if r.shrunk else 'kept'}")
+    mp = p.mp
+    out.append(f"mp_: mmap_threshold {mp.mmap_threshold}, trim_threshold {mp.trim_threshold}, "
+               f"top_pad {mp.top_pad}, {mp.n_mmaps} mmapped chunks")
+    return out
+
+
+def locate(img: Image, version: Version, settings: dict[str, int], env: dict[str, str],
+           overcommit_2: bool) -> Divergence | None:
+    """The first op whose calls differ between the model and the real glibc."""
+    real = real_per_op(img, env)
+    found: list[Divergence] = []
+    seen = [0]
+
+    def after(i: int, op: GlibcOp, p: Process) -> bool:
+        model = [c.category for c in p.calls[seen[0]:]]
+        seen[0] = len(p.calls)
+        got = real[i] if i < len(real) else []
+        if Counter(model) != Counter(got):
+            found.append(Divergence(i, op, model, got, describe(p)))
+            return True
+        return False
+
+    run_model(img, version, settings, overcommit_2, after_op=after)
+    return found[0] if found else None
+
+
+def replay(path: str | Path, versions: list[str] | None, settings: dict[str, int],
+           env: dict[str, str], real: bool, image: int | None = None) -> Replay:
+    img, n = load(path, image)
+    if img.refused:
+        raise ValueError(f"{path}: the recording was refused (the program replaces malloc)")
+    overcommit_2 = may_shrink_heap() if real else False
+    names = list(VERSIONS) if versions is None else versions
+    if real:
+        release = installed_release()
+        installed = version_for_release(release).name
+        names = names if installed in names else names + [installed]
+    counts, seconds, stats = predict(img, names, settings, overcommit_2)
+    rep = Replay(str(path), n, img.pid, stats, counts, seconds)
+    if not real:
+        return rep
+    rep.release, rep.installed = release, installed
+    rep.measured, rep.real_seconds = measure(img, env)
+    model = counts[installed]
+    for cat in CATEGORIES:
+        if model[cat] != rep.measured.counts[cat]:
+            rep.mismatches.append(f"{cat}: model {model[cat]}, glibc {release} "
+                                  f"{rep.measured.counts[cat]}")
+    for line in rep.measured.unclassified:
+        rep.mismatches.append(f"unclassified call: {line}")
+    if rep.mismatches:
+        rep.divergence = locate(img, VERSIONS[installed], settings, env, overcommit_2)
+    return rep
+
+
+__all__ = ["ConvertError", "Replay", "ReplayError", "replay", "describe"]
