@@ -1,0 +1,153 @@
+"""`purgecheck replay`: a recorded program's allocations on the glibc model of every version,
+and with --real on this machine's glibc, compared."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import orjson
+
+from model.glibc.params import settings_from_environ
+from model.glibc.syscalls import CATEGORIES
+from model.glibc.versions import VERSIONS
+from purgecheck.cli import UsageError
+
+EXAMPLE = """examples:
+  purgecheck record -o py.rec -- python3 -c 'import json; json.dumps(list(range(10**5)))'
+  purgecheck replay py.rec                        the system calls each glibc version predicts
+  purgecheck replay py.rec --version 2.21         one version's model
+  purgecheck replay py.rec --real                 and this machine's glibc under strace, compared
+  purgecheck replay py.rec --real --env MALLOC_TRIM_THRESHOLD_=131072
+  purgecheck replay cc.rec.4242 --image 1         the second process image of a file (exec)
+  purgecheck replay py.rec --script py.ops        the calls as a glibc op script (docs/glibc.md)
+exit status: 0 replayed (with --real: the model of the installed version and glibc agree in
+every category), 1 they differ (the first op after which their system calls part is named,
+with the model's state there), 2 bad usage or a bad trace (one line: file, record, what was
+expected)
+"""
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser("replay", help="replay a recorded program on the glibc model of each "
+                                      "version (and on the real glibc with --real)",
+                       description="Replay the calls of a trace written by `purgecheck record` "
+                                   "on the glibc model of each version, and print the system "
+                                   "calls each predicts per category (heap madvise, brk grow "
+                                   "and shrink, chunk mmap/munmap/mremap, heaps, stacks). With "
+                                   "--real, the same calls run on this machine's glibc "
+                                   "(reference_c/glibc_driver under strace) and are compared "
+                                   "with the model of the installed version.",
+                       epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("trace", help="a trace file written by `purgecheck record`")
+    p.add_argument("--version", choices=list(VERSIONS), help="only this version's model")
+    p.add_argument("--real", action="store_true",
+                   help="also replay on this machine's glibc and compare")
+    p.add_argument("--image", type=int, metavar="N",
+                   help="which process image of the file (default: the last that allocated)")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="a malloc setting for the model and the real replay (MALLOC_*_, "
+                        "GLIBC_TUNABLES; repeatable)")
+    p.add_argument("--script", metavar="FILE", help="write the calls as a glibc op script and "
+                                                    "stop")
+    p.add_argument("--json", action="store_true", help="JSON on stdout")
+    return p
+
+
+def run(args) -> int:
+    from purgecheck.commands.glibc import collect_env
+    from purgecheck.formats.alloc_trace import AllocTraceError
+    from purgecheck.glibc.fromtrace import ConvertError
+    from purgecheck.glibc.replay import ReplayError, load, replay, write_script
+    from purgecheck.glibc.trace import TraceError
+
+    env = collect_env(args.env)
+    path = Path(args.trace)
+    if not path.is_file():
+        raise UsageError(f"{path}: no such trace file")
+    try:
+        if args.script:
+            img, _ = load(path, args.image)
+            n = write_script(img, Path(args.script))
+            print(f"{args.script}: {n:,} ops")
+            return 0
+        if not args.json:
+            print(f"replaying {path} on the model"
+                  + (" and on this machine's glibc (strace)" if args.real else "") + " ...",
+                  file=sys.stderr)
+        rep = replay(path, [args.version] if args.version else None,
+                     settings_from_environ(env), env, args.real, args.image)
+    except (AllocTraceError, ConvertError, ReplayError, TraceError, ValueError) as e:
+        raise UsageError(str(e))
+    except OSError as e:
+        raise UsageError(f"{path}: {e.strerror}")
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(to_doc(rep, env), option=orjson.OPT_INDENT_2)
+                                + b"\n")
+    else:
+        print_table(rep, env)
+    if rep.mismatches:
+        again = " ".join(["purgecheck replay", str(path), "--real"]
+                         + [f"--env {k}={v}" for k, v in env.items()]
+                         + ([f"--image {args.image}"] if args.image is not None else []))
+        print(f"replay: {again}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def to_doc(rep, env) -> dict:
+    doc = {"trace": rep.source, "image": rep.image, "pid": rep.pid, "env": env,
+           "ops": rep.conversion.ops, "max_live_blocks": rep.conversion.max_live,
+           "skipped": rep.conversion.skipped, "predicted": rep.predicted,
+           "model_seconds": rep.model_seconds, "ok": rep.ok}
+    if rep.measured is not None:
+        doc |= {"glibc": rep.release, "installed_model": rep.installed,
+                "measured": rep.measured.counts, "real_seconds": rep.real_seconds,
+                "mismatches": rep.mismatches}
+    if rep.divergence is not None:
+        d = rep.divergence
+        doc["divergence"] = {"op": d.op_index, "record": d.op.line, "call": d.op.render(),
+                             "model": d.model, "glibc": d.real, "model_state": d.state}
+    return doc
+
+
+def print_table(rep, env) -> None:
+    conv = rep.conversion
+    print(f"{rep.source} image {rep.image} (pid {rep.pid}): {conv.ops:,} ops, at most "
+          f"{conv.max_live:,} blocks live" + (f", {sum(conv.skipped.values())} records "
+                                              f"left out ({'; '.join(conv.skipped)})"
+                                              if conv.skipped else "")
+          + (f"; {' '.join(f'{k}={v}' for k, v in env.items())}" if env else ""))
+    versions = list(rep.predicted)
+    head = f"  {'category':14}" + "".join(f" {'model ' + v:>13}" for v in versions)
+    if rep.measured is not None:
+        head += f" {'glibc ' + rep.release:>12}"
+    print(head)
+    for cat in CATEGORIES:
+        row = [rep.predicted[v][cat] for v in versions]
+        real = rep.measured.counts[cat] if rep.measured is not None else None
+        if not any(row) and not real:
+            continue
+        line = f"  {cat:14}" + "".join(f" {n:>13}" for n in row)
+        if real is not None:
+            line += f" {real:>12}"
+            if real != rep.predicted[rep.installed][cat]:
+                line += "   <- differs"
+        print(line)
+    if rep.measured is None:
+        return
+    if rep.ok:
+        print(f"  the model of {rep.installed} and glibc {rep.release} agree in every category")
+        return
+    print(f"  {len(rep.mismatches)} categories differ: {'; '.join(rep.mismatches[:4])}")
+    d = rep.divergence
+    if d is None:
+        print("  (op by op, the streams did not part: the difference is in the order only)")
+        return
+    print(f"  the streams part at op {d.op_index} (record {d.op.line}): {d.op.render()}")
+    print(f"    model: {', '.join(d.model) or 'no system call'}")
+    print(f"    glibc: {', '.join(d.real) or 'no system call'}")
+    print("    the model's state after it:")
+    for line in d.state:
+        print(f"      {line}")
