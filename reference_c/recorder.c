@@ -248,8 +248,11 @@ static void set_flags(int index, unsigned flags)
     w[1] |= (uint64_t)check << 56;
 }
 
+static pid_t image_pid;
+
 static void start_image(void)
 {
+    image_pid = getpid();
     t0 = now_ns();
     atomic_store(&seq, 0);
     my_thread = 0;
@@ -566,7 +569,9 @@ pid_t fork(void)
 
 static void before_exec(void)
 {
-    if (active) {
+    /* A vfork child (posix_spawn, pex) shares this thread's buffer and counter until its
+     * exec: the records so far are written, but its exec is not this image's. */
+    if (active && getpid() == image_pid) {
         emit(K_EXEC, 0, 0, 0);
         flush();
     }
