@@ -9,9 +9,11 @@ STAMP   := $(VENV)/.installed
 
 setup: tools $(STAMP) reference
 
-# System tools the checks run: strace for glibc conformance (CI is a fresh Debian, as root).
+# System tools the checks run: strace for glibc conformance (CI is a fresh Debian, as root);
+# sqlite3, one of the real programs `purgecheck record` is tested on (docs/record.md).
 tools:
 	@command -v strace >/dev/null || (apt-get update && apt-get install -y strace)
+	@command -v sqlite3 >/dev/null || (apt-get update && apt-get install -y sqlite3)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)

@@ -77,6 +77,7 @@ typedef int (*posix_memalign_fn)(void **, size_t, size_t);
 typedef int (*mallopt_fn)(int, int);
 typedef int (*trim_fn)(size_t);
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef int (*join_fn)(pthread_t, void **);
 typedef pid_t (*fork_fn)(void);
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 typedef int (*execvpe_fn)(const char *, char *const[], char *const[]);
@@ -91,6 +92,7 @@ static malloc_fn next_valloc, next_pvalloc;
 static mallopt_fn next_mallopt;
 static trim_fn next_trim;
 static create_fn next_create;
+static join_fn next_join;
 static fork_fn next_fork;
 static execve_fn next_execve;
 static execvpe_fn next_execvpe;
@@ -324,6 +326,7 @@ static void resolve(void)
     next_mallopt = (mallopt_fn)must("mallopt");
     next_trim = (trim_fn)must("malloc_trim");
     next_create = (create_fn)must("pthread_create");
+    next_join = (join_fn)must("pthread_join");
     next_fork = (fork_fn)must("fork");
     next_execve = (execve_fn)must("execve");
     next_execvpe = (execvpe_fn)must("execvpe");
@@ -549,12 +552,23 @@ int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *)
     s->arg = arg;
     s->number = (int)atomic_fetch_add(&next_thread, 1);
     emit(K_THREAD_NEW, 0, (uint64_t)s->number, 0);
+    flush(); /* a thread that creates others often waits next: its records must not hold
+              * back the cut of a killed program's trace (docs/record.md) */
     in_create++;
     int rc = next_create(t, attr, thread_start, s);
     in_create--;
     if (rc)
         atomic_store(&s->used, 0);
     return rc;
+}
+
+/* Waiting for a thread: what this thread did so far reaches the file first, for the same
+ * reason as in pthread_create. */
+int pthread_join(pthread_t t, void **ret)
+{
+    resolve();
+    flush();
+    return next_join(t, ret);
 }
 
 pid_t fork(void)

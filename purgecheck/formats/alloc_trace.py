@@ -145,6 +145,21 @@ def _image(source: str, w: np.ndarray, kind: np.ndarray, lo: int) -> Image:
     return img
 
 
+def encode(seq: int, thread: int, kind: str, a: int = 0, r: int = 0, ns: int = 0,
+           flags: int = 0) -> bytes:
+    """One record as the recorder writes it (for tests and hand-made traces)."""
+    import struct
+    w0 = (seq & ((1 << 40) - 1)) | (thread & 0xFFFF) << 40 | KIND[kind] << 56
+    w1 = (ns & ((1 << 48) - 1)) | (flags & 0xFF) << 48
+    raw = bytearray(struct.pack("<4Q", w0, w1, a & (2**64 - 1), r & (2**64 - 1)))
+    check = 0xA5
+    for i, b in enumerate(raw):
+        if i != 15:
+            check ^= b
+    raw[15] = check
+    return bytes(raw)
+
+
 def render(img: Image, limit: int | None = None) -> str:
     """The records as text, one a line (for reading a trace, `purgecheck record --show`)."""
     out = []

@@ -1,0 +1,140 @@
+"""The recorder (reference_c/recorder.c) and `purgecheck record`: every call with its thread
+in creation order and a per-thread monotonic clock, fork and exec, a killed program's trace
+readable and cut cleanly, and the programs it must refuse (docs/record.md)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from purgecheck.cli import main
+from purgecheck.formats.alloc_trace import F_IN_CREATE, KIND, RECORD, read_trace
+from purgecheck.glibc.fromtrace import to_ops
+from purgecheck.glibc.replay import run_model
+from model.glibc.versions import VERSIONS
+from purgecheck.record.run import LAUNCH, ROOT, library, record
+
+BUILD = ROOT / "reference_c" / "build"
+PYTHON = "/usr/bin/python3"
+
+
+def quiet_record(cmd, out: Path):
+    return record(cmd, out, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def cli(capsys, *argv):
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_threads_are_numbered_in_creation_order_with_monotonic_clocks(tmp_path):
+    rec = quiet_record([str(BUILD / "recorded_threads"), "40"], tmp_path / "t.rec")
+    assert rec.returncode == 0 and len(rec.traces) == 1
+    (img,) = rec.traces[0].images
+    assert img.ended and img.cut is None
+    created = img.a[img.kind == KIND["thread_new"]].tolist()
+    assert created == [1, 2, 3, 4]  # the order of pthread_create calls, numbered from 1
+    exits = set(img.thread[img.kind == KIND["thread_exit"]].tolist())
+    assert exits == {1, 2, 3, 4}
+    for t in range(5):  # each thread's clock never goes back along the call order
+        ns = img.ns[img.thread == t].astype(np.int64)
+        assert len(ns) and np.all(np.diff(ns) >= 0)
+    c = img.counts()
+    assert c["malloc"] >= 4 * 40 and c["realloc"] == c["realloc_old"] > 0
+    assert c["aligned_alloc"] == 1 and c["calloc"] >= 1
+    # pthread_create's own calloc of each new thread's dtv is marked as such
+    assert np.count_nonzero(img.flags & F_IN_CREATE) == 4
+    # every thread's work is there, with the records of another thread in between
+    assert len(set(img.thread[img.kind == KIND["free"]].tolist())) == 5
+
+
+def test_record_command_prints_each_image_and_the_replay_command(capsys, tmp_path):
+    out_file = tmp_path / "t.rec"
+    rc, out, _ = cli(capsys, "record", "-o", str(out_file), "--",
+                     str(BUILD / "recorded_threads"), "5")
+    assert rc == 0
+    assert "exited" in out and "thread_new 4" in out
+    assert f"replay: purgecheck replay {out_file}" in out
+
+
+def test_a_fork_child_writes_its_own_file_and_an_exec_continues_the_same(tmp_path):
+    code = ("import os, sys\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    [bytearray(3000) for _ in range(10)]\n"
+            "    os._exit(0)\n"
+            "os.waitpid(pid, 0)\n"
+            "os.execv(sys.executable, [sys.executable, '-c', 'x = [str(i) for i in range(9)]'])\n")
+    rec = quiet_record([PYTHON, "-c", code], tmp_path / "f.rec")
+    assert rec.returncode == 0
+    assert [f.name for f in rec.files][0] == "f.rec" and len(rec.files) == 2
+    parent, child = rec.traces
+    assert len(parent.images) == 2  # python before the exec, python after it
+    before, after = parent.images
+    assert before.execed and not before.ended and after.ended
+    assert before.pid == after.pid
+    forked = before.a[before.kind == KIND["fork"]].tolist()
+    assert forked == [child.images[0].pid]
+    assert rec.files[1].name == f"f.rec.{forked[0]}"
+    assert child.images[0].counts()["malloc"] > 0
+
+
+def test_a_killed_program_leaves_whole_records_cut_at_the_first_missing_call(tmp_path):
+    out = tmp_path / "k.rec"
+    env = dict(os.environ, PURGECHECK_RECORD=str(out), PURGECHECK_RECORD_LIB=str(library()))
+    proc = subprocess.Popen(["sh", "-c", LAUNCH, "sh", str(BUILD / "recorded_threads"),
+                             "100000000"], env=env, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while (not out.exists() or out.stat().st_size < 256 * 1024) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert out.stat().st_size % RECORD == 0  # no torn record
+    (img,) = read_trace(out).images
+    assert not img.ended and len(img) > 1000
+    # what is kept is a consistent prefix: it converts and replays on the model
+    ops = list(to_ops(img))
+    assert ops and ops[0].line >= 0
+    run_model(img, VERSIONS["2.23+"], {}, False)
+
+
+def test_a_program_that_defines_malloc_is_refused(capsys, tmp_path):
+    rc, _, err = cli(capsys, "record", "-o", str(tmp_path / "o.rec"), "--",
+                     str(BUILD / "own_malloc"))
+    assert rc == 2
+    assert "refused: the program defines malloc itself" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_static_program_is_refused_before_it_runs(capsys, tmp_path):
+    src = tmp_path / "s.c"
+    src.write_text("#include <stdlib.h>\nint main(void) { free(malloc(10)); return 0; }\n")
+    exe = tmp_path / "s"
+    subprocess.run(["gcc", "-static", "-o", str(exe), str(src)], check=True)
+    rc, _, err = cli(capsys, "record", "-o", str(tmp_path / "s.rec"), "--", str(exe))
+    assert rc == 2 and "statically linked" in err
+    assert not (tmp_path / "s.rec").exists()
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["record"], "expected a command"),
+    (["record", "--", "no-such-program-here"], "no such program"),
+])
+def test_record_usage_errors_are_one_line(capsys, argv, expected):
+    rc, _, err = cli(capsys, *argv)
+    assert rc == 2 and expected in err and len(err.strip().splitlines()) == 1
+
+
+def test_help_teaches_with_examples(capsys):
+    for cmd in ("record", "replay"):
+        with pytest.raises(SystemExit):
+            main([cmd, "--help"])
+        out = capsys.readouterr().out
+        assert "examples:" in out and "purgecheck replay py.rec --real" in out
