@@ -1,8 +1,8 @@
 """One arena: its segments, its top chunk, its bins and fastbins (digest "Rules", "Growth").
 
-The chunk-level rules are here, one function each: taking a chunk from the bins (exact fit,
-then best fit), splitting, coalescing a freed chunk with its free neighbours and with top,
-and malloc_consolidate. What talks to the OS is in `system`; malloc and free in `malloc`.
+The chunk-level rules are here, one function each: taking a chunk from the bins (the
+unsorted scan with the last remainder, then best fit by bin), splitting, coalescing a freed
+chunk with its free neighbours and with top, and malloc_consolidate. What talks to the OS is in `system`; malloc and free in `malloc`.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from model.glibc.constants import MINSIZE, SIZE_SZ
+from model.glibc.constants import MIN_LARGE_SIZE, MINSIZE, SIZE_SZ
 from model.glibc.heap import FAST, FREE, INUSE, TOP, Chunk, Segment
 
 
@@ -33,45 +33,104 @@ class TrimRecord:
     counters_after: tuple[int, int] | None = None
 
 
-class Bins:
-    """The unsorted, small and large bins, as one set of FREE chunks by size.
+def bin_index(size: int) -> int:
+    """smallbin_index / largebin_index_64 (malloc.c): bins 2..63 hold one size each (16
+    apart, below MIN_LARGE_SIZE); bins 64..126 hold ranges that widen by powers of 8."""
+    if size < MIN_LARGE_SIZE:
+        return size >> 4
+    for shift, base, limit in ((6, 48, 48), (9, 91, 20), (12, 110, 10), (15, 119, 4),
+                               (18, 124, 2)):
+        if size >> shift <= limit:
+            return base + (size >> shift)
+    return 126
 
-    Within a size the oldest chunk is taken first; across sizes the smallest that fits."""
+
+class Bins:
+    """The unsorted bin, the small bins and the large bins of one arena (malloc.c).
+
+    Every chunk `_int_free`, `malloc_consolidate` or a split gives back enters the unsorted
+    bin (at its head; `_int_malloc` takes from its tail: oldest first). Only `_int_malloc`'s
+    scan of the unsorted bin sorts chunks into their bins ("the only place in any routine
+    where chunks are placed in bins"). A small bin is FIFO. A large bin is kept sorted by size;
+    a chunk of a size already there is inserted "in the second position", so each size is a
+    group [first, newest, ..., oldest] (model: a list in that order)."""
 
     def __init__(self) -> None:
-        self.by_size: dict[int, dict[int, Chunk]] = {}
-        self.sizes: list[int] = []
+        self.unsorted: dict[int, Chunk] = {}  # by address, oldest first
+        self.bins: dict[int, dict[int, list[Chunk]]] = {}  # bin -> size -> group
+        self.nonempty: list[int] = []  # bin indices that hold a chunk, ascending
+        self.where: dict[int, int] = {}  # id(chunk) -> its bin (0: unsorted)
         self.seq = 0
 
     def __len__(self) -> int:
-        return sum(len(v) for v in self.by_size.values())
+        return len(self.where)
 
     def chunks(self) -> list[Chunk]:
-        return [c for v in self.by_size.values() for c in v.values()]
+        return list(self.unsorted.values()) + [c for b in self.bins.values()
+                                               for g in b.values() for c in g]
 
     def add(self, c: Chunk) -> None:
+        """A chunk given back to the arena: into the unsorted bin."""
         self.seq += 1
         c.seq = self.seq
         c.state = FREE
-        if c.size not in self.by_size:
-            self.by_size[c.size] = {}
-            bisect.insort(self.sizes, c.size)
-        self.by_size[c.size][c.addr] = c
+        self.unsorted[c.addr] = c
+        self.where[id(c)] = 0
+
+    def place(self, c: Chunk) -> None:
+        """_int_malloc's "place chunk in bin" (from the unsorted bin)."""
+        i = bin_index(c.size)
+        groups = self.bins.get(i)
+        if groups is None:
+            groups = self.bins[i] = {}
+            bisect.insort(self.nonempty, i)
+        group = groups.setdefault(c.size, [])
+        if c.size < MIN_LARGE_SIZE or not group:
+            group.append(c)  # a small bin is FIFO; a new size starts its group
+        else:
+            group.insert(1, c)  # "Always insert in the second position"
+        self.where[id(c)] = i
 
     def remove(self, c: Chunk) -> None:
-        group = self.by_size[c.size]
-        del group[c.addr]
+        """unlink_chunk, from whichever bin holds the chunk."""
+        i = self.where.pop(id(c))
+        if i == 0:
+            del self.unsorted[c.addr]
+            return
+        groups = self.bins[i]
+        group = groups[c.size]
+        group.remove(c)
         if not group:
-            del self.by_size[c.size]
-            del self.sizes[bisect.bisect_left(self.sizes, c.size)]
+            del groups[c.size]
+            if not groups:
+                del self.bins[i]
+                del self.nonempty[bisect.bisect_left(self.nonempty, i)]
 
-    def oldest(self, size: int) -> Chunk | None:
-        group = self.by_size.get(size)
-        return next(iter(group.values())) if group else None
+    def oldest_small(self, size: int) -> Chunk | None:
+        """last (bin) of the small bin of `size` (its oldest chunk)."""
+        group = self.bins.get(size >> 4, {}).get(size)
+        return group[0] if group else None
 
-    def smallest_at_least(self, size: int) -> Chunk | None:
-        i = bisect.bisect_left(self.sizes, size)
-        return self.oldest(self.sizes[i]) if i < len(self.sizes) else None
+    def best_in_large_bin(self, nb: int) -> Chunk | None:
+        """A large request's own bin: the smallest size >= nb, and of that size the second
+        entry when there is one ("Avoid removing the first entry for a size")."""
+        groups = self.bins.get(bin_index(nb))
+        if not groups:
+            return None
+        fits = [size for size in groups if size >= nb]
+        if not fits:
+            return None
+        group = groups[min(fits)]
+        return group[1] if len(group) > 1 else group[0]
+
+    def next_nonempty_after(self, idx: int) -> Chunk | None:
+        """The binmap search from bin idx + 1: `last (bin)` of the first bin holding a chunk,
+        the oldest chunk of its smallest size."""
+        k = bisect.bisect_right(self.nonempty, idx)
+        if k == len(self.nonempty):
+            return None
+        groups = self.bins[self.nonempty[k]]
+        return groups[min(groups)][-1]
 
 
 @dataclass(eq=False)
@@ -81,6 +140,7 @@ class Arena:
     segments: list[Segment] = field(default_factory=list)  # thread heaps, oldest first
     top: Chunk | None = None
     bins: Bins = field(default_factory=Bins)
+    last_remainder: int | None = None  # av->last_remainder: an address, compared as such
     fastbins: dict[int, list[Chunk]] = field(default_factory=dict)  # LIFO per size
     system_mem: int = 0
     attached_threads: int = 0
@@ -111,15 +171,54 @@ def write_free_chunk(av: Arena, c: Chunk) -> None:
     write(av, c.end, 2 * SIZE_SZ)
 
 
-def take_from_bins(av: Arena, nb: int) -> Chunk | None:
-    """_int_malloc's bin search: an exact fit, else the best (smallest) fit, split."""
-    c = av.bins.oldest(nb) or av.bins.smallest_at_least(nb)
-    if c is None:
-        return None
-    av.bins.remove(c)
-    c.state = INUSE
-    split_chunk(av, c, nb)
-    return c
+def take_from_bins(p, av: Arena, nb: int, t) -> Chunk | None:
+    """_int_malloc after the fastbins and the small bin of nb: the unsorted scan (the last
+    remainder for a small request when it is the only unsorted chunk; an exact fit, stashed
+    in the tcache while it has room; every other chunk placed in its bin), then a large
+    request's own bin, then the binmap search from the next bin, each split with the
+    remainder back to the unsorted bin. None: nothing fits, use the top."""
+    from model.glibc.malloc import tcache_has_room, tcache_put
+
+    bins = av.bins
+    small = nb < MIN_LARGE_SIZE
+    cached = False
+    while bins.unsorted:
+        victim = next(iter(bins.unsorted.values()))
+        if small and len(bins.unsorted) == 1 and victim.addr == av.last_remainder \
+                and victim.size > nb + MINSIZE:
+            bins.remove(victim)
+            victim.state = INUSE
+            split_chunk(av, victim, nb)
+            av.last_remainder = victim.end
+            return victim
+        bins.remove(victim)
+        if victim.size == nb:
+            write(av, victim.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset
+            if t is not None and t.tcache is not None and tcache_has_room(t, nb):
+                victim.state = INUSE
+                tcache_put(t, victim)  # "Fill cache first, return to user only if cache fills"
+                cached = True
+                continue
+            victim.state = INUSE
+            return victim
+        bins.place(victim)
+    if cached:
+        from model.glibc.constants import csize2tidx
+        c = t.tcache[csize2tidx(nb)].pop()  # tcache_get
+        c.state = INUSE
+        return c
+    victim = None if small else bins.best_in_large_bin(nb)
+    if victim is None:
+        victim = bins.next_nonempty_after(bin_index(nb))
+        if victim is None:
+            return None
+    bins.remove(victim)
+    victim.state = INUSE
+    had_rest = victim.size - nb >= MINSIZE
+    split_chunk(av, victim, nb)
+    if small and had_rest:
+        av.last_remainder = victim.end  # "advertise as last remainder"
+    return victim
 
 
 def split_chunk(av: Arena, c: Chunk, nb: int) -> None:

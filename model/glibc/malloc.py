@@ -37,7 +37,8 @@ def tcache_put(t: "Thread", c: Chunk) -> None:
 
 
 def int_malloc(p: "Process", av: Arena, nb: int, t: "Thread | None") -> Chunk:
-    """_int_malloc: fastbin, small bin, (consolidate for a large request), bins, top, system."""
+    """_int_malloc: fastbin, small bin, (consolidate for a large request), the unsorted scan
+    and the bins (arena.take_from_bins), top, system."""
     if nb <= MAX_FAST_CHUNK and av.fastbins.get(nb):
         c = av.fastbins[nb].pop()
         c.state = INUSE
@@ -45,19 +46,19 @@ def int_malloc(p: "Process", av: Arena, nb: int, t: "Thread | None") -> Chunk:
             tcache_put(t, av.fastbins[nb].pop())
         return c
     if nb < MIN_LARGE_SIZE:
-        c = av.bins.oldest(nb)
+        c = av.bins.oldest_small(nb)
         if c is not None:
             av.bins.remove(c)
             c.state = INUSE
             write(av, c.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset (victim, nb)
-            while (s := av.bins.oldest(nb)) is not None and tcache_has_room(t, nb):
+            while (s := av.bins.oldest_small(nb)) is not None and tcache_has_room(t, nb):
                 av.bins.remove(s)
                 tcache_put(t, s)
             return c
     elif av.have_fastchunks:
         malloc_consolidate(av)
     while True:
-        c = take_from_bins(av, nb)
+        c = take_from_bins(p, av, nb, t)
         if c is not None:
             return c
         if av.top is not None and av.top.size >= nb + MINSIZE:

@@ -14,6 +14,8 @@ from model.glibc.syscalls import CATEGORIES
 from model.glibc.versions import VERSIONS
 from purgecheck.cli import UsageError
 
+PROGRESS_BYTES = 1 << 20  # a trace of more records than this says that it is being replayed
+
 EXAMPLE = """examples:
   purgecheck record -o py.rec -- python3 -c 'import json; json.dumps(list(range(10**5)))'
   purgecheck replay py.rec                        the system calls each glibc version predicts
@@ -72,7 +74,7 @@ def run(args) -> int:
             n = write_script(img, Path(args.script))
             print(f"{args.script}: {n:,} ops")
             return 0
-        if not args.json:
+        if not args.json and path.stat().st_size > PROGRESS_BYTES:
             print(f"replaying {path} on the model"
                   + (" and on this machine's glibc (strace)" if args.real else "") + " ...",
                   file=sys.stderr)

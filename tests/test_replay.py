@@ -1,0 +1,180 @@
+"""`purgecheck replay`: recorded real programs on the glibc model and on the real glibc 2.36,
+in every category (docs/record.md); bad traces as one line naming the record; a broken model
+(a realloc that always moves) caught by a recorded program."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import orjson
+import pytest
+
+import model.glibc.process as process_module
+from model.glibc.heap import INUSE
+from model.glibc.malloc import int_free, int_malloc
+from purgecheck.cli import main
+from purgecheck.formats.alloc_trace import MAGIC, encode
+from purgecheck.glibc.replay import replay
+from purgecheck.glibc.trace import installed_release
+from purgecheck.record.run import ROOT, record
+
+BUILD = ROOT / "reference_c" / "build"
+PYTHON = "/usr/bin/python3"
+SQL = """CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v BLOB);
+WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<{n})
+INSERT INTO t SELECT x, 'name' || x, randomblob(200) FROM c;
+CREATE INDEX ti ON t(name);
+DELETE FROM t WHERE id % 3 = 0;
+SELECT count(*), sum(length(v)) FROM t;
+DROP INDEX ti;
+DELETE FROM t;
+"""
+PY_WORKLOAD = ("import json, re\n"
+               "d = {str(i): [i, str(i) * 3, {'k': i}] for i in range(3000)}\n"
+               "s = json.dumps(d)\n"
+               "assert json.loads(s) == d\n"
+               "words = re.findall(r'[a-z]+|[0-9]+', s * 2)\n"
+               "big = [bytearray(200000) for _ in range(3)]\n"
+               "print(len(words), sum(map(len, big)))\n")
+
+
+def cli(capsys, *argv):
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def recorded(tmp_path: Path, name: str, cmd: list[str], **kw) -> Path:
+    out = tmp_path / f"{name}.rec"
+    rec = record(cmd, out, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+    assert rec.returncode == 0
+    return out
+
+
+def programs(tmp_path: Path) -> dict[str, Path]:
+    sql = tmp_path / "script.sql"
+    sql.write_text(SQL.format(n=2000))
+    return {
+        "threads": recorded(tmp_path, "threads", [str(BUILD / "recorded_threads"), "100"]),
+        "python3": recorded(tmp_path, "python3", [PYTHON, "-c", PY_WORKLOAD]),
+        "sqlite3": recorded(tmp_path, "sqlite3", ["sqlite3", ":memory:", f".read {sql}"]),
+    }
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    return programs(tmp_path_factory.mktemp("programs"))
+
+
+@pytest.mark.parametrize("name", ["threads", "python3", "sqlite3"])
+def test_a_recorded_program_agrees_with_the_real_glibc_in_every_category(traces, name):
+    rep = replay(traces[name], ["2.23+"], {}, {}, real=True)
+    assert installed_release().startswith("2.")
+    assert rep.mismatches == []
+    assert rep.predicted["2.23+"] == rep.measured.counts
+    counts = rep.measured.counts
+    assert counts["brk_grow"] >= 1  # the programs really use the heap
+    if name == "threads":  # the workers' frees and reallocs reach other arenas than main
+        assert counts["heap_new"] >= 1 and rep.conversion.max_threads >= 2
+    if name == "python3":
+        assert counts["chunk_mmap"] >= 3  # the three 200 KB bytearrays
+
+
+def test_replay_prints_every_version_and_the_agreement(capsys, traces):
+    rc, out, _ = cli(capsys, "replay", str(traces["sqlite3"]), "--real")
+    assert rc == 0
+    assert "model 2.21" in out and "model rfc-2015" in out and "glibc 2." in out
+    assert "agree in every category" in out
+    rc, out, _ = cli(capsys, "replay", str(traces["python3"]), "--json")
+    doc = orjson.loads(out)
+    assert rc == 0 and set(doc["predicted"]) == {"2.21", "rfc-2015", "2.22", "2.23+"}
+    assert doc["ops"] > 1000
+
+
+def always_moves(p, av, t, c, nb):
+    """A broken _int_realloc: never grows or shrinks in place, always malloc-copy-free."""
+    new = int_malloc(p, av, nb, t)
+    c.state = INUSE
+    int_free(p, av, c, t)
+    return new
+
+
+def test_a_realloc_that_always_moves_disagrees_with_glibc_on_a_recorded_program(
+        capsys, traces, monkeypatch):
+    monkeypatch.setattr(process_module, "int_realloc", always_moves)
+    rc, out, err = cli(capsys, "replay", str(traces["python3"]), "--real")
+    assert rc == 1
+    assert "<- differs" in out and "the streams part at op" in out
+    assert "the model's state after it:" in out and "main: top" in out
+    assert f"replay: purgecheck replay {traces['python3']} --real" in err
+
+
+def test_script_writes_the_calls_as_a_glibc_op_script(capsys, traces, tmp_path):
+    from purgecheck.formats.glibc_ops import parse_script
+    out_file = tmp_path / "t.ops"
+    rc, out, _ = cli(capsys, "replay", str(traces["threads"]), "--script", str(out_file))
+    assert rc == 0
+    ops = parse_script(out_file.read_text(), str(out_file))
+    names = {op.name for op in ops}
+    assert {"start", "join", "malloc", "free", "realloc", "calloc", "memalign"} <= names
+
+
+# -- bad input: one line naming the record and what was expected, exit 2 ----------------------
+
+def start() -> bytes:
+    return encode(0, 0, "start", 1, MAGIC)
+
+
+def corrupt(data: bytes) -> bytes:
+    raw = bytearray(data)
+    raw[32 + 20] ^= 0x10  # a bit of the second record's argument
+    return bytes(raw)
+
+
+BAD = [
+    ("truncated", lambda: start() + encode(1, 0, "malloc", 10, 0x1000)[:20],
+     "record 1: truncated: 20 of 32 bytes"),
+    ("corrupt", lambda: corrupt(start() + encode(1, 0, "malloc", 10, 0x1000)),
+     "record 1: corrupt: check byte"),
+    ("unknown kind", lambda: start() + bytes([0] * 7 + [99]) + bytes(24),
+     "record 1: unknown record kind 99"),
+    ("not a trace", lambda: b"hello world, this is not a trace" * 2,
+     "record 0: "),
+    ("empty", lambda: b"", "record 0: expected a START record, got an empty file"),
+    ("free never allocated", lambda: start() + encode(1, 0, "free", 0x5000),
+     "record 1: free of 0x5000, which is never allocated: expected a live block"),
+    ("realloc of freed", lambda: (start() + encode(1, 0, "malloc", 10, 0x1000)
+                                  + encode(2, 0, "free", 0x1000)
+                                  + encode(3, 0, "realloc_old", 0x1000)
+                                  + encode(4, 0, "realloc", 100, 0x2000)),
+     "record 4: realloc of 0x1000, which is freed at record 2: expected a live block"),
+    ("double free", lambda: (start() + encode(1, 0, "malloc", 10, 0x1000)
+                             + encode(2, 0, "free", 0x1000) + encode(3, 0, "free", 0x1000)),
+     "record 3: free of 0x1000, which is freed at record 2"),
+    ("returned while live", lambda: (start() + encode(1, 0, "malloc", 10, 0x1000)
+                                     + encode(2, 0, "malloc", 10, 0x1000)),
+     "record 2: 0x1000 returned while still live (made at record 1)"),
+    ("realloc alone", lambda: start() + encode(1, 0, "realloc", 10, 0x1000),
+     "record 1: realloc without its realloc_old record"),
+    ("mallopt unknown", lambda: start() + encode(1, 0, "mallopt", -8, 2),
+     "record 1: mallopt parameter -8 is not modelled"),
+]
+
+
+@pytest.mark.parametrize("name,data,expected", BAD, ids=[b[0] for b in BAD])
+def test_a_bad_trace_is_one_line_naming_the_record(capsys, tmp_path, name, data, expected):
+    f = tmp_path / "bad.rec"
+    f.write_bytes(data())
+    rc, out, err = cli(capsys, "replay", str(f))
+    assert rc == 2, out
+    assert expected in err and str(f) in err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_a_missing_trace_and_a_bad_image_are_usage_errors(capsys, tmp_path, traces):
+    rc, _, err = cli(capsys, "replay", str(tmp_path / "nothing.rec"))
+    assert rc == 2 and "no such trace file" in err
+    rc, _, err = cli(capsys, "replay", str(traces["threads"]), "--image", "5")
+    assert rc == 2 and "--image: expected 0..0, got 5" in err
