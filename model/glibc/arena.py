@@ -129,8 +129,9 @@ class Bins:
         k = bisect.bisect_right(self.nonempty, idx)
         if k == len(self.nonempty):
             return None
-        groups = self.bins[self.nonempty[k]]
-        return groups[min(groups)][-1]
+        i = self.nonempty[k]
+        group = self.bins[i][min(self.bins[i])]
+        return group[0] if i < 64 else group[-1]  # a small bin's oldest is its first
 
 
 @dataclass(eq=False)
