@@ -10,14 +10,19 @@ from pathlib import Path
 import orjson
 import pytest
 
+import bisect
+
+import model.glibc.arena as arena
+import model.glibc.malloc as malloc_module
 import model.glibc.process as process_module
+from model.glibc.versions import VERSIONS
 from model.glibc.heap import INUSE
 from model.glibc.malloc import int_free, int_malloc
 from purgecheck.cli import main
 from purgecheck.formats.alloc_trace import MAGIC, encode
-from purgecheck.glibc.replay import replay
+from purgecheck.glibc.replay import first_address_difference, load, replay
 from purgecheck.glibc.trace import installed_release
-from purgecheck.record.run import ROOT, record
+from purgecheck.record.run import ROOT, record, trace_files
 
 BUILD = ROOT / "reference_c" / "build"
 PYTHON = "/usr/bin/python3"
@@ -55,11 +60,18 @@ def recorded(tmp_path: Path, name: str, cmd: list[str], **kw) -> Path:
 def programs(tmp_path: Path) -> dict[str, Path]:
     sql = tmp_path / "script.sql"
     sql.write_text(SQL.format(n=2000))
-    return {
+    found = {
         "threads": recorded(tmp_path, "threads", [str(BUILD / "recorded_threads"), "100"]),
         "python3": recorded(tmp_path, "python3", [PYTHON, "-c", PY_WORKLOAD]),
         "sqlite3": recorded(tmp_path, "sqlite3", ["sqlite3", ":memory:", f".read {sql}"]),
     }
+    # gcc runs cc1 and as as child processes: each writes gcc.rec.PID, in start order
+    gcc = recorded(tmp_path, "gcc", ["gcc", "-O2", "-c", str(ROOT / "reference_c" / "geometry.c"),
+                                     "-o", str(tmp_path / "geometry.o")])
+    children = trace_files(gcc)[1:]
+    assert len(children) == 2
+    found["gcc-cc1"], found["gcc-as"] = children
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +79,10 @@ def traces(tmp_path_factory):
     return programs(tmp_path_factory.mktemp("programs"))
 
 
-@pytest.mark.parametrize("name", ["threads", "python3", "sqlite3"])
+PROGRAMS = ["threads", "python3", "sqlite3", "gcc-cc1", "gcc-as"]
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
 def test_a_recorded_program_agrees_with_the_real_glibc_in_every_category(traces, name):
     rep = replay(traces[name], ["2.23+"], {}, {}, real=True)
     assert installed_release().startswith("2.")
@@ -90,6 +105,39 @@ def test_replay_prints_every_version_and_the_agreement(capsys, traces):
     doc = orjson.loads(out)
     assert rc == 0 and set(doc["predicted"]) == {"2.21", "rfc-2015", "2.22", "2.23+"}
     assert doc["ops"] > 1000
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_the_model_chooses_the_chunk_glibc_chooses_for_every_call(traces, name):
+    """Stronger than equal counts: every block the model places is where glibc placed it."""
+    img, _ = load(traces[name])
+    assert first_address_difference(img, VERSIONS["2.23+"]) is None
+
+
+def no_last_remainder(p, av, nb, t):
+    """A broken bin search: the last-remainder rule never applies (plain best fit)."""
+    av.last_remainder = None
+    return arena.take_from_bins(p, av, nb, t)
+
+
+def newest_of_small_bin(self, idx):
+    """A broken binmap search: a small bin gives its newest chunk (LIFO), not last (bin)."""
+    k = bisect.bisect_right(self.nonempty, idx)
+    if k == len(self.nonempty):
+        return None
+    groups = self.bins[self.nonempty[k]]
+    return groups[min(groups)][-1]
+
+
+@pytest.mark.parametrize("name,patch", [
+    ("python3", lambda mp: mp.setattr(malloc_module, "take_from_bins", no_last_remainder)),
+    ("sqlite3", lambda mp: mp.setattr(arena.Bins, "next_nonempty_after", newest_of_small_bin)),
+], ids=["no-last-remainder", "small-bin-lifo"])
+def test_a_broken_bin_rule_places_a_block_where_glibc_does_not(traces, monkeypatch, name, patch):
+    img, _ = load(traces[name])
+    patch(monkeypatch)
+    diff = first_address_difference(img, VERSIONS["2.23+"])
+    assert diff is not None and diff.where == "main" and diff.real != diff.model
 
 
 def always_moves(p, av, t, c, nb):
@@ -126,6 +174,16 @@ def start() -> bytes:
     return encode(0, 0, "start", 1, MAGIC)
 
 
+def with_kind(record: bytes, kind: int) -> bytes:
+    """A record of kind `kind` (not one the recorder writes), its check byte made right."""
+    raw = bytearray(record)
+    raw[7] = kind
+    raw[15] = 0xA5
+    for i, b in enumerate(raw):
+        raw[15] ^= b if i != 15 else 0
+    return bytes(raw)
+
+
 def corrupt(data: bytes) -> bytes:
     raw = bytearray(data)
     raw[32 + 20] ^= 0x10  # a bit of the second record's argument
@@ -137,7 +195,7 @@ BAD = [
      "record 1: truncated: 20 of 32 bytes"),
     ("corrupt", lambda: corrupt(start() + encode(1, 0, "malloc", 10, 0x1000)),
      "record 1: corrupt: check byte"),
-    ("unknown kind", lambda: start() + bytes([0] * 7 + [99]) + bytes(24),
+    ("unknown kind", lambda: start() + with_kind(encode(1, 0, "malloc", 10, 0x1000), 99),
      "record 1: unknown record kind 99"),
     ("not a trace", lambda: b"hello world, this is not a trace" * 2,
      "record 0: "),

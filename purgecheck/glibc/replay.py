@@ -146,6 +146,64 @@ def real_per_op(img: Image, env: dict[str, str]) -> list[list[str]]:
     return per_op
 
 
+@dataclass
+class AddressDifference:
+    op_index: int
+    op: GlibcOp
+    where: str  # "main" (offset from the main arena's first block), "heap" (within 64 MiB)
+    real: int
+    model: int
+
+
+def first_address_difference(img: Image, version: Version) -> AddressDifference | None:
+    """The first allocation whose address differs between the model and the real glibc (the
+    driver's --addresses run, no strace): a block in the main arena is compared by its offset
+    from the main arena's first block, one in a thread heap by its offset in the 64 MiB heap,
+    an mmapped one by its offset in its page. Equal addresses throughout mean the model chose
+    the same chunk as glibc for every call, which is more than equal system call counts."""
+    import subprocess
+    from model.glibc.constants import HEAP_MAX_SIZE, PAGESIZE
+    from model.glibc.heap import MMAPPED
+    from purgecheck.glibc.trace import driver_path
+
+    with tempfile.TemporaryDirectory(prefix="purgecheck-replay-") as tmp:
+        script = Path(tmp) / "replay.ops"
+        write_script(img, script)
+        out = subprocess.run([str(driver_path()), "--addresses", str(script)],
+                             capture_output=True, text=True, check=True).stdout
+    real = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0].isdigit():
+            real[int(parts[0]) - 2] = 0 if parts[2] == "(nil)" else int(parts[2], 16)
+    bases: dict[str, int] = {}
+    found: list[AddressDifference] = []
+
+    def after(i: int, op: GlibcOp, p: Process) -> bool:
+        if i not in real or op.name in ("free", "trim", "mallopt", "start", "join"):
+            return False
+        c = p.blocks.get(op.args[0])
+        if c is None:
+            return False
+        model, got = c.addr + 16, real[i]
+        if c.state == MMAPPED:
+            where, model, got = "mmapped", model % PAGESIZE, got % PAGESIZE
+        elif c.segment.arena.is_main:
+            where = "main"
+            if "main" not in bases:
+                bases["main"] = (got, model)
+            model, got = model - bases["main"][1], got - bases["main"][0]
+        else:
+            where, model, got = "heap", model % HEAP_MAX_SIZE, got % HEAP_MAX_SIZE
+        if model != got:
+            found.append(AddressDifference(i, op, where, got, model))
+            return True
+        return False
+
+    run_model(img, version, {}, False, after_op=after)
+    return found[0] if found else None
+
+
 def describe(p: Process) -> list[str]:
     """The model's state, arena by arena: the top, the bins, the last trim decision."""
     out = []
