@@ -25,6 +25,10 @@ EXPECTED = {
                  "largest bare configuration exhausted within 2 s"),
     "fuzz": tuple(f"{m} machine, {d} driver: steps per second by CPU time"
                   for m in ("page", "epoch", "park") for d in ("program", "rules")),
+    "record": ("recorder: cost per call", "trace: bytes per recorded call",
+               "recorder: slowdown of python3",
+               "model replay, single-threaded (python3): ops per second",
+               "real replay, threaded (recorded_threads): ops per second"),
     "simulate": tuple(f"bun-serve, {d}: allocations per second"
                       for d in ("off", "epoch", "no-hold", "clock")) +
                 ("purgecheck simulate --seeds (scaled)",),

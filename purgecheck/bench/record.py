@@ -1,0 +1,119 @@
+"""Benchmark of recording and replaying real programs (docs/record.md): the recorder's cost
+per call and its slowdown of python3, the trace's bytes per call, the model's replay rate and
+the real glibc's under strace. Prints figures; asserts nothing.
+
+    .venv/bin/python -m purgecheck.bench.record             1,000,000 malloc/free pairs
+    .venv/bin/python -m purgecheck.bench.record --tiny
+
+The recorder's figures are CPU times of the recorded process (getrusage of the children);
+the replays' are the CPU time of this process (the model) and the wall clock (the driver
+under strace, which stops at each traced system call).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from purgecheck.bench import Figure, not_measured
+
+BENCH = "record"
+PY_WORKLOAD = ("import json, re\n"
+               "d = {{str(i): [i, str(i) * 3, {{'k': i}}] for i in range({n})}}\n"
+               "s = json.dumps(d)\n"
+               "assert json.loads(s) == d\n"
+               "print(len(re.findall(r'[a-z]+|[0-9]+', s)))\n")
+
+
+def _children_cpu(cmd: list[str], env: dict | None = None) -> float:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def _recorded_cpu(cmd: list[str], out: Path) -> float:
+    import os
+    from purgecheck.record.run import LAUNCH, library, trace_files
+    for old in trace_files(out):
+        old.unlink()
+    env = dict(os.environ, PURGECHECK_RECORD=str(out), PURGECHECK_RECORD_LIB=str(library()))
+    return _children_cpu(["sh", "-c", LAUNCH, "sh", *cmd], env)
+
+
+def figures(tiny: bool = False, pairs: int | None = None) -> list[Figure]:
+    from model.glibc.versions import VERSIONS
+    from purgecheck.formats.alloc_trace import read_trace
+    from purgecheck.glibc.replay import load, measure, run_model
+    from purgecheck.record.run import ROOT, record
+
+    build = ROOT / "reference_c" / "build"
+    pairs = pairs or (20_000 if tiny else 1_000_000)
+    py_n = 2_000 if tiny else 50_000
+    out: list[Figure] = []
+    if not (build / "malloc_loop").exists():
+        return [not_measured(BENCH, "recorder: cost per call", "ns",
+                             "not measured: reference_c/build/malloc_loop is not built")]
+    with tempfile.TemporaryDirectory(prefix="purgecheck-bench-record-") as tmp:
+        loop = [str(build / "malloc_loop"), str(pairs)]
+        bare = min(_children_cpu(loop) for _ in range(3))
+        rec_file = Path(tmp) / "loop.rec"
+        with_rec = min(_recorded_cpu(loop, rec_file) for _ in range(3))
+        calls = 2 * pairs
+        out.append(Figure(BENCH, "recorder: cost per call", (with_rec - bare) / calls * 1e9,
+                          "ns", f"malloc_loop {pairs:,}: {bare:.3f} s bare, {with_rec:.3f} s "
+                                f"recorded (CPU, best of 3)"))
+        size = rec_file.stat().st_size
+        n = sum(len(img) for img in read_trace(rec_file).images)
+        out.append(Figure(BENCH, "trace: bytes per recorded call", size / n, "bytes",
+                          f"{size:,} bytes for {n:,} records (32 each, START and END too)"))
+
+        py = ["/usr/bin/python3", "-c", PY_WORKLOAD.format(n=py_n)]
+        py_bare = min(_children_cpu(py) for _ in range(3))
+        py_rec = min(_recorded_cpu(py, Path(tmp) / "py.rec") for _ in range(3))
+        out.append(Figure(BENCH, "recorder: slowdown of python3", py_rec / py_bare, "x",
+                          f"a json/re workload of {py_n:,} keys: {py_bare:.3f} s bare, "
+                          f"{py_rec:.3f} s recorded (CPU, best of 3)"))
+
+        traces = {"single-threaded (python3)": Path(tmp) / "py.rec"}
+        rec = record([str(build / "recorded_threads"), "200" if tiny else "20000"],
+                     Path(tmp) / "threads.rec", stdout=subprocess.DEVNULL)
+        traces["threaded (recorded_threads)"] = rec.files[0]
+        for what, path in traces.items():
+            img, _ = load(path)
+            seen = []
+            c0 = time.process_time()
+            run_model(img, VERSIONS["2.23+"], {}, False,
+                      after_op=lambda i, op, p: seen.append(i) and False)
+            cpu = time.process_time() - c0
+            out.append(Figure(BENCH, f"model replay, {what}: ops per second", len(seen) / cpu,
+                              "ops/s", f"{len(seen):,} ops on the model of 2.23+, CPU time"))
+            try:
+                _, wall = measure(img, {})
+            except Exception as e:  # strace missing or failing: say so, measure the rest
+                out.append(not_measured(BENCH, f"real replay, {what}: ops per second",
+                                        "ops/s", f"not measured: {e}"))
+                continue
+            out.append(Figure(BENCH, f"real replay, {what}: ops per second", len(seen) / wall,
+                              "ops/s", f"{len(seen):,} ops, glibc_driver under strace "
+                                       f"--seccomp-bpf, wall clock with start-up"))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tiny", action="store_true")
+    ap.add_argument("--pairs", type=int, help="malloc/free pairs of the recorder's loop")
+    args = ap.parse_args(argv)
+    for f in figures(args.tiny, args.pairs):
+        print(f"{f.name:58} {f.value:>14,.1f} {f.unit:8} {f.note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
