@@ -218,25 +218,15 @@ static void escape(void *p)
 static void run_op(const struct op *op)
 {
     switch (op->kind) {
-    case OP_MALLOC: {
-        void *p = malloc((size_t)op->b);
-        if (!p && op->b) {
-            say(2, "%s:%d: malloc(%ld) failed\n", path, op->line, op->b);
-            exit(3);
-        }
-        escape(p);
-        ptrs[op->a] = p;
-        if (show_addresses)
-            say(1, "%d %ld %p\n", op->line, op->a, p);
-        break;
-    }
+    case OP_MALLOC:
     case OP_CALLOC:
     case OP_REALLOC:
     case OP_MEMALIGN:
     case OP_VALLOC:
     case OP_PVALLOC: {
         size_t n = (size_t)op->b;
-        void *p = op->kind == OP_CALLOC ? calloc(1, n)
+        void *p = op->kind == OP_MALLOC ? malloc(n)
+                : op->kind == OP_CALLOC ? calloc(1, n)
                 : op->kind == OP_REALLOC ? realloc(ptrs[op->a], n)
                 : op->kind == OP_MEMALIGN ? memalign((size_t)op->c, n)
                 : op->kind == OP_VALLOC ? valloc(n) : pvalloc(n);

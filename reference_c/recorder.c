@@ -160,6 +160,18 @@ static void flush(void)
 
 static int thread_number(void);
 
+/* The check byte (byte 15, the top of w[1]): 0xA5 xor the record's other 31 bytes. */
+static void seal(uint64_t *w)
+{
+    w[1] &= 0x00FFFFFFFFFFFFFFULL;
+    unsigned char check = 0xA5;
+    const unsigned char *b = (const unsigned char *)w;
+    for (int i = 0; i < 32; i++)
+        if (i != 15)
+            check ^= b[i];
+    w[1] |= (uint64_t)check << 56;
+}
+
 static void emit(int kind, unsigned flags, uint64_t a, uint64_t r)
 {
     int saved = errno;
@@ -170,12 +182,7 @@ static void emit(int kind, unsigned flags, uint64_t a, uint64_t r)
     w[1] = ((now_ns() - t0) & 0xFFFFFFFFFFFFULL) | ((uint64_t)(flags & 0xFF) << 48);
     w[2] = a;
     w[3] = r;
-    unsigned char check = 0xA5;
-    const unsigned char *b = (const unsigned char *)w;
-    for (int i = 0; i < 32; i++)
-        if (i != 15)
-            check ^= b[i];
-    w[1] |= (uint64_t)check << 56;
+    seal(w);
     memcpy(&buf[nbuf * 4], w, sizeof w);
     if (++nbuf == BUF_RECORDS || unbuffered)
         flush();
@@ -242,12 +249,7 @@ static void set_flags(int index, unsigned flags)
 {
     uint64_t *w = &buf[index * 4];
     w[1] = (w[1] & 0x0000FFFFFFFFFFFFULL) | ((uint64_t)(flags & 0xFF) << 48);
-    unsigned char check = 0xA5;
-    const unsigned char *b = (const unsigned char *)w;
-    for (int i = 0; i < 32; i++)
-        if (i != 15)
-            check ^= b[i];
-    w[1] |= (uint64_t)check << 56;
+    seal(w);
 }
 
 static pid_t image_pid;

@@ -85,11 +85,13 @@ def compare(text: str, source: str, env: dict[str, str], measure: bool = True,
         cmp.measured = run_traced(f.name, env)
     finally:
         Path(f.name).unlink()
-    model = cmp.predicted[cmp.installed]
-    for cat in CATEGORIES:
-        if model[cat] != cmp.measured.counts[cat]:
-            cmp.mismatches.append(f"{cat}: model {model[cat]}, glibc {cmp.release} "
-                                  f"{cmp.measured.counts[cat]}")
-    for line in cmp.measured.unclassified:
-        cmp.mismatches.append(f"unclassified call: {line}")
+    cmp.mismatches = mismatches(cmp.predicted[cmp.installed], cmp.measured, cmp.release)
     return cmp
+
+
+def mismatches(model: dict[str, int], measured: TraceResult, release: str) -> list[str]:
+    """Each category where the model's count differs from the real one, and each call the
+    classifier could not place."""
+    out = [f"{cat}: model {model[cat]}, glibc {release} {measured.counts[cat]}"
+           for cat in CATEGORIES if model[cat] != measured.counts[cat]]
+    return out + [f"unclassified call: {line}" for line in measured.unclassified]

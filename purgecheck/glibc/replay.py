@@ -18,10 +18,10 @@ from pathlib import Path
 
 from model.glibc.malloc import OutOfMemory
 from model.glibc.process import Process, ScriptError
-from model.glibc.syscalls import CATEGORIES
 from model.glibc.versions import VERSIONS, Version, version_for_release
 from purgecheck.formats.alloc_trace import Image, read_trace
 from purgecheck.formats.glibc_ops import GlibcOp
+from purgecheck.glibc.compare import mismatches
 from purgecheck.glibc.fromtrace import ConvertError, Conversion, image_to_replay, to_ops
 from purgecheck.glibc.modelrun import apply
 from purgecheck.glibc.trace import (Classifier, TraceResult, installed_release, may_shrink_heap,
@@ -264,13 +264,7 @@ def replay(path: str | Path, versions: list[str] | None, settings: dict[str, int
         return rep
     rep.release, rep.installed = release, installed
     rep.measured, rep.real_seconds = measure(img, env)
-    model = counts[installed]
-    for cat in CATEGORIES:
-        if model[cat] != rep.measured.counts[cat]:
-            rep.mismatches.append(f"{cat}: model {model[cat]}, glibc {release} "
-                                  f"{rep.measured.counts[cat]}")
-    for line in rep.measured.unclassified:
-        rep.mismatches.append(f"unclassified call: {line}")
+    rep.mismatches = mismatches(counts[installed], rep.measured, release)
     if rep.mismatches:
         rep.divergence = locate(img, VERSIONS[installed], settings, env, overcommit_2)
     return rep
