@@ -236,3 +236,29 @@ def test_a_missing_trace_and_a_bad_image_are_usage_errors(capsys, tmp_path, trac
     assert rc == 2 and "no such trace file" in err
     rc, _, err = cli(capsys, "replay", str(traces["threads"]), "--image", "5")
     assert rc == 2 and "--image: expected 0..0, got 5" in err
+
+
+# -- full scale (slow tier) ----------------------------------------------------------------
+
+@pytest.mark.slow
+def test_full_scale_programs_agree_in_every_category_and_address(tmp_path):
+    """The programs at full scale: a python3 workload 10x larger, sqlite3 with 20,000 rows,
+    gcc compiling the recorder (its cc1 makes about 320,000 calls), 2,000 rounds of the
+    threaded program."""
+    sql = tmp_path / "script.sql"
+    sql.write_text(SQL.format(n=20000))
+    big = PY_WORKLOAD.replace("range(3000)", "range(30000)").replace("range(3)", "range(12)")
+    runs = {
+        "threads": recorded(tmp_path, "threads", [str(BUILD / "recorded_threads"), "2000"]),
+        "python3": recorded(tmp_path, "python3", [PYTHON, "-c", big]),
+        "sqlite3": recorded(tmp_path, "sqlite3", ["sqlite3", ":memory:", f".read {sql}"]),
+    }
+    gcc = recorded(tmp_path, "gcc", ["gcc", "-O2", "-D_GNU_SOURCE", "-c",
+                                     str(ROOT / "reference_c" / "recorder.c"),
+                                     "-o", str(tmp_path / "recorder.o")])
+    runs["gcc-cc1"], runs["gcc-as"] = trace_files(gcc)[1:]
+    for name, path in runs.items():
+        rep = replay(path, ["2.23+"], {}, {}, real=True)
+        assert rep.mismatches == [], name
+        img, _ = load(path)
+        assert first_address_difference(img, VERSIONS["2.23+"]) is None, name

@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from model.glibc.constants import MIN_LARGE_SIZE, MINSIZE, SIZE_SZ
+from model.glibc.constants import MIN_LARGE_SIZE, MINSIZE, SIZE_SZ, csize2tidx
 from model.glibc.heap import FAST, FREE, INUSE, TOP, Chunk, Segment
 
 
@@ -178,7 +178,7 @@ def take_from_bins(p, av: Arena, nb: int, t) -> Chunk | None:
     in the tcache while it has room; every other chunk placed in its bin), then a large
     request's own bin, then the binmap search from the next bin, each split with the
     remainder back to the unsorted bin. None: nothing fits, use the top."""
-    from model.glibc.malloc import tcache_has_room, tcache_put
+    from model.glibc import malloc  # (malloc imports this module)
 
     bins = av.bins
     small = nb < MIN_LARGE_SIZE
@@ -195,16 +195,15 @@ def take_from_bins(p, av: Arena, nb: int, t) -> Chunk | None:
         bins.remove(victim)
         if victim.size == nb:
             write(av, victim.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset
-            if t is not None and t.tcache is not None and tcache_has_room(t, nb):
+            if t is not None and t.tcache is not None and malloc.tcache_has_room(t, nb):
                 victim.state = INUSE
-                tcache_put(t, victim)  # "Fill cache first, return to user only if cache fills"
+                malloc.tcache_put(t, victim)  # "Fill cache first, return to user only if cache fills"
                 cached = True
                 continue
             victim.state = INUSE
             return victim
         bins.place(victim)
     if cached:
-        from model.glibc.constants import csize2tidx
         c = t.tcache[csize2tidx(nb)].pop()  # tcache_get
         c.state = INUSE
         return c

@@ -116,45 +116,49 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
         st.max_threads = max(st.max_threads, len(slots))
         return s, [GlibcOp(s, "start", (), rec)]
 
+    K_MALLOC, K_CALLOC, K_FREE = KIND["malloc"], KIND["calloc"], KIND["free"]
+    K_OLD, K_REALLOC, K_NEW = KIND["realloc_old"], KIND["realloc"], KIND["thread_new"]
+    QUIET = {KIND[k] for k in ("start", "thread_exit", "fork", "exec", "end")}
+    ALIGNED = {KIND[k] for k in ("memalign", "posix_memalign", "aligned_alloc")}
+    PAGED = {KIND["valloc"], KIND["pvalloc"]}
     for i, k in enumerate(kinds):
         rec = recno[i]
         t = threads[i]
         a, r = a_col[i], r_col[i]
         out: list[GlibcOp] = []
-        if k == KIND["thread_new"]:
+        if k == K_NEW:
             if a not in slots:
                 _, out = slot(a, rec)
-        elif k in (KIND["start"], KIND["thread_exit"], KIND["fork"], KIND["exec"],
-                   KIND["end"]):
+        elif k in QUIET:
             pass
-        elif flags[i] & F_IN_CREATE and k != KIND["realloc_old"] and k != KIND["realloc"]:
-            if k == KIND["free"]:
+        elif flags[i] & F_IN_CREATE and k != K_OLD and k != K_REALLOC:
+            if k == K_FREE:
                 pthread_own.discard(a)
             elif r:
                 pthread_own.add(r)
             st.skip("made by pthread_create (the replay's start makes it)")
         else:
             s, out = slot(t, rec)
-            if k == KIND["malloc"] or k == KIND["calloc"]:
+            if k == K_MALLOC or k == K_CALLOC:
                 if r:
                     out.append(GlibcOp(s, KINDS[k], (new_id(r, rec), a), rec))
                 else:
                     st.skip("failed allocation")
-            elif k == KIND["free"]:
+            elif k == K_FREE:
                 if a in pthread_own:
                     pthread_own.discard(a)
                     st.skip("free of a block pthread_create made")
                 else:
                     out.append(GlibcOp(s, "free", (drop(a, rec, "free"),), rec))
-            elif k == KIND["realloc_old"]:
+            elif k == K_OLD:
                 pending_old[t] = (a, rec)
-            elif k == KIND["realloc"]:
+            elif k == K_REALLOC:
                 if t not in pending_old:
                     raise ConvertError(src, rec, "realloc without its realloc_old record "
                                                  "(expected the pair from one thread)")
                 old, _ = pending_old.pop(t)
                 out += _realloc(src, s, old, a, r, rec, live, gone, new_id, drop, st)
-            elif k in (KIND["memalign"], KIND["posix_memalign"], KIND["aligned_alloc"]):
+            elif k in ALIGNED:
                 if not r:
                     st.skip("failed allocation")
                 else:
@@ -163,7 +167,7 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
                         raise ConvertError(src, rec, "an aligned allocation with an alignment "
                                                      "that is not a power of two succeeded")
                     out.append(GlibcOp(s, "memalign", (new_id(r, rec), align, a), rec))
-            elif k in (KIND["valloc"], KIND["pvalloc"]):
+            elif k in PAGED:
                 if r:
                     out.append(GlibcOp(s, KINDS[k], (new_id(r, rec), a), rec))
                 else:
@@ -177,12 +181,13 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
                                                   max(0, _signed(r))), rec))
             elif k == KIND["malloc_trim"]:
                 out.append(GlibcOp(s, "trim", (a,), rec))
-        if last.get(t) == i and t != main and t in slots and not pending_old.get(t):
+        if t != main and last.get(t) == i and t in slots and t not in pending_old:
             s = slots.pop(t)
             heapq.heappush(free_slots, s)
             out.append(GlibcOp(s, "join", (), rec))
-        st.ops += len(out)
-        yield from out
+        if out:
+            st.ops += len(out)
+            yield from out
 
 
 def _realloc(src, s, old, size, new, rec, live, gone, new_id, drop, st) -> list[GlibcOp]:
