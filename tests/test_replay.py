@@ -262,3 +262,15 @@ def test_full_scale_programs_agree_in_every_category_and_address(tmp_path):
         assert rep.mismatches == [], name
         img, _ = load(path)
         assert first_address_difference(img, VERSIONS["2.23+"]) is None, name
+
+
+def test_addresses_flag_reports_the_first_block_placed_elsewhere(capsys, traces, monkeypatch):
+    rc, out, _ = cli(capsys, "replay", str(traces["threads"]), "--real", "--addresses",
+                     "--version", "2.23+")
+    assert rc == 0 and "every block is at glibc's address" in out
+    monkeypatch.setattr(arena.Bins, "next_nonempty_after", newest_of_small_bin)
+    rc, out, err = cli(capsys, "replay", str(traces["sqlite3"]), "--real", "--addresses",
+                       "--version", "2.23+")
+    assert rc == 1 and "the model's block is at main offset" in out
+    rc, _, err = cli(capsys, "replay", str(traces["sqlite3"]), "--addresses")
+    assert rc == 2 and "needs --real" in err

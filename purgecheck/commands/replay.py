@@ -22,6 +22,7 @@ EXAMPLE = """examples:
   purgecheck replay py.rec --version 2.21         one version's model
   purgecheck replay py.rec --real                 and this machine's glibc under strace, compared
   purgecheck replay py.rec --real --env MALLOC_TRIM_THRESHOLD_=131072
+  purgecheck replay py.rec --real --addresses     and every block at glibc's address
   purgecheck replay cc.rec.4242 --image 1         the second process image of a file (exec)
   purgecheck replay py.rec --script py.ops        the calls as a glibc op script (docs/glibc.md)
 exit status: 0 replayed (with --real: the model of the installed version and glibc agree in
@@ -46,6 +47,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--version", choices=list(VERSIONS), help="only this version's model")
     p.add_argument("--real", action="store_true",
                    help="also replay on this machine's glibc and compare")
+    p.add_argument("--addresses", action="store_true",
+                   help="with --real: also check that the model puts every block at the "
+                        "address glibc gives it (the driver without strace)")
     p.add_argument("--image", type=int, metavar="N",
                    help="which process image of the file (default: the last that allocated)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
@@ -80,6 +84,19 @@ def run(args) -> int:
                   file=sys.stderr)
         rep = replay(path, [args.version] if args.version else None,
                      settings_from_environ(env), env, args.real, args.image)
+        if args.addresses:
+            if not args.real or args.env:
+                raise UsageError("--addresses: compares with this machine's glibc, so it needs "
+                                 "--real and no --env")
+            from purgecheck.glibc.replay import first_address_difference
+            img, _ = load(path, args.image)
+            diff = first_address_difference(img, VERSIONS[rep.installed])
+            if diff is not None:
+                rep.mismatches.append(
+                    f"op {diff.op_index} (record {diff.op.line}, {diff.op.render()}): the "
+                    f"model's block is at {diff.where} offset {diff.model:#x}, glibc's at "
+                    f"{diff.real:#x}")
+            rep.addresses_checked = True
     except (AllocTraceError, ConvertError, ReplayError, TraceError, ValueError) as e:
         raise UsageError(str(e))
     except OSError as e:
@@ -140,12 +157,14 @@ def print_table(rep, env) -> None:
     if rep.measured is None:
         return
     if rep.ok:
-        print(f"  the model of {rep.installed} and glibc {rep.release} agree in every category")
+        print(f"  the model of {rep.installed} and glibc {rep.release} agree in every category"
+              + (", and every block is at glibc's address" if rep.addresses_checked else ""))
         return
-    print(f"  {len(rep.mismatches)} categories differ: {'; '.join(rep.mismatches[:4])}")
+    print(f"  {len(rep.mismatches)} differences: {'; '.join(rep.mismatches[:4])}")
     d = rep.divergence
     if d is None:
-        print("  (op by op, the streams did not part: the difference is in the order only)")
+        if not any(m.startswith("op ") for m in rep.mismatches):
+            print("  (op by op, the streams did not part: the difference is in the order only)")
         return
     print(f"  the streams part at op {d.op_index} (record {d.op.line}): {d.op.render()}")
     print(f"    model: {', '.join(d.model) or 'no system call'}")

@@ -60,6 +60,7 @@ class Replay:
     real_seconds: float = 0.0
     mismatches: list[str] = field(default_factory=list)
     divergence: Divergence | None = None
+    addresses_checked: bool = False
 
     @property
     def ok(self) -> bool:
