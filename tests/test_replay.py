@@ -274,3 +274,15 @@ def test_addresses_flag_reports_the_first_block_placed_elsewhere(capsys, traces,
     assert rc == 1 and "the model's block is at main offset" in out
     rc, _, err = cli(capsys, "replay", str(traces["sqlite3"]), "--addresses")
     assert rc == 2 and "needs --real" in err
+
+
+def test_invariants_hold_on_a_recorded_program_and_a_mutant_breaks_them(capsys, traces):
+    from purgecheck.mutants import MUTANTS, applied
+    rc, out, _ = cli(capsys, "replay", str(traces["threads"]), "--invariants",
+                     "--version", "2.23+")
+    assert rc == 0 and "invariants: " in out and "checks after every op" in out
+    with applied(MUTANTS["glibc-split-remainder-lost"]):
+        rc, out, err = cli(capsys, "replay", str(traces["threads"]), "--invariants",
+                           "--version", "2.23+")
+    assert rc == 1 and "GL-CHUNKS-TILE" in out
+    assert f"replay: purgecheck replay {traces['threads']} --invariants --version 2.23+" in err

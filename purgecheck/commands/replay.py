@@ -23,6 +23,7 @@ EXAMPLE = """examples:
   purgecheck replay py.rec --real                 and this machine's glibc under strace, compared
   purgecheck replay py.rec --real --env MALLOC_TRIM_THRESHOLD_=131072
   purgecheck replay py.rec --real --addresses     and every block at glibc's address
+  purgecheck replay py.rec --invariants           the model's invariants after every call
   purgecheck replay cc.rec.4242 --image 1         the second process image of a file (exec)
   purgecheck replay py.rec --script py.ops        the calls as a glibc op script (docs/glibc.md)
 exit status: 0 replayed (with --real: the model of the installed version and glibc agree in
@@ -50,6 +51,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--addresses", action="store_true",
                    help="with --real: also check that the model puts every block at the "
                         "address glibc gives it (the driver without strace)")
+    p.add_argument("--invariants", action="store_true",
+                   help="check every glibc-arena invariant on every arena after every op "
+                        "(the installed version's model, or --version's)")
     p.add_argument("--image", type=int, metavar="N",
                    help="which process image of the file (default: the last that allocated)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
@@ -97,6 +101,12 @@ def run(args) -> int:
                     f"model's block is at {diff.where} offset {diff.model:#x}, glibc's at "
                     f"{diff.real:#x}")
             rep.addresses_checked = True
+        if args.invariants:
+            from purgecheck.glibc.replay import invariant_failures
+            img, _ = load(path, args.image)
+            name = args.version or rep.installed or "2.23+"
+            rep.invariant_checks, failures = invariant_failures(img, VERSIONS[name])
+            rep.mismatches += failures
     except (AllocTraceError, ConvertError, ReplayError, TraceError, ValueError) as e:
         raise UsageError(str(e))
     except OSError as e:
@@ -106,8 +116,15 @@ def run(args) -> int:
                                 + b"\n")
     else:
         print_table(rep, env)
+        if args.invariants:
+            print(f"  invariants: {rep.invariant_checks:,} checks after every op on every arena"
+                  + "".join(f"\n    {m}" for m in rep.mismatches if m.startswith("record ")))
     if rep.mismatches:
-        again = " ".join(["purgecheck replay", str(path), "--real"]
+        again = " ".join(["purgecheck replay", str(path)]
+                         + [flag for flag, on in (("--real", args.real),
+                                                  ("--addresses", args.addresses),
+                                                  ("--invariants", args.invariants)) if on]
+                         + ([f"--version {args.version}"] if args.version else [])
                          + [f"--env {k}={v}" for k, v in env.items()]
                          + ([f"--image {args.image}"] if args.image is not None else []))
         print(f"replay: {again}", file=sys.stderr)

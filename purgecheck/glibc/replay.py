@@ -61,6 +61,7 @@ class Replay:
     mismatches: list[str] = field(default_factory=list)
     divergence: Divergence | None = None
     addresses_checked: bool = False
+    invariant_checks: int = 0
 
     @property
     def ok(self) -> bool:
@@ -100,6 +101,31 @@ def predict(img: Image, versions: list[str], settings: dict[str, int],
         seconds[name] = time.process_time() - t0
         counts[name] = p.count()
     return counts, seconds, stats
+
+
+def invariant_failures(img: Image, version: Version, limit: int = 5) -> tuple[int, list[str]]:
+    """Every glibc-arena invariant (model/glibc/invariants.py) on every arena after every op:
+    (checks made, the first failures, each naming its record)."""
+    from model.invariants import load_registry
+    from purgecheck.engines import load_engines
+
+    load_engines()  # the engines register the invariants only they check
+    invs = [i for i in load_registry().values() if i.scope == "glibc-arena" and i.predicate]
+    failures: list[str] = []
+    checks = 0
+
+    def after(i: int, op: GlibcOp, p: Process) -> bool:
+        nonlocal checks
+        for av in p.arenas:
+            for inv in invs:
+                checks += 1
+                reason = inv.predicate(av)
+                if reason:
+                    failures.append(f"record {op.line} ({op.render()}): {inv.id}: {reason}")
+        return len(failures) >= limit
+
+    run_model(img, version, {}, False, after_op=after)
+    return checks, failures
 
 
 def write_script(img: Image, path: Path) -> int:
