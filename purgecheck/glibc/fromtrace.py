@@ -62,16 +62,11 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
     """The image's calls as glibc ops; `line` of each op is its record's number."""
     st = stats if stats is not None else Conversion()
     src = img.source
-    kinds = img.kind.tolist()
-    threads = img.thread.tolist()
-    flags = img.flags.tolist()
-    a_col = img.a.tolist()
-    r_col = img.r.tolist()
-    recno = img.recno.tolist()
-    last = {}  # recorded thread -> index of its last record
-    for i, t in enumerate(threads):
-        last[t] = i
-    main = threads[0] if threads else 0
+    n = len(img)
+    # recorded thread -> the index of its last record
+    uniq, first_from_end = np.unique(img.thread[::-1], return_index=True)
+    last = {int(t): n - 1 - int(j) for t, j in zip(uniq, first_from_end)}
+    main = int(img.thread[0]) if n else 0
     live: dict[int, tuple[int, int]] = {}  # address -> (id, record that made it)
     gone: dict[int, int] = {}  # address -> record that freed it (for the message)
     free_ids: list[int] = []
@@ -121,17 +116,14 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
     QUIET = {KIND[k] for k in ("start", "thread_exit", "fork", "exec", "end")}
     ALIGNED = {KIND[k] for k in ("memalign", "posix_memalign", "aligned_alloc")}
     PAGED = {KIND["valloc"], KIND["pvalloc"]}
-    for i, k in enumerate(kinds):
-        rec = recno[i]
-        t = threads[i]
-        a, r = a_col[i], r_col[i]
+    for i, k, t, f, a, r, rec in _rows(img):
         out: list[GlibcOp] = []
         if k == K_NEW:
             if a not in slots:
                 _, out = slot(a, rec)
         elif k in QUIET:
             pass
-        elif flags[i] & F_IN_CREATE and k != K_OLD and k != K_REALLOC:
+        elif f & F_IN_CREATE and k != K_OLD and k != K_REALLOC:
             if k == K_FREE:
                 pthread_own.discard(a)
             elif r:
@@ -162,8 +154,8 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
                 if not r:
                     st.skip("failed allocation")
                 else:
-                    align = 1 << (flags[i] & ALIGN_LOG2)
-                    if flags[i] & F_NOT_POW2 and k != KIND["memalign"]:
+                    align = 1 << (f & ALIGN_LOG2)
+                    if f & F_NOT_POW2 and k != KIND["memalign"]:
                         raise ConvertError(src, rec, "an aligned allocation with an alignment "
                                                      "that is not a power of two succeeded")
                     out.append(GlibcOp(s, "memalign", (new_id(r, rec), align, a), rec))
@@ -188,6 +180,19 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
         if out:
             st.ops += len(out)
             yield from out
+
+
+CHUNK = 1 << 16  # records turned into Python values at a time: memory stays bounded
+
+
+def _rows(img: Image) -> Iterator[tuple]:
+    """(index, kind, thread, flags, a, r, record number) of each record, a chunk at a time."""
+    for lo in range(0, len(img), CHUNK):
+        hi = lo + CHUNK
+        yield from zip(range(lo, min(hi, len(img))), img.kind[lo:hi].tolist(),
+                       img.thread[lo:hi].tolist(), img.flags[lo:hi].tolist(),
+                       img.a[lo:hi].tolist(), img.r[lo:hi].tolist(),
+                       img.recno[lo:hi].tolist())
 
 
 def _realloc(src, s, old, size, new, rec, live, gone, new_id, drop, st) -> list[GlibcOp]:
