@@ -157,11 +157,11 @@ def expand(ops: list[GlibcOp]) -> Iterator[GlibcOp]:
 
     def run(body: list) -> Iterator[GlibcOp]:
         for item in body:
-            if isinstance(item, tuple):
+            if isinstance(item, GlibcOp):  # an op (also a tuple) before a (count, block) pair
+                yield item
+            else:
                 for _ in range(item[0]):
                     yield from run(item[1])
-            else:
-                yield item
 
     tree, _ = block(0)
     yield from run(tree)
