@@ -28,6 +28,7 @@ check: setup
 	$(BIN)/purgecheck check
 	$(BIN)/purgecheck mutants --quick
 	$(BIN)/purgecheck docs
+	$(BIN)/python -m pytest --no-header -q -m slow tests/test_replay.py  # real programs, full scale (docs/record.md)
 
 test: setup
 	$(BIN)/python -m pytest --no-header -rfE  # a line per test module with its progress; failures listed at the end
