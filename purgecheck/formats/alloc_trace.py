@@ -44,26 +44,51 @@ class AllocTraceError(Exception):
 
 @dataclass
 class Image:
-    """One process image of a trace: its records in call order (numpy columns)."""
+    """One process image of a trace, in call order.
+
+    The records stay in the file (a read-only memory map, `words`); the image keeps their
+    order (`order`, 8 bytes a call) and the small columns kind, thread and flags (4 bytes a
+    call). The wide fields (a, r, ns) are read from the map when asked, a slice at a time by
+    the replay, so a trace of 10 M calls needs about 120 MB beside its file."""
 
     source: str
     pid: int
     refused: int  # 0, or a key of REFUSED
     first_record: int  # the START record's number in the file
-    seq: np.ndarray
-    thread: np.ndarray
+    words: np.ndarray  # this image's records in file order, (n, 4) little-endian u64
+    order: np.ndarray  # indices into words, in call order (up to the cut)
     kind: np.ndarray
-    ns: np.ndarray
+    thread: np.ndarray
     flags: np.ndarray
-    a: np.ndarray
-    r: np.ndarray
-    recno: np.ndarray  # each record's number in the file
     cut: int | None = None  # the first sequence number missing (the rest is not replayed)
     ended: bool = False  # the END record was written: the process exited normally
     execed: bool = False  # the image ended in an exec
 
     def __len__(self) -> int:
-        return len(self.seq)
+        return len(self.order)
+
+    def column(self, word: int, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        return self.words[self.order[lo:hi], word]
+
+    @property
+    def seq(self) -> np.ndarray:
+        return np.arange(len(self), dtype=np.uint64)  # contiguous up to the cut
+
+    @property
+    def recno(self) -> np.ndarray:
+        return self.order + self.first_record
+
+    @property
+    def a(self) -> np.ndarray:
+        return self.column(2)
+
+    @property
+    def r(self) -> np.ndarray:
+        return self.column(3)
+
+    @property
+    def ns(self) -> np.ndarray:
+        return self.column(1) & np.uint64((1 << 48) - 1)
 
     def counts(self) -> dict[str, int]:
         values, n = np.unique(self.kind, return_counts=True)
@@ -77,29 +102,36 @@ class Trace:
     records: int = 0
 
 
-def _check_bytes(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    raw = words.view(np.uint8).reshape(-1, RECORD)
-    want = np.bitwise_xor.reduce(np.delete(raw, 15, axis=1), axis=1) ^ np.uint8(0xA5)
-    return raw[:, 15], want
+CHECK_SLICE = 1 << 20  # records checked at a time (bounded temporary memory)
+
+
+def _first_bad_check(words: np.ndarray) -> tuple[int, int, int] | None:
+    """(record, check byte, expected) of the first record whose check byte is wrong."""
+    for lo in range(0, len(words), CHECK_SLICE):
+        raw = np.ascontiguousarray(words[lo:lo + CHECK_SLICE]).view(np.uint8).reshape(-1, RECORD)
+        want = np.bitwise_xor.reduce(np.delete(raw, 15, axis=1), axis=1) ^ np.uint8(0xA5)
+        bad = np.flatnonzero(raw[:, 15] != want)
+        if len(bad):
+            i = int(bad[0])
+            return lo + i, int(raw[i, 15]), int(want[i])
+    return None
 
 
 def read_trace(path: str | Path) -> Trace:
     """Read and check a whole trace file; AllocTraceError names the first bad record."""
     source = str(path)
-    data = Path(path).read_bytes()
-    n, rest = divmod(len(data), RECORD)
+    size = Path(path).stat().st_size
+    n, rest = divmod(size, RECORD)
     if rest:
         raise AllocTraceError(source, n, f"truncated: {rest} of {RECORD} bytes (a trace is "
                                          f"whole {RECORD}-byte records)")
     if n == 0:
         raise AllocTraceError(source, 0, "expected a START record, got an empty file")
-    words = np.frombuffer(data, dtype="<u8").reshape(n, 4)
-    got, want = _check_bytes(words)
-    bad = np.flatnonzero(got != want)
-    if len(bad):
-        i = int(bad[0])
-        raise AllocTraceError(source, i, f"corrupt: check byte {int(got[i]):#04x}, expected "
-                                         f"{int(want[i]):#04x}")
+    words = np.memmap(path, dtype="<u8", mode="r", shape=(n, 4))
+    bad = _first_bad_check(words)
+    if bad is not None:
+        i, got, want = bad
+        raise AllocTraceError(source, i, f"corrupt: check byte {got:#04x}, expected {want:#04x}")
     kind = (words[:, 0] >> np.uint64(56)).astype(np.uint8)
     unknown = np.flatnonzero((kind < 1) | (kind > max(KINDS)))
     if len(unknown):
@@ -124,22 +156,22 @@ def _image(source: str, w: np.ndarray, kind: np.ndarray, lo: int) -> Image:
     seq = w[:, 0] & np.uint64((1 << 40) - 1)
     order = np.argsort(seq, kind="stable")
     seq = seq[order]
-    w, kind = w[order], kind[order]
-    recno = order.astype(np.int64) + lo
     dup = np.flatnonzero(seq[1:] == seq[:-1])
     if len(dup):
         i = int(dup[0]) + 1
-        raise AllocTraceError(source, int(recno[i]), f"sequence number {int(seq[i])} written "
-                                                     f"twice (expected each once)")
+        raise AllocTraceError(source, int(order[i]) + lo, f"sequence number {int(seq[i])} "
+                                                          f"written twice (expected each once)")
     gaps = np.flatnonzero(seq != np.arange(len(seq), dtype=np.uint64))
+    del seq
     cut = None
     if len(gaps):
         cut = int(gaps[0])
-        w, kind, seq, recno = w[:cut], kind[:cut], seq[:cut], recno[:cut]
-    flags = ((w[:, 1] >> np.uint64(48)) & np.uint64(0xFF)).astype(np.uint8)
-    img = Image(source, int(w[0, 2]), int(flags[0]), lo, seq,
-                ((w[:, 0] >> np.uint64(40)) & np.uint64(0xFFFF)).astype(np.int64), kind,
-                w[:, 1] & np.uint64((1 << 48) - 1), flags, w[:, 2], w[:, 3], recno, cut)
+        order = order[:cut]
+    order = order.astype(np.int64)
+    thread = ((w[:, 0] >> np.uint64(40)) & np.uint64(0xFFFF)).astype(np.uint16)[order]
+    flags = ((w[:, 1] >> np.uint64(48)) & np.uint64(0xFF)).astype(np.uint8)[order]
+    kind = kind[order]
+    img = Image(source, int(w[0, 2]), int(flags[0]), lo, w, order, kind, thread, flags, cut)
     img.ended = bool(np.any(kind == KIND["end"]))
     img.execed = bool(np.any(kind == KIND["exec"]))
     return img

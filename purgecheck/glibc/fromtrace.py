@@ -188,11 +188,11 @@ CHUNK = 1 << 16  # records turned into Python values at a time: memory stays bou
 def _rows(img: Image) -> Iterator[tuple]:
     """(index, kind, thread, flags, a, r, record number) of each record, a chunk at a time."""
     for lo in range(0, len(img), CHUNK):
-        hi = lo + CHUNK
-        yield from zip(range(lo, min(hi, len(img))), img.kind[lo:hi].tolist(),
-                       img.thread[lo:hi].tolist(), img.flags[lo:hi].tolist(),
-                       img.a[lo:hi].tolist(), img.r[lo:hi].tolist(),
-                       img.recno[lo:hi].tolist())
+        hi = min(lo + CHUNK, len(img))
+        rows = img.words[img.order[lo:hi]]
+        yield from zip(range(lo, hi), img.kind[lo:hi].tolist(), img.thread[lo:hi].tolist(),
+                       img.flags[lo:hi].tolist(), rows[:, 2].tolist(), rows[:, 3].tolist(),
+                       (img.order[lo:hi] + img.first_record).tolist())
 
 
 def _realloc(src, s, old, size, new, rec, live, gone, new_id, drop, st) -> list[GlibcOp]:
