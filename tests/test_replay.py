@@ -217,7 +217,25 @@ BAD = [
      "record 1: realloc without its realloc_old record"),
     ("mallopt unknown", lambda: start() + encode(1, 0, "mallopt", -8, 2),
      "record 1: mallopt parameter -8 is not modelled"),
+    ("call written twice", lambda: (start() + encode(1, 0, "malloc", 10, 0x1000)
+                                    + encode(1, 0, "free", 0x1000)),
+     "record 2: sequence number 1 written twice"),
+    ("no magic", lambda: encode(0, 0, "start", 1, 12345), "record 0: a START record without"),
 ]
+
+
+def test_a_missing_call_number_cuts_the_image_there(tmp_path):
+    """A killed program's unwritten buffer: the calls after the first missing number are not
+    replayed, the ones before are (call 4 frees a block of a thread whose start, call 2, was
+    never written)."""
+    from purgecheck.formats.alloc_trace import read_trace
+    from purgecheck.glibc.fromtrace import to_ops
+    f = tmp_path / "cut.rec"
+    f.write_bytes(start() + encode(1, 0, "malloc", 10, 0x1000) + encode(3, 1, "malloc", 20, 0x2000)
+                  + encode(4, 0, "free", 0x2000))  # call 2 (thread 1's start) never written
+    (img,) = read_trace(f).images
+    assert img.cut == 2 and len(img) == 2 and not img.ended
+    assert [op.render() for op in to_ops(img)] == ["0 malloc 0 10"]
 
 
 @pytest.mark.parametrize("name,data,expected", BAD, ids=[b[0] for b in BAD])

@@ -182,53 +182,80 @@ class AddressDifference:
     model: int
 
 
-def first_address_difference(img: Image, version: Version) -> AddressDifference | None:
-    """The first allocation whose address differs between the model and the real glibc (the
-    driver's --addresses run, no strace): a block in the main arena is compared by its offset
-    from the main arena's first block, one in a thread heap by its offset in the 64 MiB heap,
-    an mmapped one by its offset in its page. Equal addresses throughout mean the model chose
-    the same chunk as glibc for every call, which is more than equal system call counts."""
+def driver_addresses(script: Path) -> dict[int, int]:
+    """The address each allocating op of a script got from the real glibc, by script line
+    (reference_c/glibc_driver --addresses; no strace)."""
     import subprocess
-    from model.glibc.constants import HEAP_MAX_SIZE, PAGESIZE
-    from model.glibc.heap import MMAPPED
     from purgecheck.glibc.trace import driver_path
 
-    with tempfile.TemporaryDirectory(prefix="purgecheck-replay-") as tmp:
-        script = Path(tmp) / "replay.ops"
-        write_script(img, script)
-        out = subprocess.run([str(driver_path()), "--addresses", str(script)],
-                             capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([str(driver_path()), "--addresses", str(script)],
+                         capture_output=True, text=True, check=True).stdout
     real = {}
     for line in out.splitlines():
         parts = line.split()
         if len(parts) == 3 and parts[0].isdigit():
-            real[int(parts[0]) - 2] = 0 if parts[2] == "(nil)" else int(parts[2], 16)
-    bases: dict[str, int] = {}
-    found: list[AddressDifference] = []
+            real[int(parts[0])] = 0 if parts[2] == "(nil)" else int(parts[2], 16)
+    return real
 
-    def after(i: int, op: GlibcOp, p: Process) -> bool:
-        if i not in real or op.name in ("free", "trim", "mallopt", "start", "join"):
-            return False
+
+def address_difference(ops, real: dict[int, int], version: Version, line_of,
+                       settings: dict[str, int] | None = None) -> AddressDifference | None:
+    """The first op whose block the model puts elsewhere than glibc did (`real`, by script
+    line; `line_of(i, op)` is op i's line): a block in the main arena is compared by its
+    offset from the main arena's first block, one in a thread heap by its offset in its
+    64 MiB heap, an mmapped one by its offset in its page. No difference means the model
+    chose the same chunk as glibc for every call, which is more than equal system calls."""
+    from model.glibc.constants import HEAP_MAX_SIZE, PAGESIZE
+    from model.glibc.heap import MMAPPED
+
+    p = Process(version, dict(settings or {}), False)
+    base: tuple[int, int] | None = None
+    for i, op in enumerate(ops):
+        if op.name in ("repeat", "end"):
+            continue
+        apply(p, op)
+        got = real.get(line_of(i, op))
+        if got is None or op.name in ("free", "trim", "mallopt", "start", "join"):
+            continue
         c = p.blocks.get(op.args[0])
         if c is None:
-            return False
-        model, got = c.addr + 16, real[i]
+            continue
+        model = c.addr + 16
         if c.state == MMAPPED:
             where, model, got = "mmapped", model % PAGESIZE, got % PAGESIZE
         elif c.segment.arena.is_main:
             where = "main"
-            if "main" not in bases:
-                bases["main"] = (got, model)
-            model, got = model - bases["main"][1], got - bases["main"][0]
+            base = base or (got, model)
+            model, got = model - base[1], got - base[0]
         else:
             where, model, got = "heap", model % HEAP_MAX_SIZE, got % HEAP_MAX_SIZE
         if model != got:
-            found.append(AddressDifference(i, op, where, got, model))
-            return True
-        return False
+            return AddressDifference(i, op, where, got, model)
+    return None
 
-    run_model(img, version, {}, False, after_op=after)
-    return found[0] if found else None
+
+def first_address_difference(img: Image, version: Version) -> AddressDifference | None:
+    """address_difference of a recorded image (its script has a comment line first)."""
+    with tempfile.TemporaryDirectory(prefix="purgecheck-replay-") as tmp:
+        script = Path(tmp) / "replay.ops"
+        write_script(img, script)
+        real = driver_addresses(script)
+    return address_difference(to_ops(img), real, version, lambda i, op: i + 2)
+
+
+def script_address_difference(text: str, version: Version) -> AddressDifference | None:
+    """address_difference of a glibc op script without repeat blocks (the driver reports
+    an address by script line, so each op must have a line of its own)."""
+    from purgecheck.formats.glibc_ops import expand, parse_script
+
+    if any(op.name == "repeat" for op in parse_script(text)):
+        raise ValueError("addresses are compared line by line: unroll the repeat blocks")
+    with tempfile.TemporaryDirectory(prefix="purgecheck-replay-") as tmp:
+        script = Path(tmp) / "script.ops"
+        script.write_text(text)
+        real = driver_addresses(script)
+    return address_difference(expand(parse_script(text)), real, version,
+                              lambda i, op: op.line)
 
 
 def describe(p: Process) -> list[str]:
