@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -21,7 +22,8 @@ from model.glibc.versions import VERSIONS
 from purgecheck.record.run import LAUNCH, ROOT, library, record
 
 BUILD = ROOT / "reference_c" / "build"
-PYTHON = "/usr/bin/python3"
+# Debian's python3 (a plain ELF program); else the one running the tests
+PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 
 
 def quiet_record(cmd, out: Path):
@@ -98,10 +100,16 @@ def test_a_killed_program_leaves_whole_records_cut_at_the_first_missing_call(tmp
     proc.wait()
     assert out.stat().st_size % RECORD == 0  # no torn record
     (img,) = read_trace(out).images
-    assert not img.ended and len(img) > 1000
+    assert not img.ended
+    # the image ends where the first call number is missing from the file (how far that is
+    # depends on which thread the scheduler kept from writing its buffer)
+    words = np.fromfile(out, dtype="<u8").reshape(-1, 4)
+    written = set((words[:, 0] & np.uint64((1 << 40) - 1)).tolist())
+    first_missing = next(n for n in range(len(written) + 1) if n not in written)
+    assert len(img) == first_missing
+    assert img.cut == (first_missing if first_missing < len(written) else None)
     # what is kept is a consistent prefix: it converts and replays on the model
-    ops = list(to_ops(img))
-    assert ops and ops[0].line >= 0
+    list(to_ops(img))
     run_model(img, VERSIONS["2.23+"], {}, False)
 
 

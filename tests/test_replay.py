@@ -5,6 +5,7 @@ in every category (docs/record.md); bad traces as one line naming the record; a 
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import orjson
@@ -25,7 +26,8 @@ from purgecheck.glibc.trace import installed_release
 from purgecheck.record.run import ROOT, record, trace_files
 
 BUILD = ROOT / "reference_c" / "build"
-PYTHON = "/usr/bin/python3"
+# Debian's python3 (a plain ELF program); else the one running the tests
+PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
 SQL = """CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v BLOB);
 WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<{n})
 INSERT INTO t SELECT x, 'name' || x, randomblob(200) FROM c;

@@ -73,7 +73,8 @@ def figures(tiny: bool = False, pairs: int | None = None) -> list[Figure]:
         out.append(Figure(BENCH, "trace: bytes per recorded call", size / n, "bytes",
                           f"{size:,} bytes for {n:,} records (32 each, START and END too)"))
 
-        py = ["/usr/bin/python3", "-c", PY_WORKLOAD.format(n=py_n)]
+        python = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable
+        py = [python, "-c", PY_WORKLOAD.format(n=py_n)]
         py_bare = min(_children_cpu(py) for _ in range(3))
         py_rec = min(_recorded_cpu(py, Path(tmp) / "py.rec") for _ in range(3))
         out.append(Figure(BENCH, "recorder: slowdown of python3", py_rec / py_bare, "x",
