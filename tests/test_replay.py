@@ -306,3 +306,18 @@ def test_invariants_hold_on_a_recorded_program_and_a_mutant_breaks_them(capsys, 
                            "--version", "2.23+")
     assert rc == 1 and "GL-CHUNKS-TILE" in out
     assert f"replay: purgecheck replay {traces['threads']} --invariants --version 2.23+" in err
+
+
+def test_aligned_alloc_with_an_odd_alignment_is_memalign_in_2_36(tmp_path):
+    """glibc 2.36's aligned_alloc is memalign: aligned_alloc(48, n) succeeds with 64; a
+    posix_memalign that succeeded with 48 cannot have come from glibc."""
+    from purgecheck.formats.alloc_trace import F_NOT_POW2, read_trace
+    from purgecheck.glibc.fromtrace import ConvertError, to_ops
+    f = tmp_path / "a.rec"
+    f.write_bytes(start() + encode(1, 0, "aligned_alloc", 100, 0x1040, flags=6 | F_NOT_POW2))
+    (img,) = read_trace(f).images
+    assert [op.render() for op in to_ops(img)] == ["0 memalign 0 64 100"]
+    f.write_bytes(start() + encode(1, 0, "posix_memalign", 100, 0x1040, flags=6 | F_NOT_POW2))
+    (img,) = read_trace(f).images
+    with pytest.raises(ConvertError, match="record 1: posix_memalign succeeded"):
+        list(to_ops(img))

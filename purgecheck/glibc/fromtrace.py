@@ -9,9 +9,10 @@ The recorded calls become the ops of docs/glibc.md in call order, each in its th
   exit record, or a free a TSD destructor made after it);
 - calls pthread_create made itself (the new thread's dtv, flag F_IN_CREATE) are left out,
   and so are the frees of those blocks: the replay's own `start` makes them;
-- aligned_alloc and posix_memalign are `memalign` (glibc 2.36 sends all three to
-  _mid_memalign once the argument is accepted); a call that failed (NULL, EINVAL) changes
-  no block and is left out.
+- aligned_alloc and posix_memalign are `memalign`: in glibc 2.36 aligned_alloc is an alias
+  of memalign (an alignment that is not a power of two is rounded up, as memalign does), and
+  posix_memalign goes to _mid_memalign once its argument is accepted; a call that failed
+  (NULL, EINVAL) changes no block and is left out.
 
 A trace the heap cannot have produced is bad input: ConvertError names the record (a free
 of a pointer never allocated or already freed, a realloc of a freed pointer, a pointer
@@ -155,9 +156,10 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
                     st.skip("failed allocation")
                 else:
                     align = 1 << (f & ALIGN_LOG2)
-                    if f & F_NOT_POW2 and k != KIND["memalign"]:
-                        raise ConvertError(src, rec, "an aligned allocation with an alignment "
-                                                     "that is not a power of two succeeded")
+                    if f & F_NOT_POW2 and k == KIND["posix_memalign"]:
+                        raise ConvertError(src, rec, "posix_memalign succeeded with an "
+                                                     "alignment that is not a power of two "
+                                                     "(glibc returns EINVAL)")
                     out.append(GlibcOp(s, "memalign", (new_id(r, rec), align, a), rec))
             elif k in PAGED:
                 if r:
