@@ -221,19 +221,27 @@ def take_from_bins(p, av: Arena, nb: int, t) -> Chunk | None:
     return victim
 
 
-def split_chunk(av: Arena, c: Chunk, nb: int) -> None:
-    """A chunk larger than the request keeps nb; a remainder of at least MINSIZE goes back
-    to the bins (a smaller one stays with the chunk)."""
+def cut_tail(av: Arena, c: Chunk, nb: int, at_least: int, state: str) -> Chunk | None:
+    """A chunk keeps nb bytes and its tail becomes a chunk of its own (in `state`) when the
+    tail has at least `at_least` bytes; else the chunk keeps it all (None)."""
     rest = c.size - nb
-    if rest < MINSIZE:
-        write(av, c.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset(victim, size)
-        return
+    if rest < at_least:
+        write(av, c.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset (victim, size)
+        return None
     c.size = nb
-    remainder = Chunk(c.addr + nb, rest, FREE)
-    c.segment.insert(remainder)
-    av.bins.add(remainder)
-    write(av, c.addr + SIZE_SZ, SIZE_SZ)
-    write_free_chunk(av, remainder)
+    tail = Chunk(c.addr + nb, rest, state)
+    c.segment.insert(tail)
+    write(av, c.addr + SIZE_SZ, SIZE_SZ)  # set_head_size (victim, nb)
+    return tail
+
+
+def split_chunk(av: Arena, c: Chunk, nb: int) -> None:
+    """_int_malloc's split: a chunk larger than the request keeps nb; a remainder of at least
+    MINSIZE goes straight to the unsorted bin (a smaller one stays with the chunk)."""
+    remainder = cut_tail(av, c, nb, MINSIZE, FREE)
+    if remainder is not None:
+        av.bins.add(remainder)
+        write_free_chunk(av, remainder)
 
 
 def split_top(av: Arena, nb: int) -> Chunk:

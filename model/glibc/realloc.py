@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from model.glibc.arena import Arena, write
+from model.glibc.arena import Arena, cut_tail, write
 from model.glibc.constants import MINSIZE, SIZE_SZ
 from model.glibc.heap import FREE, INUSE, Chunk
 from model.glibc.malloc import int_free, int_malloc
@@ -56,14 +56,9 @@ def int_realloc(p: "Process", av: Arena, t: "Thread", c: Chunk, nb: int) -> Chun
 
 def split_tail(p: "Process", av: Arena, t: "Thread | None", c: Chunk, nb: int,
                at_least: int = MINSIZE) -> None:
-    """A chunk keeps `nb` bytes; a tail of at least `at_least` goes to _int_free. realloc
-    splits a remainder >= MINSIZE; _int_memalign one only when `size > nb + MINSIZE`."""
-    rest = c.size - nb
-    if rest < at_least:
-        write(av, c.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset (newp, newsize)
-        return
-    c.size = nb
-    tail = Chunk(c.addr + nb, rest, INUSE)
-    c.segment.insert(tail)
-    write(av, tail.addr + SIZE_SZ, SIZE_SZ)  # set_head (remainder, ...)
-    int_free(p, av, tail, t)
+    """A chunk keeps `nb` bytes; a tail of at least `at_least` goes to _int_free (so to the
+    tcache, a fastbin, or merged). realloc splits a remainder >= MINSIZE; _int_memalign one
+    only when `size > nb + MINSIZE`."""
+    tail = cut_tail(av, c, nb, at_least, INUSE)
+    if tail is not None:
+        int_free(p, av, tail, t)
