@@ -146,3 +146,15 @@ def test_help_teaches_with_examples(capsys):
             main([cmd, "--help"])
         out = capsys.readouterr().out
         assert "examples:" in out and "purgecheck replay py.rec --real" in out
+
+
+def test_record_json_lists_files_images_and_counts(capsys, tmp_path):
+    import orjson
+    rc, out, _ = cli(capsys, "record", "-o", str(tmp_path / "j.rec"), "--json", "--",
+                     str(BUILD / "recorded_threads"), "3")
+    assert rc == 0
+    doc = orjson.loads(out)  # the program's own output went to stderr
+    assert doc["status"] == 0 and len(doc["files"]) == 1
+    (image,) = doc["files"][0]["images"]
+    assert image["ended"] and image["cut_at"] is None
+    assert image["counts"]["thread_new"] == 4 and image["counts"]["malloc"] >= 12

@@ -46,7 +46,7 @@ def run(args) -> int:
     if not command:
         raise UsageError("expected a command: purgecheck record -o TRACE -- CMD [ARGS...]")
     try:
-        rec = record(command, Path(args.output), stdout=sys.stderr if args.json else None)
+        rec = record(command, Path(args.output), stdout=2 if args.json else None)  # fd 2
     except (RecordError, AllocTraceError) as e:
         raise UsageError(str(e))
     doc = {"command": rec.command, "status": rec.returncode, "files": []}
