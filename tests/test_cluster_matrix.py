@@ -170,6 +170,25 @@ def test_the_command_reports_a_scheduler_that_does_not_answer(capsys, monkeypatc
                               "'tcp://127.0.0.1:9'")
 
 
+def test_check_on_an_existing_scheduler_gives_the_in_process_table(client, capsys,
+                                                                   monkeypatch, tmp_path):
+    """`check --scheduler ADDRESS`: the engines as tasks on that cluster; the same rows, in
+    the same order, as one engine after another in this process."""
+    import orjson
+
+    monkeypatch.setenv("PURGECHECK_STATE_DIR", str(tmp_path))
+    args = ["check", "--quick", "--json", "--engine", "scenarios", "--engine", "validate"]
+
+    def rows(*more):
+        assert main(args + list(more)) == 0
+        doc = orjson.loads(capsys.readouterr().out)
+        return [(r["invariant"], r["engine"], r["status"]) for r in doc["results"]]
+
+    on_dask = rows("--scheduler", client.scheduler_info()["address"])
+    assert on_dask == rows("--in-process")
+    assert {e for _, e, _ in on_dask} == {"scenarios", "validate"}
+
+
 def test_a_task_that_keeps_killing_its_worker_is_reported(client):
     """Last in the module: Dask gives up after ALLOWED_FAILURES + 1 deaths, and its workers
     are still being restarted when the test ends."""
