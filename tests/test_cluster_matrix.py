@@ -197,3 +197,23 @@ def test_a_task_that_keeps_killing_its_worker_is_reported(client):
     assert cell.verdict == CRASHED and "died" in cell.note
     assert f"the {ALLOWED_FAILURES + 1} workers that ran it died" in cell.note
     assert m.baseline["scenarios"].verdict == HELD
+
+
+def test_the_prove_engine_splits_into_its_proofs_and_twins_each_once():
+    """`check` on a cluster runs the prove engine's parts as tasks of their own: every proof
+    and twin is one part, in the order of a whole run, and a part runs that alone (a proof's
+    part does not also run the twins that name it)."""
+    from proofs.catalogue import proofs, twins
+    from purgecheck.engines import Budget, load_engines
+
+    prove = load_engines()["prove"]
+    quick = Budget(quick=True)
+    parts = prove.parts(quick)
+    assert parts[:len(proofs(True))] == [f"proof:{p.name}" for p in proofs(True)]
+    assert [p for p in parts if p.startswith("twin:") and p != "twin:glibc"] == \
+        [f"twin:{t.name}" for t in twins(True)]
+    assert len(set(parts)) == len(parts)
+    [unit] = prove.run(Budget(quick=True, part="proof:unit"))
+    assert unit.ok and unit.engine == "z3:unit" and "PG-UNIT" in unit.invariant
+    [twin] = prove.run(Budget(quick=True, part="twin:unit-os-page"))
+    assert twin.ok and twin.status == "refuted-as-expected"

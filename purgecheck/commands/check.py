@@ -84,10 +84,22 @@ def _engine_results(name: str, budget: Budget) -> list:
     return load_engines()[name].run(budget)
 
 
+def _pieces(chosen: list[str], budget: Budget) -> list[tuple[str, Budget]]:
+    """The tasks: an engine with parts (the prove engine's proofs and twins) one per part,
+    those first (they are the long ones: submitted first, they start first), then each other
+    engine whole."""
+    from dataclasses import replace
+
+    engines = load_engines()
+    split = [(n, replace(budget, part=p)) for n in chosen if engines[n].parts
+             for p in engines[n].parts(budget)]
+    return split + [(n, budget) for n in chosen if not engines[n].parts]
+
+
 def _on_dask(chosen: list[str], budget: Budget, args, say) -> list:
-    """Each engine a task on a Dask cluster; the results in the order of `chosen` whatever
-    finished first. An engine whose task failed (its worker died twice over) is a failed
-    result naming it, never a missing row."""
+    """Each engine (or part of one) a task on a Dask cluster; the results in the order of
+    `chosen` and of each engine's parts, whatever finished first. A task that failed (its
+    worker died twice over) is a failed result naming it, never a missing row."""
     import time
 
     from distributed import as_completed
@@ -96,25 +108,29 @@ def _on_dask(chosen: list[str], budget: Budget, args, say) -> list:
                                     malloc_environment)
     from purgecheck.reports.results import Result
 
-    got: dict[str, list] = {}
+    got: dict[tuple, list] = {}
+    pieces = _pieces(chosen, budget)
     t0 = time.monotonic()
     try:
         with dask_client(args.scheduler, args.workers) as client:
             env = malloc_environment()
             futures = {client.submit(call_with_malloc_environment, env, _engine_results,
-                                     name, budget, pure=False): name for name in chosen}
-            say(f"running {', '.join(chosen)} as {len(chosen)} tasks on Dask ...")
+                                     name, b, pure=False): (name, b.part) for name, b in pieces}
+            say(f"running {', '.join(chosen)} as {len(pieces)} tasks on Dask ...")
             for future in as_completed(futures):
-                name = futures[future]
+                name, part = futures[future]
                 try:
-                    got[name] = future.result()
+                    got[name, part] = future.result()
                 except Exception as e:  # noqa: BLE001 - reported as the engine's failure
-                    got[name] = [Result("ENGINE-RAN", name, "error", "", detail=(
-                        f"the engine's task failed: {type(e).__name__}: {e}")[:300],
-                        replay=f"purgecheck check --engine {name}")]
-                bad = sum(not r.ok for r in got[name])
-                say(f"done {name} after {time.monotonic() - t0:.0f} s: {len(got[name])} "
-                    f"results, {bad} failed")
+                    got[name, part] = [Result("ENGINE-RAN", name, "error", "", detail=(
+                        f"the task of {part or 'the engine'} failed: {type(e).__name__}: "
+                        f"{e}")[:300], replay=f"purgecheck check --engine {name}")]
+                bad = sum(not r.ok for r in got[name, part])
+                say(f"done {name}{f' [{part}]' if part else ''} after "
+                    f"{time.monotonic() - t0:.0f} s: {len(got[name, part])} results, "
+                    f"{bad} failed")
     except ClusterError as e:
         raise UsageError(str(e))
-    return [r for name in chosen for r in got[name]]
+    order = {key: i for i, key in enumerate((n, b.part) for n, b in pieces)}
+    keys = sorted(got, key=lambda k: (chosen.index(k[0]), order[k]))
+    return [r for key in keys for r in got[key]]
