@@ -133,9 +133,10 @@ def path_to(partitions: list, s: tuple) -> list[tuple[str, tuple]]:
 
 
 def explore_on(client, cfg: Config, parts: int | None = None, progress=None,
-               mutant: str | None = None) -> Report:
+               mutant: str | None = None, time_limit: float | None = None) -> Report:
     """Explore `cfg` exhaustively on the Dask `client`'s workers (`parts` partitions, one per
-    worker by default, each pinned to a worker in turn), with `mutant` applied there."""
+    worker by default, each pinned to a worker in turn), with `mutant` applied there; a run
+    past `time_limit` seconds stops at the end of a level, not complete."""
     import networkx as nx
 
     workers = sorted(client.scheduler_info()["workers"])
@@ -145,7 +146,7 @@ def explore_on(client, cfg: Config, parts: int | None = None, progress=None,
                                 workers=[workers[i % len(workers)]],
                                 allow_other_workers=False).result() for i in range(parts)]
     try:
-        rep = _levels(cfg, partitions, progress, t0)
+        rep = _levels(cfg, partitions, progress, t0, time_limit)
         if cfg.graph:
             _stuck(cfg, partitions, rep, nx)
         na = set().union(*(p.not_applicable().result() for p in partitions))
@@ -163,7 +164,8 @@ def explore_on(client, cfg: Config, parts: int | None = None, progress=None,
     return rep
 
 
-def _levels(cfg: Config, partitions: list, progress, t0: float) -> Report:
+def _levels(cfg: Config, partitions: list, progress, t0: float,
+            time_limit: float | None = None) -> Report:
     rep = Report(cfg)
     init = ex.initial_state(cfg)
     parts = len(partitions)
@@ -193,6 +195,9 @@ def _levels(cfg: Config, partitions: list, progress, t0: float) -> Report:
         admitted += len(keys)
         if progress:
             progress(admitted, time.perf_counter() - t0)
+        if time_limit and time.perf_counter() - t0 > time_limit:
+            rep.complete = False
+            break
     rep.depth = level
     return rep
 
