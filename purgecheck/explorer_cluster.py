@@ -2,10 +2,11 @@
 
 The states are partitioned by a hash of the state, as distributed model checkers do: each
 partition is a Dask actor on a worker of its own that keeps the states it owns (with the
-parent of each) and expands its part of each breadth-first level. A level goes in three
-steps: each partition expands its frontier and sends each successor to the successor's owner;
-each owner admits the successors it has not seen, judges them with every invariant, and
-keeps the parent; the coordinator (this process) puts the new frontier in order.
+parent of each) and expands its part of each breadth-first level. A level goes in two
+calls to each partition: each expands its frontier and sends each successor to the
+successor's owner; each owner admits the successors it has not seen, judges them with every
+invariant, and keeps the parent; the coordinator (this process) puts the new frontier in
+order and hands each partition its ranks with the next expand.
 
 The result is the single-process run's: the same states, transitions and depth, and the same
 first violation of each invariant with the same shortest path. That holds because every
@@ -73,10 +74,13 @@ class Partition:
         self.parent[init] = None
         self.frontier = [(0, init)]
 
-    def expand(self) -> tuple[dict, int, list, list]:
-        """Expand this partition's frontier: (successors by owner, transitions, edge
-        violations (key, id, why, state, action, judged state), park-pending edges (key,
-        edge, action, state))."""
+    def expand(self, ranks: list[int] | None = None) -> tuple[dict, int, list, list]:
+        """Expand this partition's frontier (first made of the last level's new states with
+        their global `ranks`, when given: one call a level the less): (successors by owner,
+        transitions, edge violations (key, id, why, state, action, judged state),
+        park-pending edges (key, edge, action, state))."""
+        if ranks is not None:
+            self.rank(ranks)
         cfg, out, moves_n, edge_bad, pending = self.cfg, {}, 0, [], []
         for rank, s in self.frontier:
             pending_s = cfg.graph and ex.is_park_pending(s)
@@ -172,8 +176,9 @@ def _levels(cfg: Config, partitions: list, progress, t0: float,
     partitions[owner_of(init, parts)].seed(init).result()
     rep._pending, rep._first_seen = {}, {}
     level, admitted = 0, 1
+    ranks: list = [None] * parts
     while True:
-        expanded = [f.result() for f in [p.expand() for p in partitions]]
+        expanded = [f.result() for f in [p.expand(r) for p, r in zip(partitions, ranks)]]
         edge_bad, routed = [], [[] for _ in range(parts)]
         for out, moves_n, bad, pending in expanded:
             rep.transitions += moves_n
@@ -187,10 +192,9 @@ def _levels(cfg: Config, partitions: list, progress, t0: float,
         keys = sorted((k, q, i) for q, (ks, _) in enumerate(answers) for i, k in enumerate(ks))
         if not keys:
             break
-        ranks: list[list[int]] = [[0] * len(ks) for ks, _ in answers]
+        ranks = [[0] * len(ks) for ks, _ in answers]
         for r, (_, q, i) in enumerate(keys):
             ranks[q][i] = r
-        [f.result() for f in [p.rank(r) for p, r in zip(partitions, ranks)]]
         level += 1
         admitted += len(keys)
         if progress:

@@ -1,6 +1,7 @@
 """The explorer split over Dask workers by state hash (issue 19): the same states, transitions,
 depth, verdicts and counterexample paths as the single-process run, and the manifest's counts.
-One LocalCluster of 2 workers for the module; the quick configurations only."""
+One LocalCluster of 2 workers for the module; bare-2 here, the park configuration (the
+scavenger, the owner, the world invariants) in the slow tier."""
 
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ def same(a, b):
     assert a.checked == b.checked and a.not_applicable == b.not_applicable
 
 
-@pytest.mark.parametrize("name", ["bare-2", "park-1-short"])
+@pytest.mark.parametrize("name", ["bare-2",
+                                  pytest.param("park-1-short", marks=pytest.mark.slow)])
 def test_a_split_run_matches_the_manifest_and_the_single_process_run(client, name):
     split = explore_on(client, CONFIGS[name], parts=3)  # more parts than workers: any works
     assert compare_with_manifest(split) is None and split.ok
