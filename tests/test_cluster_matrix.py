@@ -217,3 +217,26 @@ def test_the_prove_engine_splits_into_its_proofs_and_twins_each_once():
     assert unit.ok and unit.engine == "z3:unit" and "PG-UNIT" in unit.invariant
     [twin] = prove.run(Budget(quick=True, part="twin:unit-os-page"))
     assert twin.ok and twin.status == "refuted-as-expected"
+
+
+def test_first_kill_stops_an_engine_with_parts_at_its_first_failing_part(monkeypatch):
+    """An engine of parts (the prove engine's proofs) judging a mutant in first-kill mode
+    runs them one by one and stops at the first that fails; the baseline runs them all."""
+    from purgecheck import engines
+    from purgecheck.reports.results import Result
+
+    def run(budget):
+        parts = [budget.part] if budget.part else ["a", "b", "c"]
+        return [Result("PG-UNIT", "parted", "fail" if budget.mutant and p == "b" else "hold",
+                       p) for p in parts]
+
+    loaded = engines.load_engines()
+    monkeypatch.setitem(loaded, "parted", engines.Engine("parted", "three parts", run,
+                                                         parts=lambda b: ["a", "b", "c"]))
+    m = run_matrix([HARMLESS], ["parted"], quick=True, timeout=60, workers=1, first_kill=True)
+    assert m.baseline["parted"].verdict == HELD
+    cell = m.cells[("test-harmless", "parted")]
+    assert cell.verdict == KILLED and "stopped at b (2 of 3 parts)" in cell.note
+    assert cell.note.startswith("1 of 2 results failed")  # part c never ran
+    whole = run_matrix([HARMLESS], ["parted"], quick=True, timeout=60, workers=1)
+    assert whole.cells[("test-harmless", "parted")].note == "1 of 3 results failed"

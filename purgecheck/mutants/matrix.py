@@ -89,7 +89,23 @@ def _scenario_steps(result) -> list[dict]:
     return window(tl, first[0]) if first else []
 
 
-def judge(mutant: Mutant | None, engine: str, quick: bool) -> Cell:
+def _run_engine(engine, budget, stop_early: bool) -> tuple[list, str]:
+    """The engine's results; with `stop_early` (first-kill, a mutant) an engine with parts
+    runs them one by one and stops at the first that fails (the prove engine's twenty-odd
+    proofs, when one refutes the mutant). Returns the results and a note on what ran."""
+    from dataclasses import replace
+
+    if not (stop_early and engine.parts and budget.mutant):
+        return engine.run(budget), ""
+    parts, results = engine.parts(budget), []
+    for n, part in enumerate(parts, 1):
+        results += engine.run(replace(budget, part=part))
+        if any(not r.ok for r in results):
+            return results, f"; stopped at {part} ({n} of {len(parts)} parts)"
+    return results, ""
+
+
+def judge(mutant: Mutant | None, engine: str, quick: bool, stop_early: bool = False) -> Cell:
     """Run `engine` with `mutant` applied, in this process. Call it in a child."""
     from purgecheck.engines import Budget, load_engines
     from purgecheck.mutants import applied
@@ -98,7 +114,7 @@ def judge(mutant: Mutant | None, engine: str, quick: bool) -> Cell:
     name = mutant.name if mutant else None
     t0 = time.perf_counter()
     with applied(mutant):
-        results = engines[engine].run(Budget(quick=quick, mutant=name))
+        results, ran = _run_engine(engines[engine], Budget(quick=quick, mutant=name), stop_early)
         seconds = time.perf_counter() - t0
         failing = [r for r in results if not r.ok]
         failures = []
@@ -109,27 +125,28 @@ def judge(mutant: Mutant | None, engine: str, quick: bool) -> Cell:
     if mutant is None:
         return Cell(None, engine, FAILED if failing else HELD, seconds, failures)
     return Cell(name, engine, KILLED if failing else SURVIVED, seconds, failures,
-                note=f"{len(failing)} of {len(results)} results failed" if failing else
+                note=f"{len(failing)} of {len(results)} results failed{ran}" if failing else
                 f"all {len(results)} results passed")
 
 
-def _judged(mutant: Mutant | None, engine: str, quick: bool) -> Cell:
+def _judged(mutant: Mutant | None, engine: str, quick: bool, stop_early: bool = False) -> Cell:
     """`judge`, with an exception of the run reported as its crash."""
     try:
-        return judge(mutant, engine, quick)
+        return judge(mutant, engine, quick, stop_early)
     except BaseException as e:  # noqa: BLE001 - reported as a crash of this run
         return Cell(mutant.name if mutant else None, engine, CRASHED,
                     note=f"{type(e).__name__}: {e}"[:300])
 
 
-def _child(mutant: Mutant | None, engine: str, quick: bool, conn) -> None:
+def _child(mutant: Mutant | None, engine: str, quick: bool, conn, stop_early: bool = False
+           ) -> None:
     os.setsid()  # its own process group: a timeout kills whatever the engine started too
-    conn.send(_judged(mutant, engine, quick))
+    conn.send(_judged(mutant, engine, quick, stop_early))
     conn.close()
 
 
 def isolated(mutant: Mutant | None, engine: str, quick: bool, timeout: float,
-             malloc_env: dict[str, str] | None = None) -> Cell:
+             malloc_env: dict[str, str] | None = None, stop_early: bool = False) -> Cell:
     """One cell judged in a child forked off this process (a Dask worker's task): the child
     applies the mutant, a hang is killed with its process group at `timeout`, a crash is
     reported with its exit status, and this process never holds a patch. `os.fork` itself,
@@ -148,7 +165,7 @@ def isolated(mutant: Mutant | None, engine: str, quick: bool, timeout: float,
                 from purgecheck.cluster import use_malloc_environment
                 use_malloc_environment(malloc_env)
             with os.fdopen(write, "wb") as out:
-                out.write(pickle.dumps(_judged(mutant, engine, quick)))
+                out.write(pickle.dumps(_judged(mutant, engine, quick, stop_early)))
         finally:
             os._exit(0)
     os.close(write)
@@ -303,7 +320,8 @@ def _run_on_dask(client, plan: Plan, quick: bool, timeout: float,
     env = malloc_environment()
 
     def submit(tasks: list[Task]) -> list:
-        futures = [client.submit(isolated, m, e, quick, timeout, env, pure=False)
+        futures = [client.submit(isolated, m, e, quick, timeout, env, plan.first_kill,
+                                 pure=False)
                    for m, e in tasks]
         which.update(zip(futures, tasks))
         return futures
@@ -351,7 +369,8 @@ def _run_in_pool(plan: Plan, quick: bool, timeout: float, workers: int,
         while tasks and len(running) < workers:
             m, e = tasks.popleft()
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(m, e, quick, send), daemon=True)
+            proc = ctx.Process(target=_child, args=(m, e, quick, send, plan.first_kill),
+                               daemon=True)
             proc.start()
             send.close()
             running[recv] = (proc, m, e, time.monotonic())
