@@ -100,6 +100,7 @@ def client():
         yield c
 
 
+@pytest.mark.slow
 def test_a_batch_on_a_worker_is_the_batch_run_here(client, tmp_path):
     job = Job("page", "epoch", "unit-os-page")
     there = client.submit(batch, job, 11, "dev", str(tmp_path / "a"), 20, pure=False).result()

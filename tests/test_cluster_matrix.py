@@ -117,6 +117,7 @@ def test_a_worker_killed_mid_task_is_retried(client, tmp_path):
     client.wait_for_workers(2, timeout=60)
 
 
+@pytest.mark.slow
 def test_first_kill_on_dask_stops_at_the_cheapest_killer(client):
     mutants = [MUTANTS["unit-os-page"], HARMLESS]
     m = run_matrix(mutants, ["scenarios", "validate"], quick=True, timeout=300,
@@ -189,6 +190,7 @@ def test_check_on_an_existing_scheduler_gives_the_in_process_table(client, capsy
     assert {e for _, e, _ in on_dask} == {"scenarios", "validate"}
 
 
+@pytest.mark.slow
 def test_a_task_that_keeps_killing_its_worker_is_reported(client):
     """Last in the module: Dask gives up after ALLOWED_FAILURES + 1 deaths, and its workers
     are still being restarted when the test ends."""
