@@ -1,19 +1,22 @@
-# make check: set up, then run the main job (proofs, fuzzing, conformance, docs) with a summary.
-# make test:  set up, then run the test suite.
+# make check:   set up, then run the main job (proofs, fuzzing, conformance, docs) with a summary;
+#               the kill matrix stops each mutant at its first kill (README, "What runs where").
+# make nightly: the same with the whole kill matrix (every mutant x every engine), for the docs.
+# make test:    set up, then run the test suite.
 PY      ?= python3
 VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: setup check test bench clean reference tools
+.PHONY: setup check nightly test bench clean reference tools
 
 setup: tools $(STAMP) reference
 
-# System tools the checks run: strace for glibc conformance (CI is a fresh Debian, as root);
-# sqlite3, one of the real programs `purgecheck record` is tested on (docs/record.md).
+# System tools the checks run (CI is a fresh Debian, as root): strace for glibc conformance,
+# sqlite3, one of the real programs `purgecheck record` is tested on (docs/record.md), and
+# redis-server for the shared example database's tests.
 tools:
-	@command -v strace >/dev/null || (apt-get update && apt-get install -y strace)
-	@command -v sqlite3 >/dev/null || (apt-get update && apt-get install -y sqlite3)
+	@command -v strace >/dev/null && command -v sqlite3 >/dev/null && command -v redis-server >/dev/null || \
+		(apt-get update && apt-get install -y strace sqlite3 redis-server)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,6 +28,11 @@ reference:
 	@if [ -f reference_c/Makefile ]; then $(MAKE) --no-print-directory -C reference_c; fi
 
 check: setup
+	$(BIN)/purgecheck check
+	$(BIN)/purgecheck mutants --quick --first-kill
+	$(BIN)/purgecheck docs
+
+nightly: setup
 	$(BIN)/purgecheck check
 	$(BIN)/purgecheck mutants --quick
 	$(BIN)/purgecheck docs

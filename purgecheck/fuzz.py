@@ -4,7 +4,8 @@ mutant, with a Hypothesis profile; the outcome with what it covered and how to r
 A failure carries the shrunk program as Hypothesis prints it, the `@reproduce_failure` blob,
 and one command that replays exactly that program (`purgecheck fuzz --replay BLOB ...`). The
 example database lives in the project's state directory, so a failure found once is tried
-first the next time.
+first the next time; `database="redis://HOST:PORT/N"` shares one among machines and nights
+(Hypothesis's RedisExampleDatabase).
 """
 
 from __future__ import annotations
@@ -74,6 +75,39 @@ def state_dir() -> Path:
     from purgecheck.reports import store
 
     return store.state_dir()
+
+
+REDIS_KEY_PREFIX = b"purgecheck-example:"
+
+
+def example_database(where: str | None):
+    """The example database at `where`: a redis:// (or rediss://, unix://) URL, a directory,
+    or None for the project's state directory."""
+    if where is None:
+        return state_dir() / "hypothesis"
+    if where.split("://")[0] in ("redis", "rediss", "unix"):
+        import redis
+        from hypothesis.extra.redis import RedisExampleDatabase
+
+        try:
+            client = redis.Redis.from_url(where, socket_connect_timeout=5)
+        except ValueError as e:
+            raise FuzzUsageError(f"--db {where!r}: {e}")
+        return RedisExampleDatabase(client, key_prefix=REDIS_KEY_PREFIX)
+    return Path(where)
+
+
+def check_database(where: str | None) -> None:
+    """FuzzUsageError, in one line, when the database at `where` cannot be reached."""
+    db = example_database(where)
+    if hasattr(db, "redis"):
+        import redis
+
+        try:
+            db.redis.ping()
+        except redis.RedisError as e:
+            raise FuzzUsageError(f"--db {where}: no Redis answered ({e}); expected "
+                                 f"redis://HOST:PORT/DB of a running redis-server")
 
 
 @dataclass
@@ -196,10 +230,10 @@ def run_machine(name: str, variant: str | None = EPOCH, mutant: str | None = Non
                 profile: str = "dev", examples: int | None = None, steps: int | None = None,
                 seed: int | None = None, replay: str | None = None, shrink: bool = True,
                 on_example: Callable[[], None] | None = None,
-                driver: str | None = None) -> FuzzRun:
+                driver: str | None = None, database: str | None = None) -> FuzzRun:
     """Run machine `name` once with the profile's budget (or `examples`), or replay a blob.
     Every invariant is checked after every step; the first failure ends the run. `driver`:
-    one of DRIVERS (default: `default_driver(name)`)."""
+    one of DRIVERS (default: `default_driver(name)`); `database`: see `example_database`."""
     # Hypothesis is imported here, not with the module: `purgecheck --help` and every other
     # command build this command's parser, which needs only the names above.
     import hypothesis
@@ -221,7 +255,7 @@ def run_machine(name: str, variant: str | None = EPOCH, mutant: str | None = Non
     cls = machine_class(name, variant, mutant)
     run = FuzzRun(name, variant if takes_variant(name) else None, mutant, profile, seed,
                   shrunk=shrink, driver=driver)
-    settings = profile_settings(profile, state_dir() / "hypothesis", max_examples=examples,
+    settings = profile_settings(profile, example_database(database), max_examples=examples,
                                 step_count=steps, shrink=shrink)
     test = machine_test(cls, driver, settings)
     run.max_steps = settings.stateful_step_count

@@ -17,21 +17,23 @@ PROFILES: dict[str, tuple[int, int, bool]] = {
 }
 
 
-def profile_settings(name: str, database_dir: Path | None = None, *,
+def profile_settings(name: str, database_dir: Path | object | None = None, *,
                      max_examples: int | None = None, step_count: int | None = None,
                      shrink: bool = True) -> settings:
-    """The settings of profile `name`, with the example database in `database_dir` (none for
-    `ci`: a derandomized run replays nothing) and the example/step counts overridden.
+    """The settings of profile `name`, with the example database in `database_dir` (or that
+    database itself, e.g. a shared Redis one; none for `ci`: a derandomized run replays nothing) and the example/step counts overridden.
     `shrink=False` reports the first failing program as found (faster, and longer)."""
     # Hypothesis is imported here: the names above serve `purgecheck fuzz --help` without it.
     from hypothesis import HealthCheck, Phase, settings
-    from hypothesis.database import DirectoryBasedExampleDatabase
+    from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
     if name not in PROFILES:
         raise ValueError(f"unknown profile {name!r}; expected one of {', '.join(PROFILES)}")
     examples, steps, derandomize = PROFILES[name]
     database = None
-    if not derandomize and database_dir is not None:
+    if not derandomize and isinstance(database_dir, ExampleDatabase):
+        database = database_dir
+    elif not derandomize and database_dir is not None:
         database = DirectoryBasedExampleDatabase(str(database_dir))
     return settings(
         max_examples=max_examples or examples,

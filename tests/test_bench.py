@@ -17,6 +17,12 @@ from purgecheck.bench.__main__ import main as bench_main
 
 # What each benchmark's figures must name at the least (whatever this machine has installed).
 EXPECTED = {
+    "cluster": ("kill matrix, home-made pool of 2: wall time",
+                "kill matrix, Dask LocalCluster of 2: wall time",
+                "fuzz campaign, 1 worker: examples per second",
+                "fuzz campaign, 2 workers: examples per second",
+                "split explorer, 1 worker, bare-1: states per second",
+                "split explorer, 2 workers, bare-1: states per second"),
     "conformance": ("differential examples, conformance alone",
                     "instructions the stamp adds to a malloc+free",
                     "trace reader into dicts, all events",

@@ -64,7 +64,9 @@ def test_a_known_mutant_is_killed_by_the_scenarios_engine_and_nothing_leaks():
 
 def test_a_harmless_mutant_survives_and_fails_the_run(monkeypatch, capsys, tmp_path):
     monkeypatch.setitem(MUTANTS, HARMLESS.name, HARMLESS)
-    code = main(["mutants", "--only", HARMLESS.name, "--engine", "scenarios", "--quick"])
+    # --pool: a mutant of this module is known to this process only, not to Dask's workers
+    code = main(["mutants", "--only", HARMLESS.name, "--engine", "scenarios", "--quick",
+                 "--pool"])
     out = capsys.readouterr().out
     assert code == 1
     assert "SURVIVED test-harmless" in out and "0 survived" not in out

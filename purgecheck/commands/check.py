@@ -15,6 +15,11 @@ EXAMPLE = """examples:
   purgecheck check --quick         small budgets (what the test suite uses)
   purgecheck check --verbose       the table with each invariant's statement
   purgecheck check --engine scenarios --json > result.json
+  purgecheck check --scheduler tcp://nightly:8786   the engines as tasks on your Dask cluster
+  purgecheck check --in-process    one engine after another in this process, no Dask
+With more than one engine, each engine is a task on a Dask cluster: by default one started
+here (one worker process per core, stopped at the end), or the one at --scheduler ADDRESS or
+$PURGECHECK_SCHEDULER. The table is the same whichever ran first.
 exit status: 0 every invariant held, 1 one failed (its replay command is printed), 2 bad usage
 """
 
@@ -31,6 +36,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="write the result as JSON on stdout")
     p.add_argument("--verbose", action="store_true",
                    help="the long form: each invariant's statement in the table (and in --json)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="a running Dask scheduler to send the engines to (default "
+                            "$PURGECHECK_SCHEDULER, else a cluster started here)")
+    where.add_argument("--in-process", action="store_true",
+                       help="run the engines one after another in this process")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="worker processes of the cluster started here (default: one per core)")
     return p
 
 
@@ -40,12 +53,17 @@ def run(args) -> int:
     unknown = [e for e in chosen if e not in engines]
     if unknown:
         raise UsageError(f"unknown engine {unknown[0]!r}; expected one of {', '.join(engines)}")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be at least 1")
     budget = Budget(quick=args.quick, seed=args.seed)
-    results = []
-    for name in chosen:
-        if not args.json:
-            print(f"running {name}: {engines[name].description} ...", file=sys.stderr)
-        results += engines[name].run(budget)
+    say = (lambda text: None) if args.json else (lambda text: print(text, file=sys.stderr))
+    if args.in_process or len(chosen) == 1:
+        results = []
+        for name in chosen:
+            say(f"running {name}: {engines[name].description} ...")
+            results += engines[name].run(budget)
+    else:
+        results = _on_dask(chosen, budget, args, say)
     # The docs (`purgecheck docs`) show the last result of each engine with its date.
     from purgecheck.reports.store import save_results
     save_results(results, quick=args.quick)
@@ -59,3 +77,60 @@ def run(args) -> int:
         # (and in `purgecheck invariants` and docs/invariants.md)
         print_table(results, "purgecheck check", statements if args.verbose else None)
     return exit_code(results)
+
+
+def _engine_results(name: str, budget: Budget) -> list:
+    """A task: the results of engine `name` (on a worker)."""
+    return load_engines()[name].run(budget)
+
+
+def _pieces(chosen: list[str], budget: Budget) -> list[tuple[str, Budget]]:
+    """The tasks: an engine with parts (the prove engine's proofs and twins) one per part,
+    those first (they are the long ones: submitted first, they start first), then each other
+    engine whole."""
+    from dataclasses import replace
+
+    engines = load_engines()
+    split = [(n, replace(budget, part=p)) for n in chosen if engines[n].parts
+             for p in engines[n].parts(budget)]
+    return split + [(n, budget) for n in chosen if not engines[n].parts]
+
+
+def _on_dask(chosen: list[str], budget: Budget, args, say) -> list:
+    """Each engine (or part of one) a task on a Dask cluster; the results in the order of
+    `chosen` and of each engine's parts, whatever finished first. A task that failed (its
+    worker died twice over) is a failed result naming it, never a missing row."""
+    import time
+
+    from distributed import as_completed
+
+    from purgecheck.cluster import (ClusterError, call_with_malloc_environment, dask_client,
+                                    malloc_environment)
+    from purgecheck.reports.results import Result
+
+    got: dict[tuple, list] = {}
+    pieces = _pieces(chosen, budget)
+    t0 = time.monotonic()
+    try:
+        with dask_client(args.scheduler, args.workers) as client:
+            env = malloc_environment()
+            futures = {client.submit(call_with_malloc_environment, env, _engine_results,
+                                     name, b, pure=False): (name, b.part) for name, b in pieces}
+            say(f"running {', '.join(chosen)} as {len(pieces)} tasks on Dask ...")
+            for future in as_completed(futures):
+                name, part = futures[future]
+                try:
+                    got[name, part] = future.result()
+                except Exception as e:  # noqa: BLE001 - reported as the engine's failure
+                    got[name, part] = [Result("ENGINE-RAN", name, "error", "", detail=(
+                        f"the task of {part or 'the engine'} failed: {type(e).__name__}: "
+                        f"{e}")[:300], replay=f"purgecheck check --engine {name}")]
+                bad = sum(not r.ok for r in got[name, part])
+                say(f"done {name}{f' [{part}]' if part else ''} after "
+                    f"{time.monotonic() - t0:.0f} s: {len(got[name, part])} results, "
+                    f"{bad} failed")
+    except ClusterError as e:
+        raise UsageError(str(e))
+    order = {key: i for i, key in enumerate((n, b.part) for n, b in pieces)}
+    keys = sorted(got, key=lambda k: (chosen.index(k[0]), order[k]))
+    return [r for key in keys for r in got[key]]

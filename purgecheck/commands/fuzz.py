@@ -21,9 +21,18 @@ EXAMPLE = """examples:
   purgecheck fuzz --machine page --mutant unit-next-to-live  exit 1: the mutant is caught
   purgecheck fuzz --machine page --variant no-hold --replay AXicY3Bk...   replay a failure
   purgecheck fuzz --machine page --driver rules   Hypothesis's own stateful driver (slower)
+  purgecheck fuzz --campaign --time 10m         every machine x design x mutant, many seeds,
+                                                spread over a local Dask cluster for 10 minutes
+  purgecheck fuzz --campaign --time 8h --scheduler tcp://nightly:8786 --db redis://nightly:6379/0
+                                                a night on a cluster, sharing what it finds
 machines: page (pages of every kind and OS page size, a byte shadow), epoch (sweepers
   interleaved one atomic step at a time), park (parks, the scavenger, liveness), glibc (seed
-  001, when present). Found failures go to .purgecheck/hypothesis and are tried first next time.
+  001, when present). Found failures go to .purgecheck/hypothesis (or --db) and are tried
+  first next time.
+campaign: batches of 50 examples, each (machine, design, mutant) in turn with a new seed, as
+  Dask tasks (a LocalCluster of one worker per core, or --scheduler / $PURGECHECK_SCHEDULER);
+  findings shrunk and de-duplicated by invariant and program; a finding on the clean model
+  under the epoch design fails the run, one under a mutant or a rejected design is a catch.
 exit status: 0 every invariant held, 1 one failed (its program and replay command are
   printed), 2 bad usage
 """
@@ -53,8 +62,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="steps per example (default: the profile's)")
     p.add_argument("--seed", type=int, metavar="S", help="seed of the search (default: random, "
                                                          "or fixed by the ci profile)")
-    p.add_argument("--variant", default="epoch", metavar="V",
-                   help=f"design of the seed: {', '.join(VARIANTS)}, or all (default: epoch)")
+    p.add_argument("--variant", metavar="V",
+                   help=f"design of the seed: {', '.join(VARIANTS)}, or all (default: epoch; "
+                        f"all with --campaign)")
     p.add_argument("--mutant", metavar="M", help="apply this mutant of the model "
                                                  "(purgecheck.mutants) while the machines run")
     p.add_argument("--profile", default="dev", choices=list(PROFILES),
@@ -68,18 +78,54 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--replay", metavar="BLOB", help="replay the failure of this "
                                                     "@reproduce_failure blob (one --machine)")
     p.add_argument("--json", action="store_true", help="write the outcome as JSON on stdout")
+    p.add_argument("--db", metavar="WHERE",
+                   help="the example database: redis://HOST:PORT/DB (shared by every worker "
+                        "and run) or a directory (default: .purgecheck/hypothesis)")
+    camp = p.add_argument_group("campaign")
+    camp.add_argument("--campaign", action="store_true",
+                      help="a campaign over every machine, design and mutant (or those given) "
+                           "on Dask workers until --time is up")
+    camp.add_argument("--time", metavar="DURATION",
+                      help="how long the campaign searches: 90s, 10m, 2h (default 5m)")
+    camp.add_argument("--scheduler", metavar="ADDRESS",
+                      help="a running Dask scheduler (default $PURGECHECK_SCHEDULER, else a "
+                           "cluster started here)")
+    camp.add_argument("--workers", type=int, metavar="N",
+                      help="worker processes of the cluster started here (default: one per "
+                           "core)")
     return p
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of '90', '90s', '10m' or '2h'; UsageError otherwise."""
+    unit = {"s": 1, "m": 60, "h": 3600}.get(text[-1:].lower(), None)
+    number = text[:-1] if unit else text
+    try:
+        seconds = float(number) * (unit or 1)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0 or seconds != seconds or seconds == float("inf"):
+        raise UsageError(f"--time {text!r}: expected a positive duration such as 90s, 10m or "
+                         f"2h")
+    return seconds
 
 
 def run(args) -> int:
     from model.variants import VARIANTS
-    from purgecheck.fuzz import FuzzUsageError, machine_names, run_machine, takes_variant
+    from purgecheck.fuzz import (FuzzUsageError, check_database, machine_names, run_machine,
+                                 takes_variant)
 
     machines = args.machine or machine_names()
     unknown = [m for m in machines if m not in machine_names()]
     if unknown:
         raise UsageError(f"unknown machine {unknown[0]!r}; expected one of "
                          f"{', '.join(machine_names())}")
+    if args.campaign:
+        return run_campaign_command(args, machines)
+    for flag in ("time", "scheduler", "workers"):
+        if getattr(args, flag) is not None:
+            raise UsageError(f"--{flag} goes with --campaign")
+    args.variant = args.variant or "epoch"
     if args.variant != "all" and args.variant not in VARIANTS:
         raise UsageError(f"unknown variant {args.variant!r}; expected one of "
                          f"{', '.join(VARIANTS)}, or all")
@@ -96,6 +142,7 @@ def run(args) -> int:
 
     runs = []
     try:
+        check_database(args.db)
         with Progress(quiet=args.json) as progress:
             share = args.minutes * 60 / len(jobs) if args.minutes else None
             for machine, variant in jobs:
@@ -137,7 +184,7 @@ def run_job(machine, variant, args, share, progress, run_machine):
     task = progress.start(label)
     common = dict(variant=variant, mutant=args.mutant, profile=args.profile, steps=args.steps,
                   shrink=not args.no_shrink, on_example=lambda: progress.tick(task),
-                  driver=args.driver)
+                  driver=args.driver, database=args.db)
     if share is None:
         return run_machine(machine, examples=args.examples, seed=args.seed,
                            replay=args.replay, **common)
@@ -152,6 +199,86 @@ def run_job(machine, variant, args, share, progress, run_machine):
         total, batch = r, batch + 1
         if not r.ok or time.monotonic() >= end:
             return r
+
+
+def run_campaign_command(args, machines: list[str]) -> int:
+    """`fuzz --campaign`: the jobs on Dask for --time, then the summary (or --json)."""
+    from model.variants import VARIANTS
+    from purgecheck.campaign import plan_jobs, run_campaign
+    from purgecheck.cluster import ClusterError, dask_client
+    from purgecheck.fuzz import FuzzUsageError, check_database
+    from purgecheck.mutants import MUTANTS
+
+    for flag, value in (("--examples", args.examples), ("--minutes", args.minutes),
+                        ("--replay", args.replay), ("--steps", args.steps),
+                        ("--driver", args.driver)):
+        if value is not None:
+            raise UsageError(f"{flag} does not go with --campaign (batches of 50 examples, "
+                             f"each machine's own driver and steps)")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    seconds = parse_duration(args.time or "5m")
+    variant = args.variant or "all"
+    if variant != "all" and variant not in VARIANTS:
+        raise UsageError(f"unknown variant {variant!r}; expected one of {', '.join(VARIANTS)}, "
+                         f"or all")
+    check_names(args)
+    jobs = plan_jobs(machines, list(VARIANTS) if variant == "all" else [variant],
+                     [args.mutant] if args.mutant else list(MUTANTS))
+    if args.mutant and all(j.mutant is None for j in jobs):
+        raise UsageError(f"--mutant {args.mutant}: it patches no model that the machines "
+                         f"{', '.join(machines)} run")
+    say = (lambda text: None) if args.json else (lambda text: print(text, file=sys.stderr))
+    base = args.seed if args.seed is not None else random.randrange(1 << 32)
+    try:
+        check_database(args.db)
+        with dask_client(args.scheduler, args.workers) as client:
+            say(f"campaign: {len(jobs)} jobs (machine x design x mutant) for {seconds:g} s on "
+                f"{len(client.scheduler_info()['workers'])} Dask workers, seeds from {base}, "
+                f"examples in {args.db or '.purgecheck/hypothesis'}")
+
+            def progress(camp, totals):
+                say(f"[{camp.examples:>8,} examples] {totals.job.label}: batch {totals.batches}"
+                    f"{', FAIL' if totals.findings else ''}; {len(camp.findings)} findings")
+            camp = run_campaign(client, jobs, seconds, base, args.profile, args.db,
+                                progress=progress, database_label=args.db)
+    except (ClusterError, FuzzUsageError) as e:
+        raise UsageError(str(e))
+    if args.json:
+        sys.stdout.buffer.write(orjson.dumps(camp.as_dict(), option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        print_campaign(camp)
+    return 0 if camp.as_dict()["ok"] else 1
+
+
+def print_campaign(camp) -> None:
+    """The summary: a row per job that ran, then each finding with its replay command."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=160)
+    t = Table(title=f"fuzz campaign: {camp.examples:,} examples in {camp.seconds:.0f} s on "
+                    f"{camp.workers} workers ({camp.examples_per_s:.0f} ex/s)")
+    for col in ("machine", "design", "mutant", "batches", "examples", "failed batches"):
+        t.add_column(col, justify="left" if col in ("machine", "design", "mutant") else "right")
+    ran = [x for x in camp.totals.values() if x.batches]
+    for x in ran:
+        t.add_row(x.job.machine, x.job.variant or "-", x.job.mutant or "-", str(x.batches),
+                  f"{x.examples:,}", str(x.findings) if x.findings else ".")
+    console.print(t)
+    plain = dict(highlight=False, markup=False, soft_wrap=True)
+    for f in camp.findings.values():
+        kind = "catch" if f.expected else "DEFECT"
+        console.print(f"{kind} {f.invariant}: {f.reason} (found in {', '.join(f.jobs)})",
+                      **plain)
+        for line in f.program.splitlines():
+            console.print(f"    {line}", **plain)
+        console.print(f"  replay: {f.replay}", **plain)
+    for e in camp.errors:
+        console.print(f"ERROR {e}", **plain)
+    console.print(f"{len(ran)} of {len(camp.totals)} jobs ran; {len(camp.findings)} distinct "
+                  f"findings, {len(camp.defects())} on the clean model under the epoch design; "
+                  f"{len(camp.errors)} batches could not run", **plain)
 
 
 class Progress:

@@ -8,14 +8,23 @@ import sys
 import orjson
 
 from purgecheck.cli import UsageError
+from purgecheck.cluster import SCHEDULER_ENV
 
 EXAMPLE = """examples:
   purgecheck mutants --quick                     every mutant x every engine, small budgets
   purgecheck mutants --list                      the catalogue: name, what it breaks
   purgecheck mutants --only age-lt-1 --engine scenarios
   purgecheck mutants --quick --json > kills.json
-Each run is a worker process of its own (2 at a time) with the mutant applied in-process;
-no file changes. The matrix is saved under .purgecheck/mutants.json for `purgecheck docs`.
+  purgecheck mutants --quick --first-kill        each mutant until its first kill, cheapest
+                                                 engines first (what `make check` runs)
+  purgecheck mutants --scheduler tcp://nightly:8786    the full matrix on your Dask cluster
+  purgecheck mutants --quick --pool              the home-made pool of forked runs, no Dask
+Each cell is a task on a Dask cluster: by default one started here (one worker process per
+core, stopped at the end); --scheduler ADDRESS or $PURGECHECK_SCHEDULER sends them to an
+existing one. Each run is forked off its worker with the mutant applied in-process; a run that
+hangs is killed at --timeout, one that crashes (or kills its worker twice) is reported; no
+file changes. The matrix is saved under .purgecheck/mutants.json for `purgecheck docs`
+(cells a first-kill run did not run keep their last full-matrix word).
 exit status: 0 every mutant was killed by some engine, 1 a mutant survived every engine
 (its name is printed), 2 bad usage
 """
@@ -37,8 +46,18 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=600.0, metavar="S",
                    help="seconds one mutant may take on one engine before it is killed "
                         "(default 600)")
-    p.add_argument("--workers", type=int, default=2, metavar="N",
-                   help="worker processes at a time (default 2)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="worker processes of the embedded cluster, or of --pool (default: one "
+                        "per core)")
+    p.add_argument("--first-kill", action="store_true",
+                   help="stop each mutant at the first engine that kills it, cheapest engines "
+                        "first; the other cells show '-'")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS",
+                       help="a running Dask scheduler (e.g. tcp://host:8786) to send the cells "
+                            f"to; default ${SCHEDULER_ENV}, else a cluster started here")
+    where.add_argument("--pool", action="store_true",
+                       help="no Dask: a pool of forked runs on this machine")
     return p
 
 
@@ -52,12 +71,15 @@ def _chosen(asked: list[str] | None, known: dict, what: str) -> list[str]:
 
 
 def _progress(n: int, total: int, cell) -> None:
+    """One line per cell as it comes back (with --first-kill the total shrinks as mutants
+    die)."""
     who = cell.mutant or "(no mutant)"
     print(f"[{n:>3}/{total}] {who} x {cell.engine}: {cell.verdict} ({cell.seconds:.1f} s)",
           file=sys.stderr, flush=True)
 
 
 def run(args) -> int:
+    from purgecheck.cluster import ClusterError, dask_client, default_workers, scheduler_address
     from purgecheck.engines import load_engines
     from purgecheck.mutants import MUTANTS
     from purgecheck.mutants.matrix import run_matrix
@@ -68,16 +90,29 @@ def run(args) -> int:
         for m in MUTANTS.values():
             print(f"{m.name:30} {m.description}  [catches {', '.join(m.catches)}]")
         return 0
-    if args.timeout <= 0 or args.workers < 1:
+    if args.timeout <= 0 or (args.workers is not None and args.workers < 1):
         raise UsageError("--timeout must be positive and --workers at least 1")
     mutants = [MUTANTS[n] for n in _chosen(args.only, MUTANTS, "mutant")]
     chosen = _chosen(args.engine, engines, "engine")
+    workers = args.workers or default_workers()
+    address = None if args.pool else scheduler_address(args.scheduler)
+    where = "a pool of forked runs" if args.pool else \
+        f"the Dask scheduler {address}" if address else f"a local Dask cluster"
     if not args.json:
         print(f"{len(mutants)} mutants x {len(chosen)} engines "
-              f"({'quick' if args.quick else 'full'} budgets), {args.workers} workers",
-              file=sys.stderr)
-    matrix = run_matrix(mutants, chosen, args.quick, args.timeout, args.workers,
-                        progress=None if args.json else _progress)
+              f"({'quick' if args.quick else 'full'} budgets"
+              f"{', first kill' if args.first_kill else ''}) on {where}"
+              f"{'' if address else f' of {workers} workers'}", file=sys.stderr)
+    common = dict(progress=None if args.json else _progress, first_kill=args.first_kill)
+    if args.pool:
+        matrix = run_matrix(mutants, chosen, args.quick, args.timeout, workers, **common)
+    else:
+        try:
+            with dask_client(address, workers) as client:
+                matrix = run_matrix(mutants, chosen, args.quick, args.timeout, client=client,
+                                    **common)
+        except ClusterError as e:
+            raise UsageError(str(e))
     save_matrix(matrix, args.quick)
     if args.json:
         doc = {"ok": not matrix.survivors(), "survivors": matrix.survivors(),

@@ -24,6 +24,9 @@ class Budget:
     # A mutant being judged (purgecheck.mutants): the model side is patched in-process by the
     # caller; engines that run the C reference pass `Mutant.c_switch` to it.
     mutant: str | None = None
+    # One of the engine's `parts` (None: all of them), so that a cluster can run an engine's
+    # independent parts as tasks of their own.
+    part: str | None = None
 
 
 @dataclass(frozen=True)
@@ -32,14 +35,18 @@ class Engine:
     description: str
     run: Callable[[Budget], list[Result]]
     module: str = ""  # the module that registered it
+    # The names of its independent parts, in the order a whole run gives their results (None:
+    # one piece); `run(Budget(part=P))` runs part P alone.
+    parts: Callable[[Budget], list[str]] | None = None
 
 
 ENGINES: dict[str, Engine] = {}
 
 
-def engine(name: str, description: str):
+def engine(name: str, description: str,
+           parts: Callable[[Budget], list[str]] | None = None):
     def wrap(fn: Callable[[Budget], list[Result]]):
-        ENGINES[name] = Engine(name, description, fn, fn.__module__)
+        ENGINES[name] = Engine(name, description, fn, fn.__module__, parts)
         return fn
     return wrap
 

@@ -54,15 +54,18 @@ def run_twins(quick: bool, only: list[str] | None = None, quiet: bool = True) ->
         if only and t.name not in only and t.proof not in only:
             continue
         _progress(t.name, quiet)
-        if t.mutant:
-            with applied(MUTANTS[t.mutant]):
-                res = t.run(quick)
-        else:
-            res = t.run(quick)
-        out.append(_row(t, res, twin=True))
+        out.append(_row(t, _twin_run(t, quick), twin=True))
     out += _glibc("run_mutant_proofs", quick, only,
                   apply_mutant=lambda name: applied(MUTANTS[name]))
     return out
+
+
+def _twin_run(t, quick: bool):
+    """A twin's run, with its mutant applied when it names one."""
+    if t.mutant:
+        with applied(MUTANTS[t.mutant]):
+            return t.run(quick)
+    return t.run(quick)
 
 
 def _glibc_module():
@@ -104,7 +107,27 @@ def names(quick: bool = False) -> list[str]:
         [p.name for p in gproofs] + [t.name for t in gtwins] + ["glibc"]
 
 
+def parts(budget: Budget) -> list[str]:
+    """Each proof and each twin a part ("proof:NAME", "twin:NAME"; the glibc ones as one part
+    each), in the order of a whole run's results."""
+    from proofs.catalogue import proofs, twins
+
+    glibc = ["glibc"] if _glibc_module() else []
+    return [f"proof:{p.name}" for p in proofs(budget.quick)] + [f"proof:{g}" for g in glibc] + \
+        [f"twin:{t.name}" for t in twins(budget.quick)] + [f"twin:{g}" for g in glibc]
+
+
 @engine("prove", "Z3 proofs, the exhaustive interleaving explorer, CrossHair contracts, and "
-                 "their broken twins")
+                 "their broken twins", parts=parts)
 def run_prove_engine(budget: Budget) -> list[Result]:
+    if budget.part:
+        kind, name = budget.part.split(":", 1)
+        if kind == "proof":
+            return run_proofs(budget.quick, only=[name])
+        if name == "glibc":
+            return run_twins(budget.quick, only=[name])
+        from proofs.catalogue import twins
+        # by name alone (a twin's proof is a name that `only` would match too)
+        return [_row(t, _twin_run(t, budget.quick), twin=True)
+                for t in twins(budget.quick) if t.name == name]
     return run_proofs(budget.quick) + run_twins(budget.quick)

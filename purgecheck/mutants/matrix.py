@@ -6,12 +6,20 @@ too) that applies the mutant in-process with `purgecheck.mutants.applied`: no fi
 working tree changes, and a run that crashes or hangs (it is killed, with its process group,
 at the timeout) leaves nothing patched behind. Each engine is first run without a mutant: an
 engine that fails on the clean model cannot judge, and its "kills" are not counted.
+
+Two ways to run the cells: the home-made pool of forked children here (`run_matrix` without a
+client), or a Dask cluster (`purgecheck.cluster`), each cell one task whose run is forked off
+the worker (`isolated`) so that the worker itself never holds a patch. With `first_kill` (a
+`Plan`) each mutant's engines run one after another, cheapest first, until one kills it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import pickle
+import select
 import signal
 import time
 from collections import deque
@@ -22,6 +30,7 @@ from typing import Callable
 from purgecheck.mutants import Mutant
 
 KILLED, SURVIVED, TIMEOUT, CRASHED = "killed", "survived", "timeout", "crashed"
+NOT_RUN = "not run"  # first-kill: an engine already killed this mutant
 HELD, FAILED = "held", "failed"  # verdicts of an engine on the clean model
 MAX_FAILURES = 8  # failing results kept per cell
 MAX_TABLES = 3  # of which this many get a step table
@@ -80,7 +89,23 @@ def _scenario_steps(result) -> list[dict]:
     return window(tl, first[0]) if first else []
 
 
-def judge(mutant: Mutant | None, engine: str, quick: bool) -> Cell:
+def _run_engine(engine, budget, stop_early: bool) -> tuple[list, str]:
+    """The engine's results; with `stop_early` (first-kill, a mutant) an engine with parts
+    runs them one by one and stops at the first that fails (the prove engine's twenty-odd
+    proofs, when one refutes the mutant). Returns the results and a note on what ran."""
+    from dataclasses import replace
+
+    if not (stop_early and engine.parts and budget.mutant):
+        return engine.run(budget), ""
+    parts, results = engine.parts(budget), []
+    for n, part in enumerate(parts, 1):
+        results += engine.run(replace(budget, part=part))
+        if any(not r.ok for r in results):
+            return results, f"; stopped at {part} ({n} of {len(parts)} parts)"
+    return results, ""
+
+
+def judge(mutant: Mutant | None, engine: str, quick: bool, stop_early: bool = False) -> Cell:
     """Run `engine` with `mutant` applied, in this process. Call it in a child."""
     from purgecheck.engines import Budget, load_engines
     from purgecheck.mutants import applied
@@ -89,7 +114,7 @@ def judge(mutant: Mutant | None, engine: str, quick: bool) -> Cell:
     name = mutant.name if mutant else None
     t0 = time.perf_counter()
     with applied(mutant):
-        results = engines[engine].run(Budget(quick=quick, mutant=name))
+        results, ran = _run_engine(engines[engine], Budget(quick=quick, mutant=name), stop_early)
         seconds = time.perf_counter() - t0
         failing = [r for r in results if not r.ok]
         failures = []
@@ -100,19 +125,80 @@ def judge(mutant: Mutant | None, engine: str, quick: bool) -> Cell:
     if mutant is None:
         return Cell(None, engine, FAILED if failing else HELD, seconds, failures)
     return Cell(name, engine, KILLED if failing else SURVIVED, seconds, failures,
-                note=f"{len(failing)} of {len(results)} results failed" if failing else
+                note=f"{len(failing)} of {len(results)} results failed{ran}" if failing else
                 f"all {len(results)} results passed")
 
 
-def _child(mutant: Mutant | None, engine: str, quick: bool, conn) -> None:
-    os.setsid()  # its own process group: a timeout kills whatever the engine started too
+def _judged(mutant: Mutant | None, engine: str, quick: bool, stop_early: bool = False) -> Cell:
+    """`judge`, with an exception of the run reported as its crash."""
     try:
-        cell = judge(mutant, engine, quick)
+        return judge(mutant, engine, quick, stop_early)
     except BaseException as e:  # noqa: BLE001 - reported as a crash of this run
-        cell = Cell(mutant.name if mutant else None, engine, CRASHED,
+        return Cell(mutant.name if mutant else None, engine, CRASHED,
                     note=f"{type(e).__name__}: {e}"[:300])
-    conn.send(cell)
+
+
+def _child(mutant: Mutant | None, engine: str, quick: bool, conn, stop_early: bool = False
+           ) -> None:
+    os.setsid()  # its own process group: a timeout kills whatever the engine started too
+    conn.send(_judged(mutant, engine, quick, stop_early))
     conn.close()
+
+
+def isolated(mutant: Mutant | None, engine: str, quick: bool, timeout: float,
+             malloc_env: dict[str, str] | None = None, stop_early: bool = False) -> Cell:
+    """One cell judged in a child forked off this process (a Dask worker's task): the child
+    applies the mutant, a hang is killed with its process group at `timeout`, a crash is
+    reported with its exit status, and this process never holds a patch. `os.fork` itself,
+    not multiprocessing, so that it works in a daemonic worker of someone else's cluster.
+    `malloc_env`: the submitter's glibc malloc settings, made the child's (the glibc engine
+    runs real programs under strace, and a worker's own settings would change what they do)."""
+    name = mutant.name if mutant else None
+    start = time.monotonic()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: judge, hand the cell over, and leave without cleaning up
+        try:
+            os.close(read)
+            os.setsid()
+            if malloc_env is not None:
+                from purgecheck.cluster import use_malloc_environment
+                use_malloc_environment(malloc_env)
+            with os.fdopen(write, "wb") as out:
+                out.write(pickle.dumps(_judged(mutant, engine, quick, stop_early)))
+        finally:
+            os._exit(0)
+    os.close(write)
+    data, ended = bytearray(), False
+    try:
+        while not ended:
+            left = start + timeout - time.monotonic()
+            if left <= 0:
+                break
+            if select.select([read], [], [], min(left, 1.0))[0]:
+                chunk = os.read(read, 1 << 16)
+                data += chunk
+                ended = not chunk
+    finally:
+        os.close(read)
+    if not ended:
+        _kill_group(pid)
+    status = os.waitpid(pid, 0)[1]
+    seconds = time.monotonic() - start
+    if not ended:
+        return Cell(name, engine, TIMEOUT, seconds, note=f"no answer within {timeout:g} s; killed")
+    if not data:
+        return Cell(name, engine, CRASHED, seconds,
+                    note=f"the run died (exit code {os.waitstatus_to_exitcode(status)})")
+    return pickle.loads(bytes(data))
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):  # not yet its own group leader
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _kill(proc) -> None:
@@ -122,13 +208,149 @@ def _kill(proc) -> None:
         proc.kill()
 
 
+# Cheapest engines first, for first-kill: each engine's median seconds to kill a mutant in the
+# quick matrix of 2026-12-01 (docs/mutants.md): validate 0.5, sanitizers 0.6 (1.2 on a page
+# mutant), scenarios 1.3, glibc 1.6, fuzz 2-5, conformance 2-70, prove 30-95. An engine not
+# named here runs after these.
+CHEAP_FIRST = ("validate", "scenarios", "glibc", "sanitizers", "fuzz", "conformance", "prove")
+
+Task = tuple  # (Mutant | None, engine name)
+
+
+class Plan:
+    """Which cells run, given what came back. Every baseline runs; without `first_kill` every
+    cell too. With `first_kill` each mutant's engines run one at a time in CHEAP_FIRST order
+    until one kills it with a held baseline (a kill by an engine whose baseline is not in yet
+    waits for it; one that fails on the clean model does not stop the chain); the cells after
+    that are NOT_RUN."""
+
+    def __init__(self, mutants: list[Mutant], engines: list[str], first_kill: bool = False):
+        self.mutants, self.engines, self.first_kill = mutants, list(engines), first_kill
+        rank = {e: i for i, e in enumerate(CHEAP_FIRST)}
+        self.order = sorted(self.engines, key=lambda e: rank.get(e, len(rank)))
+        self.baseline: dict[str, str] = {}  # engine -> verdict, as they come in
+        self.next: dict[str, int] = {}  # mutant -> index in order of its next engine
+        self.waiting: dict[str, str] = {}  # mutant -> killing engine whose baseline is out
+        self.by_name = {m.name: m for m in mutants}
+        self.done_chains: set[str] = set()
+
+    def initial(self) -> list[Task]:
+        tasks: list[Task] = [(None, e) for e in self.engines]
+        if not self.first_kill:
+            return tasks + [(m, e) for m in self.mutants for e in self.engines]
+        self.next = {m.name: 1 for m in self.mutants}
+        return tasks + [(m, self.order[0]) for m in self.mutants]
+
+    def total(self, done: int, queued: int) -> int:
+        """Cells in all as far as known now, given `done` cells back and `queued` submitted
+        but not back (with first-kill an upper bound that shrinks as mutants die)."""
+        if not self.first_kill:
+            return len(self.engines) * (1 + len(self.mutants))
+        return done + queued + sum(len(self.order) - i for m, i in self.next.items()
+                                   if m not in self.done_chains)
+
+    def after(self, cell: Cell) -> list[Task]:
+        """The tasks that `cell`'s verdict lets start."""
+        if not self.first_kill:
+            return []
+        if cell.mutant is None:
+            self.baseline[cell.engine] = cell.verdict
+            out = []
+            for name, killer in list(self.waiting.items()):
+                if killer == cell.engine:
+                    del self.waiting[name]
+                    if cell.verdict == HELD:
+                        self.done_chains.add(name)
+                    else:
+                        out += self._advance(name)
+            return out
+        if cell.verdict == KILLED:
+            if self.baseline.get(cell.engine) == HELD:
+                self.done_chains.add(cell.mutant)
+                return []
+            if cell.engine not in self.baseline:
+                self.waiting[cell.mutant] = cell.engine
+                return []
+        return self._advance(cell.mutant)
+
+    def _advance(self, name: str) -> list[Task]:
+        i = self.next[name]
+        if i >= len(self.order):
+            self.done_chains.add(name)
+            return []
+        self.next[name] = i + 1
+        return [(self.by_name[name], self.order[i])]
+
+
+def _not_run(name: str, engine: str) -> Cell:
+    return Cell(name, engine, NOT_RUN, note="not run: a cheaper engine killed this mutant")
+
+
+def _matrix_of(done: list[Cell], mutants: list[Mutant], engines: list[str]) -> Matrix:
+    baseline = {c.engine: c for c in done if c.mutant is None}
+    cells = {(c.mutant, c.engine): c for c in done if c.mutant is not None}
+    ordered = {(m.name, e): cells.get((m.name, e)) or _not_run(m.name, e)
+               for m in mutants for e in engines}
+    return Matrix(list(engines), [m.name for m in mutants], baseline, ordered)
+
+
 def run_matrix(mutants: list[Mutant], engines: list[str], quick: bool, timeout: float,
-               workers: int = 2, progress: Callable[[int, int, Cell], None] | None = None
-               ) -> Matrix:
-    """The kill matrix of `mutants` x `engines`, at most `workers` runs at a time."""
+               workers: int = 2, progress: Callable[[int, int, Cell], None] | None = None,
+               client=None, first_kill: bool = False) -> Matrix:
+    """The kill matrix of `mutants` x `engines`: on the Dask `client`'s cluster when given,
+    else in this machine's pool of at most `workers` forked runs at a time."""
+    plan = Plan(mutants, engines, first_kill)
+    if client is not None:
+        done = _run_on_dask(client, plan, quick, timeout, progress)
+    else:
+        done = _run_in_pool(plan, quick, timeout, workers, progress)
+    return _matrix_of(done, mutants, engines)
+
+
+def _run_on_dask(client, plan: Plan, quick: bool, timeout: float,
+                 progress: Callable[[int, int, Cell], None] | None) -> list[Cell]:
+    """Each cell a task (`isolated`), results taken as they finish. A task whose worker died
+    more than the cluster allows is a CRASHED cell, as is any error the task raised."""
+    from distributed import as_completed
+    from distributed.scheduler import KilledWorker
+
+    from purgecheck.cluster import malloc_environment
+
+    which: dict = {}  # future -> (mutant, engine)
+    env = malloc_environment()
+
+    def submit(tasks: list[Task]) -> list:
+        futures = [client.submit(isolated, m, e, quick, timeout, env, plan.first_kill,
+                                 pure=False)
+                   for m, e in tasks]
+        which.update(zip(futures, tasks))
+        return futures
+
+    done: list[Cell] = []
+    pending = as_completed(submit(plan.initial()))
+    for future in pending:
+        m, e = which.pop(future)
+        name = m.name if m else None
+        try:
+            cell = future.result()
+        except KilledWorker as err:
+            cell = Cell(name, e, CRASHED, note=f"the {err.allowed_failures + 1} workers that ran "
+                        f"it died (the run killed its worker, or it ran out of memory)")
+        except Exception as err:  # noqa: BLE001 - the task failed outside the run
+            cell = Cell(name, e, CRASHED, note=f"{type(err).__name__}: {err}"[:300])
+        done.append(cell)
+        for f in submit(plan.after(cell)):
+            pending.add(f)
+        if progress:
+            progress(len(done), plan.total(len(done), pending.count()), cell)
+    return done
+
+
+def _run_in_pool(plan: Plan, quick: bool, timeout: float, workers: int,
+                 progress: Callable[[int, int, Cell], None] | None) -> list[Cell]:
+    """The home-made pool: a forked child per cell, at most `workers` at a time."""
     ctx = multiprocessing.get_context("fork")
-    tasks = deque([(None, e) for e in engines] + [(m, e) for m in mutants for e in engines])
-    total = len(tasks)
+    tasks = deque(plan.initial())
     running: dict = {}  # connection -> (process, mutant, engine, start)
     done: list[Cell] = []
 
@@ -139,14 +361,16 @@ def run_matrix(mutants: list[Mutant], engines: list[str], quick: bool, timeout: 
             _kill(proc)
             proc.join()
         done.append(cell)
+        tasks.extend(plan.after(cell))
         if progress:
-            progress(len(done), total, cell)
+            progress(len(done), plan.total(len(done), len(tasks) + len(running)), cell)
 
     while tasks or running:
         while tasks and len(running) < workers:
             m, e = tasks.popleft()
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(m, e, quick, send), daemon=True)
+            proc = ctx.Process(target=_child, args=(m, e, quick, send, plan.first_kill),
+                               daemon=True)
             proc.start()
             send.close()
             running[recv] = (proc, m, e, time.monotonic())
@@ -166,7 +390,4 @@ def run_matrix(mutants: list[Mutant], engines: list[str], quick: bool, timeout: 
                 _kill(proc)
                 finish(conn, Cell(name, e, TIMEOUT, time.monotonic() - start,
                                   note=f"no answer within {timeout:g} s; killed"))
-    baseline = {c.engine: c for c in done if c.mutant is None}
-    cells = {(c.mutant, c.engine): c for c in done if c.mutant is not None}
-    ordered = {(m.name, e): cells[(m.name, e)] for m in mutants for e in engines}
-    return Matrix(list(engines), [m.name for m in mutants], baseline, ordered)
+    return done

@@ -10,15 +10,15 @@ import sys
 from dataclasses import asdict
 
 from purgecheck.reports import store
-from purgecheck.mutants.matrix import CRASHED, KILLED, SURVIVED, TIMEOUT, Matrix
+from purgecheck.mutants.matrix import CRASHED, KILLED, NOT_RUN, SURVIVED, TIMEOUT, Matrix
 
-STYLE = {KILLED: "green", SURVIVED: "dim", TIMEOUT: "yellow", CRASHED: "yellow"}
+STYLE = {KILLED: "green", SURVIVED: "dim", NOT_RUN: "dim", TIMEOUT: "yellow", CRASHED: "yellow"}
 
 
 def cell_text(verdict: str, seconds: float) -> str:
     if verdict == KILLED:
         return f"killed {seconds:.1f}s"
-    return verdict if verdict != SURVIVED else "."
+    return {SURVIVED: ".", NOT_RUN: "-"}.get(verdict, verdict)
 
 
 def print_matrix(matrix: Matrix, file=None) -> None:
@@ -65,6 +65,8 @@ def save_matrix(matrix: Matrix, quick: bool):
     old = store.load(store.MUTANTS) or {}
     cells = {(c["mutant"], c["engine"]): c for c in old.get("cells", [])}
     for c in matrix.cells.values():
+        if c.verdict == NOT_RUN:  # first-kill: the full matrix's word on it stays
+            continue
         cells[(c.mutant, c.engine)] = {**asdict(c), "date": date, "quick": quick}
     baseline = dict(old.get("baseline", {}))
     for e, c in matrix.baseline.items():

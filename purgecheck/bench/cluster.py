@@ -1,0 +1,136 @@
+"""Benchmark of the work on Dask (issue 19): the kill matrix's wall time in the home-made pool
+and on a Dask LocalCluster of 2 workers; fuzz campaign examples per second with 1 and 2
+workers; the split explorer's states per second with 1 and 2 workers, and the largest
+configuration it checks exhaustively within 60 s. Prints figures; asserts nothing.
+
+    .venv/bin/python -m purgecheck.bench.cluster            full sizes (about 15 minutes)
+    .venv/bin/python -m purgecheck.bench.cluster --tiny     what the test suite runs
+
+The full kill matrix (42 mutants x 7 engines) takes most of half an hour on 2 cores; the
+benchmark times every mutant against the three cheap engines (scenarios, validate, glibc),
+the same cells in both. Each Dask figure includes the cluster's start, given on its own row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from purgecheck.bench import Figure
+
+BENCH = "cluster"
+CHEAP_ENGINES = ("scenarios", "validate", "glibc")
+CAMPAIGN_SECONDS = {True: 2.0, False: 60.0}
+EXPLORER_LADDER = ("bare-1", "bare-2", "bare-3", "bare-4", "park-1-short", "park-1", "park-2",
+                   "park-3")
+EXPLORER_BUDGET = {True: 3.0, False: 60.0}
+
+
+def _started(workers: int):
+    """A LocalCluster of `workers`, and the seconds it took to start."""
+    from purgecheck.cluster import dask_client
+
+    t0 = time.perf_counter()
+    ctx = dask_client(workers=workers)
+    client = ctx.__enter__()
+    client.wait_for_workers(workers, timeout=120)
+    return ctx, client, time.perf_counter() - t0
+
+
+def kill_matrix(tiny: bool, client, start_s: float) -> list[Figure]:
+    from purgecheck.engines import load_engines
+    from purgecheck.mutants import MUTANTS
+    from purgecheck.mutants.matrix import run_matrix
+
+    load_engines()
+    mutants = [MUTANTS["age-lt-1"]] if tiny else list(MUTANTS.values())
+    engines = ["scenarios"] if tiny else list(CHEAP_ENGINES)
+    what = f"{len(mutants)} mutants x {', '.join(engines)}, quick budgets"
+    t0 = time.perf_counter()
+    pool = run_matrix(mutants, engines, quick=True, timeout=600, workers=2)
+    pool_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    dask = run_matrix(mutants, engines, quick=True, timeout=600, client=client)
+    dask_s = time.perf_counter() - t0
+    same = "the same verdicts" if _verdicts(pool) == _verdicts(dask) else \
+        "DIFFERENT verdicts (a real-thread engine's timing)"
+    return [Figure(BENCH, "kill matrix, home-made pool of 2: wall time", pool_s, "s", what),
+            Figure(BENCH, "kill matrix, Dask LocalCluster of 2: wall time", dask_s + start_s,
+                   "s", f"{what}; {same}; with the cluster's start ({start_s:.1f} s); "
+                        f"without it {dask_s:.1f} s")]
+
+
+def _verdicts(m) -> dict:
+    return {k: c.verdict for k, c in m.cells.items()}
+
+
+def campaign(tiny: bool, client, n: int) -> Figure:
+    from purgecheck.campaign import Job, run_campaign
+
+    jobs = [Job(m, "epoch", None) for m in ("page", "epoch", "park")]
+    camp = run_campaign(client, jobs, CAMPAIGN_SECONDS[tiny], base_seed=1, database=None,
+                        examples=10 if tiny else 50)
+    return Figure(BENCH, f"fuzz campaign, {n} worker{'s' if n > 1 else ''}: examples per "
+                         f"second", camp.examples_per_s, "examples/s",
+                  f"{camp.examples:,} examples in {camp.seconds:.1f} s; the page, epoch and "
+                  f"park machines under the epoch design, in turn")
+
+
+def explorer(tiny: bool, client, n: int) -> list[Figure]:
+    """States per second of the split explorer up the ladder, until a configuration is not
+    exhausted within the budget; the last one exhausted is the largest."""
+    from proofs.explorer_configs import CONFIGS
+    from purgecheck.explorer_cluster import explore_on
+
+    budget = EXPLORER_BUDGET[tiny]
+    out, largest = [], None
+    for name in EXPLORER_LADDER[:1] if tiny else EXPLORER_LADDER:
+        rep = explore_on(client, CONFIGS[name], time_limit=budget)
+        rate = rep.states / rep.seconds if rep.seconds else 0.0
+        out.append(Figure(BENCH, f"split explorer, {n} worker{'s' if n > 1 else ''}, {name}: "
+                                 f"states per second", rate, "states/s",
+                          f"{rep.states:,} states in {rep.seconds:.1f} s, "
+                          f"{'exhaustive' if rep.complete else 'NOT exhaustive'}"))
+        if not rep.complete:
+            break
+        largest = (name, rep)
+    if largest and n == 2:
+        name, rep = largest
+        out.append(Figure(BENCH, f"split explorer, 2 workers: largest configuration exhausted "
+                                 f"within {budget:g} s", rep.states, "states",
+                          f"{name} ({CONFIGS[name].describe()})"))
+    return out
+
+
+def figures(tiny: bool = False) -> list[Figure]:
+    """Every figure, on one cluster of 2 workers and then one of 1."""
+    out = []
+    for n in (2, 1):
+        ctx, client, start_s = _started(n)
+        try:
+            out.append(Figure(BENCH, f"Dask LocalCluster of {n}: start", start_s, "s", ""))
+            if n == 2:
+                out += kill_matrix(tiny, client, start_s)
+            out.append(campaign(tiny, client, n))
+            out += explorer(tiny, client, n)
+        finally:
+            ctx.__exit__(None, None, None)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tiny", action="store_true", help="the test suite's sizes")
+    args = ap.parse_args(argv)
+    print(f"cluster benchmark: {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.1f}", flush=True)
+    for f in figures(args.tiny):
+        print(f"{f.name:78} {f.value:>12,.1f} {f.unit:12} {f.note}", flush=True)
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
