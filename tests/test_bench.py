@@ -116,9 +116,15 @@ def test_fuzz_shares_add_up(tiny_figures):
             assert 1 <= figs[f"{m} machine, {d} driver: steps per example"] <= 10
 
 
-def test_make_bench_tiny_json(capsys):
+def test_make_bench_tiny_json(capsys, monkeypatch, tiny_figures):
     """`python -m purgecheck.bench --tiny --json`: valid JSON (no NaN), every benchmark
-    listed with its figures, none failed, and the machine's cores and load."""
+    listed with its figures, none failed, and the machine's cores and load. Each module's
+    `figures` gives what it gave the fixture (measured once above, not a second time: the
+    table's shape is under test here, the figures in test_figures_tiny)."""
+    for name in BENCHMARKS:
+        module = importlib.import_module(f"purgecheck.bench.{name}")
+        monkeypatch.setattr(module, "figures",
+                            lambda tiny, budget=None, _figs=tiny_figures[name]: list(_figs))
     assert bench_main(["--tiny", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["tiny"] is True and doc["failed"] == []

@@ -21,7 +21,7 @@ from purgecheck.bench import Figure
 
 BENCH = "cluster"
 CHEAP_ENGINES = ("scenarios", "validate", "glibc")
-CAMPAIGN_SECONDS = {True: 2.0, False: 60.0}
+CAMPAIGN_SECONDS = {True: 1.0, False: 60.0}
 EXPLORER_LADDER = ("bare-1", "bare-2", "bare-3", "bare-4", "park-1-short", "park-1", "park-2",
                    "park-3")
 EXPLORER_BUDGET = {True: 3.0, False: 60.0}
