@@ -1,0 +1,408 @@
+"""The assertions of the fork's real tests, as checks over a trace (model or C reference).
+
+Each check reads one trace (docs/trace-format.md) and returns what it found wrong. A trace is
+the same on both sides, so one check judges the model's run and the C reference's run of a
+named scenario alike: a scenario declares the checks its real test asserts
+(`Scenario.checks`), and `purgecheck/realtests.py` computes from them how much of each real
+test case is reproduced. The real tests are test/test-purge-holes.c and
+test/test-purge-holes-large.c of oven-sh/mimalloc (digest section 11); only what they assert is
+taken from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+MI_MAX_ALIGN_SIZE = 16  # every block the allocator hands out is aligned to this at least
+SWEEP_OPS = frozenset({"idle", "scavenge", "scavenger", "collect"})  # the idle path
+
+
+@dataclass
+class PageGeom:
+    """What a `page_new` event says about a page, and where its blocks lie in its region."""
+
+    block_size: int
+    reserved: int
+    unit: int
+    kind: str
+    offset: int  # first_block_offset of the configuration
+
+    def block_bytes(self, i: int) -> tuple[int, int]:
+        lo = self.offset + i * self.block_size
+        return lo, lo + self.block_size
+
+    def unit_base(self) -> int:
+        return self.offset - self.offset % self.unit
+
+    def units_of_block(self, i: int) -> range:
+        lo, hi = self.block_bytes(i)
+        base = self.unit_base()
+        return range((lo - base) // self.unit, (hi - 1 - base) // self.unit + 1)
+
+
+@dataclass
+class Observation:
+    """One observation point: after the op at `line` (0: the final one), every live page's
+    state and resident OS pages."""
+
+    line: int
+    op: str
+    states: dict[int, dict] = field(default_factory=dict)
+    resident: dict[int, set[int]] = field(default_factory=dict)
+    stats: dict | None = None  # the `holes_stats` event, when the producer writes one
+    live: dict[str, tuple[int, int]] = field(default_factory=dict)  # the script's live names
+
+
+class TraceView:
+    """A trace read once for the checks: pages, the script's names bound to blocks as the
+    trace shows them, and the observations."""
+
+    def __init__(self, header: dict, events: list[dict]) -> None:
+        self.config = header["config"]
+        self.os_page = self.config["os_page_size"]
+        self.events = events
+        self.pages: dict[int, PageGeom] = {}
+        self.observations: list[Observation] = []
+        self.live: dict[str, tuple[int, int]] = {}  # name -> (page, block), as the script has it
+        self.freed: dict[str, tuple[int, int]] = {}
+        self.problems: list[str] = []  # found while reading: aliasing, sizes, alignment
+        self.ops: list[dict] = []
+        self._read()
+
+    def _read(self) -> None:
+        live_blocks: set[tuple[int, int]] = set()
+        op: dict | None = None
+        obs: Observation | None = None
+        for ev in self.events:
+            kind = ev["ev"]
+            if kind == "op":
+                op, obs = ev, None
+                self.ops.append(ev)
+                continue
+            if kind == "page_new":
+                self.pages[ev["page"]] = PageGeom(ev["block_size"], ev["reserved"], ev["unit"],
+                                                  ev["page_kind"], self.config["first_block_offset"])
+            elif kind in ("page_state", "resident", "holes_stats"):
+                if obs is None:
+                    obs = Observation(op["line"] if op else 0, op["op"] if op else "",
+                                      live=dict(self.live))
+                    self.observations.append(obs)
+                if kind == "page_state":
+                    obs.states[ev["page"]] = ev
+                elif kind == "resident":
+                    obs.resident[ev["page"]] = {p for a, b in ev["runs"] for p in range(a, b)}
+                else:
+                    obs.stats = ev
+                continue
+            elif kind == "malloc" and op is not None:
+                blk = (ev["page"], ev["block"])
+                if blk in live_blocks:
+                    self.problems.append(f"line {op['line']}: block {blk[1]} of page {blk[0]} "
+                                         f"handed out while it is live (aliasing)")
+                live_blocks.add(blk)
+                if op["op"] in ("malloc", "zalloc"):
+                    name, size = op["args"]
+                    self._bind(name, blk, size, op)
+            elif kind == "realloc" and op is not None:
+                name, new, size = op["args"]
+                old = (ev["page"], ev["block"])
+                to = (ev.get("to_page", ev["page"]), ev.get("to_block", ev["block"]))
+                if to != old:
+                    live_blocks.discard(old)
+                self.live.pop(name, None)
+                self._bind(new, to, size, op)
+            elif kind == "free":
+                blk = (ev["page"], ev["block"])
+                live_blocks.discard(blk)
+                if op is not None and op["op"] == "free":
+                    name = op["args"][0]
+                    if self.live.get(name) == blk:
+                        self.freed[name] = self.live.pop(name)
+            elif kind == "retire":
+                gone = [n for n, (p, _) in self.live.items() if p == ev["page"]]
+                for n in gone:
+                    del self.live[n]
+                live_blocks = {b for b in live_blocks if b[0] != ev["page"]}
+            obs = None
+
+    def _bind(self, name: str, blk: tuple[int, int], size: int, op: dict) -> None:
+        geom = self.pages[blk[0]]
+        if geom.block_size < size:
+            self.problems.append(f"line {op['line']}: {name}: usable size {geom.block_size} < "
+                                 f"requested {size}")
+        lo, _ = geom.block_bytes(blk[1])
+        if lo % MI_MAX_ALIGN_SIZE:
+            self.problems.append(f"line {op['line']}: {name} at offset {lo} is not aligned to "
+                                 f"{MI_MAX_ALIGN_SIZE}")
+        self.live[name] = blk
+        self.freed.pop(name, None)
+
+    # -- what a block is at an observation ------------------------------------------------
+
+    def is_purged(self, obs: Observation, page: int, block: int) -> bool:
+        units = set(obs.states[page]["purged_units"])
+        return any(k in units for k in self.pages[page].units_of_block(block))
+
+    def os_pages_of(self, page: int, block: int) -> range:
+        lo, hi = self.pages[page].block_bytes(block)
+        return range(lo // self.os_page, (hi - 1) // self.os_page + 1)
+
+    def os_pages_inside(self, page: int, block: int) -> range:
+        lo, hi = self.pages[page].block_bytes(block)
+        return range(-(-lo // self.os_page), hi // self.os_page)
+
+    def final(self) -> Observation:
+        """The final observation; empty when no page was left to observe at the end."""
+        last = next((e for e in reversed(self.events) if e["ev"] != "end"), None)
+        if last is None or last["ev"] not in ("page_state", "resident", "holes_stats"):
+            return Observation(0, "", live=dict(self.live))
+        return self.observations[-1]
+
+    def events_in_ops(self, names: frozenset[str]) -> list[tuple[dict, dict]]:
+        """(op, event) for every event caused by an op named in `names`."""
+        out, op = [], None
+        for ev in self.events:
+            if ev["ev"] == "op":
+                op = ev
+            elif op is not None and op["op"] in names:
+                out.append((op, ev))
+        return out
+
+
+Check = Callable[[TraceView], list[str]]
+
+
+@dataclass(frozen=True)
+class CaseCheck:
+    name: str
+    statement: str  # what the real test asserts, in this project's words
+    fn: Check
+
+
+CHECKS: dict[str, CaseCheck] = {}
+
+
+def case_check(name: str, statement: str):
+    def wrap(fn: Check) -> Check:
+        CHECKS[name] = CaseCheck(name, statement, fn)
+        return fn
+    return wrap
+
+
+# -- data integrity ------------------------------------------------------------------------------
+
+@case_check("no-aliasing", "no block is handed out while it is live (no block handed out "
+            "twice, a live block never handed out again)")
+def _no_aliasing(v: TraceView) -> list[str]:
+    return [p for p in v.problems if "aliasing" in p]
+
+
+@case_check("usable-size", "the usable size of every block is at least what was asked for")
+def _usable(v: TraceView) -> list[str]:
+    return [p for p in v.problems if "usable size" in p]
+
+
+@case_check("aligned", f"every block is aligned to MI_MAX_ALIGN_SIZE ({MI_MAX_ALIGN_SIZE}), and "
+            "a block of an aligned size class keeps its alignment when it is taken back")
+def _aligned(v: TraceView) -> list[str]:
+    return [p for p in v.problems if "not aligned" in p]
+
+
+@case_check("survivors-intact", "at every observation every live block keeps every byte: "
+            "none of its units is discarded and every OS page of it is resident")
+def _survivors(v: TraceView) -> list[str]:
+    out = []
+    for obs in v.observations:
+        for name, (page, block) in obs.live.items():
+            if page not in obs.states:
+                continue
+            if v.is_purged(obs, page, block):
+                out.append(f"after line {obs.line}: live block {name} overlaps a discarded unit")
+            missing = [p for p in v.os_pages_of(page, block) if p not in obs.resident[page]]
+            if missing:
+                out.append(f"after line {obs.line}: live block {name} has OS pages {missing[:3]} "
+                           f"not resident")
+    return out[:5]
+
+
+# -- what a sweep discards -------------------------------------------------------------------------
+
+@case_check("freed-purged", "after the last sweep every block the script freed (and did not "
+            "take again) in a page that was walked is purged and none of its OS pages is "
+            "resident, where the block size is a multiple of the unit")
+def _freed_purged(v: TraceView) -> list[str]:
+    obs = v.final()
+    walked = {e["page"] for e in v.events if e["ev"] == "walk"}
+    out = []
+    for name, (page, block) in v.freed.items():
+        geom = v.pages[page]
+        if page not in obs.states or page not in walked or geom.block_size % geom.unit:
+            continue
+        if not v.is_purged(obs, page, block):
+            out.append(f"at the end: freed block {name} (page {page}, block {block}) is not purged")
+        elif any(p in obs.resident[page] for p in v.os_pages_inside(page, block)):
+            out.append(f"at the end: freed block {name} is purged but still resident")
+    if not walked:
+        out.append("no page was walked: the check would hold vacuously")
+    return out[:5]
+
+
+@case_check("something-purged", "the sweep discarded something (bytes and discard calls rose), "
+            "so the case cannot pass vacuously")
+def _something(v: TraceView) -> list[str]:
+    ok = [e for e in v.events if e["ev"] == "discard" and e["ok"]]
+    return [] if ok else ["no discard succeeded in the whole run"]
+
+
+@case_check("nothing-discarded", "with purging off nothing is discarded: no discard call, no "
+            "purged block, no discarded unformed tail")
+def _nothing(v: TraceView) -> list[str]:
+    out = [f"{e['ev']} of page {e['page']}" for e in v.events
+           if e["ev"] in ("discard", "discard_tail")]
+    for obs in v.observations:
+        out += [f"after line {obs.line}: page {p} has purged units" for p, s in obs.states.items()
+                if s["purged_units"] or s["discarded_bytes"]]
+    return out[:5]
+
+
+@case_check("reuse-rises", "a purged hole is taken back by an allocation: an unpurge that "
+            "reuses memory, and a block handed out from it")
+def _reuse(v: TraceView) -> list[str]:
+    reuses = [e for e in v.events if e["ev"] == "unpurge" and e["reuse"] and e["blocks"]]
+    taken = [e for e in v.events if e["ev"] == "malloc" and e["src"] == "unpurge"]
+    return [] if reuses and taken else ["no purged hole was taken back by an allocation"]
+
+
+@case_check("nothing-left-at-end", "at the end nothing is left discarded: no live page has a "
+            "purged unit, discarded bytes or blocks, or a discarded unformed tail")
+def _at_end(v: TraceView) -> list[str]:
+    obs = v.final()
+    out = [f"at the end: page {p} still has {s['discarded_bytes']} bytes in "
+           f"{len(s['purged_units'])} units discarded" for p, s in obs.states.items()
+           if s["purged_units"] or s["discarded_bytes"] or s["discarded_blocks"]]
+    if obs.stats is not None and (obs.stats["purged_bytes"] or obs.stats["unformed_bytes"]):
+        out.append(f"at the end: holes_stats still counts {obs.stats['purged_bytes']} bytes and "
+                   f"{obs.stats['unformed_bytes']} unformed bytes discarded")
+    return out
+
+
+@case_check("double-free-reported", "a free of a block that is not live (a purged one "
+            "included) is reported as a double free and changes nothing")
+def _double_free(v: TraceView) -> list[str]:
+    out: list[str] = []
+    freed: set[str] = set()
+    again: dict | None = None  # the op that frees a name freed before, until its events end
+    reported = False
+
+    def close() -> None:
+        if again is not None and not reported:
+            out.append(f"line {again['line']}: a second free of {again['args'][0]} was not "
+                       f"reported")
+
+    for ev in v.events:
+        if ev["ev"] == "op":
+            close()
+            again, reported = None, False
+            if ev["op"] == "free" and ev["args"][0] in freed:
+                again = ev
+            elif ev["op"] in ("malloc", "zalloc"):
+                freed.discard(ev["args"][0])
+            elif ev["op"] == "free":
+                freed.add(ev["args"][0])
+        elif ev["ev"] == "double_free":
+            reported = True
+        elif ev["ev"] == "free" and again is not None:
+            out.append(f"line {again['line']}: a second free of {again['args'][0]} was taken")
+    close()
+    if not any(e["ev"] == "double_free" for e in v.events):
+        out.append("no double free in the run: the check would hold vacuously")
+    return out
+
+
+@case_check("idle-never-unpurges", "the collect and the sweeps of the idle path never take a "
+            "purged hole back (only the allocation path unpurges)")
+def _idle_unpurge(v: TraceView) -> list[str]:
+    return [f"line {op['line']} ({op['op']}): unpurge of units [{ev['k0']}, {ev['k1']}) of page "
+            f"{ev['page']}" for op, ev in v.events_in_ops(SWEEP_OPS)
+            if ev["ev"] == "unpurge" and ev["reuse"]]
+
+
+# -- the sweep's skip and the full sweep -------------------------------------------------------------
+
+@case_check("skip-unchanged", "a sweep that is not a full one skips a page that nothing changed "
+            "since its last complete walk (no blocks visited, no discard), and walks it again "
+            "once a block was freed or taken; a full sweep walks every eligible page")
+def _skip(v: TraceView) -> list[str]:
+    out = []
+    changed: dict[int, bool] = {}
+    full = False
+    for ev in v.events:
+        kind = ev["ev"]
+        if kind == "sweep_begin":
+            full = ev["full"]
+        elif kind in ("malloc", "free", "extend", "unpurge", "realloc"):
+            changed[ev["page"]] = True
+        elif kind == "walk":
+            changed[ev["page"]] = not ev["complete"]
+        elif kind == "sweep_page" and ev["outcome"] in ("unchanged", "walked", "incomplete"):
+            page, outcome = ev["page"], ev["outcome"]
+            expect_skip = not full and not changed.get(page, True)
+            if outcome == "unchanged" and not expect_skip:
+                out.append(f"page {page}: skipped although {'the sweep is full' if full else 'it changed since its last walk'}")
+            if outcome != "unchanged" and expect_skip:
+                out.append(f"page {page}: walked again although nothing changed since its last "
+                           f"walk")
+    if not any(e["ev"] == "sweep_page" and e["outcome"] == "unchanged" for e in v.events):
+        out.append("no sweep skipped a page: the check would hold vacuously")
+    return out[:5]
+
+
+@case_check("full-sweep-finds-hole", "a full sweep (every purge_holes_full_every-th) walks a "
+            "page the skip left alone and discards the hole the skip hid")
+def _full(v: TraceView) -> list[str]:
+    full, found = False, False
+    for ev in v.events:
+        if ev["ev"] == "sweep_begin":
+            full = ev["full"]
+        elif ev["ev"] == "discard" and full and ev["ok"]:
+            found = True
+    return [] if found else ["no full sweep discarded anything"]
+
+
+# -- the unformed tail ------------------------------------------------------------------------------
+
+@case_check("tail-life", "the unformed tail is discarded strictly inside [capacity, reserved), "
+            "brought back before a block is formed in it, and none is left once the page is "
+            "fully formed or gone")
+def _tail(v: TraceView) -> list[str]:
+    out, capacity, tail = [], {}, {}
+    for ev in v.events:
+        kind = ev["ev"]
+        if kind == "extend":
+            if tail.get(ev["page"]):
+                out.append(f"page {ev['page']}: blocks formed in a discarded tail without a reuse")
+            capacity[ev["page"]] = ev["first"] + ev["count"]
+        elif kind == "discard_tail" and ev["ok"]:
+            g = v.pages[ev["page"]]
+            lo = g.block_bytes(capacity.get(ev["page"], 0))[0]
+            hi = g.block_bytes(g.reserved)[0]
+            if ev["addr"] < lo or ev["addr"] + ev["size"] > hi or ev["addr"] % v.os_page:
+                out.append(f"page {ev['page']}: tail discard [{ev['addr']}, "
+                           f"{ev['addr'] + ev['size']}) outside the unformed [{lo}, {hi})")
+            tail[ev["page"]] = True
+        elif kind in ("reuse_tail", "retire"):
+            tail[ev["page"]] = False
+    if not any(e["ev"] == "discard_tail" and e["ok"] for e in v.events):
+        out.append("no unformed tail was discarded: the check would hold vacuously")
+    final = v.final()
+    for p, s in final.states.items():
+        if s["capacity"] == s["reserved"] and tail.get(p):
+            out.append(f"page {p} is fully formed and still has a discarded tail")
+    return out[:5]
+
+
+def run_checks(names: tuple[str, ...], header: dict, events: list[dict]) -> dict[str, list[str]]:
+    """{check: what it found wrong} for the named checks over one trace."""
+    view = TraceView(header, events)
+    return {name: CHECKS[name].fn(view) for name in names}

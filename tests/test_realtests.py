@@ -1,0 +1,94 @@
+"""The real tests' cases beside the scenarios (purgecheck/realtests.py) and the checks that
+state their assertions over a trace (purgecheck/casechecks.py): each declared check holds on the
+model's and the C reference's trace of its scenario, each is broken by a named mutant, and the
+status of a case follows from what its scenario checks.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from purgecheck.casechecks import CHECKS, run_checks
+from purgecheck.formats.trace import model_trace
+from purgecheck.mutants import MUTANTS, applied
+from purgecheck.realtests import CASES, RealCase, assess, real_tests_page, run_scenario_checks
+from purgecheck.scenarios import SCENARIOS
+
+from test_reference_c import built, driver  # noqa: F401 (the C build and its driver, as fixtures)
+
+CHECKED = [name for name, sc in SCENARIOS.items() if sc.checks]
+
+
+def test_every_declared_check_exists():
+    for name, sc in SCENARIOS.items():
+        unknown = [c for c in sc.checks if c not in CHECKS]
+        assert not unknown, f"scenario {name} declares unknown checks {unknown}"
+
+
+def test_every_case_names_a_scenario_that_exists_or_says_why_not():
+    for case in CASES:
+        if case.scenario is None:
+            assert case.unmodelled or case.out_of_scope, case.name
+    names = [(c.source, c.name) for c in CASES]
+    assert len(names) == len(set(names))
+
+
+@pytest.mark.parametrize("name", CHECKED)
+def test_declared_checks_hold_on_the_model_and_on_c(name, driver):
+    results = run_scenario_checks({name}, driver)[name]
+    for engine, found in results.items():
+        bad = {c: p for c, p in found.items() if p}
+        assert not bad, f"{name} on {engine}: {bad}"
+
+
+# -- the status is computed -------------------------------------------------------------------
+
+def _case(scenario: str | None, asserts: tuple[str, ...]) -> RealCase:
+    return RealCase("test", "case", "", "", asserts, scenario)
+
+
+def test_status_full_partial_missing_follow_the_results():
+    sc = SCENARIOS["heap-destroy"]
+    held = {c: [] for c in sc.checks}
+    full = assess(_case(sc.name, sc.checks), {sc.name: {"model": held, "C": held}})
+    assert full.status == "FULL" and full.engines == ("model", "C")
+    # one check fails on C: PARTIAL, and it says which
+    broken = {**held, sc.checks[0]: ["broken"]}
+    part = assess(_case(sc.name, sc.checks), {sc.name: {"model": held, "C": broken}})
+    assert part.status == "PARTIAL" and f"fails on C: {sc.checks[0]}" in part.missing
+    assert part.checked == ()
+    # an assertion the scenario does not declare: PARTIAL, named
+    more = assess(_case(sc.name, sc.checks + ("aligned",)), {sc.name: {"model": held, "C": held}})
+    assert more.status == "PARTIAL" and "not checked: aligned" in more.missing
+    # not run on C
+    model_only = assess(_case(sc.name, sc.checks), {sc.name: {"model": held}})
+    assert model_only.status == "PARTIAL" and "not run on C" in model_only.missing
+    # no scenario
+    assert assess(_case("no-such-scenario", ("aligned",)), {}).status == "MISSING"
+
+
+def test_the_page_lists_every_case():
+    from purgecheck.realtests import Assessment
+    page = real_tests_page([Assessment(c, "MISSING", (), (), "x") for c in CASES])
+    for c in CASES:
+        assert f"| {c.name} |" in page
+
+
+# -- every check can fail: a named mutant breaks it, on the model and on C ----------------------
+
+KILLS = [
+    ("double-free-reported", "double-free-purged", "double-free-absorbed"),
+    ("survivors-intact", "double-free-purged", "unit-next-to-live"),
+]
+
+
+@pytest.mark.parametrize("check,scenario,mutant", KILLS)
+def test_a_mutant_breaks_the_check(check, scenario, mutant, driver):
+    sc = SCENARIOS[scenario]
+    m = MUTANTS[mutant]
+    with applied(m):
+        header, events = model_trace(sc.ops(), sc.options)
+    assert run_checks((check,), header, events)[check], f"model under {mutant}"
+    if m.c_switch:
+        header, events = driver.run(sc.build(), sc.options, mutant=mutant)
+        assert run_checks((check,), header, events)[check], f"C under {mutant}"
