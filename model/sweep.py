@@ -70,8 +70,10 @@ def mi_page_purge_holes(world, page: Page, thread: ThreadState, ctx: SweepContex
         return _done(page, HELD)
     mi_page_purge_unformed_tail(page)
     if not mi_page_can_purge_holes(page.geom):
+        page.mem.holes.ineligible_pages += 1
         return _done(page, INELIGIBLE)
     if not ctx.full and page.swept_state == encode_walked(page.capacity, page.used):
+        page.mem.holes.pages_skipped += 1
         return _done(page, UNCHANGED)
     state_before = page.swept_state
     page.sweeping = True

@@ -252,7 +252,12 @@ def _freed_purged(v: TraceView) -> list[str]:
             "so the case cannot pass vacuously")
 def _something(v: TraceView) -> list[str]:
     ok = [e for e in v.events if e["ev"] == "discard" and e["ok"]]
-    return [] if ok else ["no discard succeeded in the whole run"]
+    out = [] if ok else ["no discard succeeded in the whole run"]
+    stats = v.final().stats
+    if stats is not None and (stats["purged_bytes_total"] <= 0 or stats["discard_calls"] <= 0):
+        out.append(f"holes_stats: {stats['purged_bytes_total']} bytes discarded in "
+                   f"{stats['discard_calls']} calls")
+    return out
 
 
 @case_check("nothing-discarded", "with purging off nothing is discarded: no discard call, no "
@@ -326,6 +331,54 @@ def _idle_unpurge(v: TraceView) -> list[str]:
     return [f"line {op['line']} ({op['op']}): unpurge of units [{ev['k0']}, {ev['k1']}) of page "
             f"{ev['page']}" for op, ev in v.events_in_ops(SWEEP_OPS)
             if ev["ev"] == "unpurge" and ev["reuse"]]
+
+
+@case_check("stats-agree", "the process-wide counters (holes_stats) agree with what the trace "
+            "shows: discard calls, reuse calls, bytes discarded now, unformed bytes, skipped "
+            "and ineligible pages")
+def _stats(v: TraceView) -> list[str]:
+    out: list[str] = []
+    want = {"discard_calls": 0, "reuse_calls": 0, "pages_skipped": 0, "ineligible_pages": 0,
+            "unformed_bytes": 0}
+    tail: dict[int, int] = {}
+    units: dict[int, int] = {}  # discarded units per page, as page_state shows them
+    retired: set[int] = set()
+    for ev in v.events:
+        kind = ev["ev"]
+        if kind in ("discard", "discard_tail"):
+            want["discard_calls"] += 1
+            if kind == "discard_tail" and ev["ok"]:
+                want["unformed_bytes"] += ev["size"] - tail.get(ev["page"], 0)
+                tail[ev["page"]] = ev["size"]
+        elif kind == "unpurge" and ev["reuse"]:
+            want["reuse_calls"] += 1
+        elif kind == "reuse_tail":
+            want["reuse_calls"] += 1
+            want["unformed_bytes"] -= tail.pop(ev["page"], 0)
+        elif kind == "unpurge_all":
+            gone = tail.pop(ev["page"], 0)
+            want["reuse_calls"] += len(ev["runs"]) + (gone > 0)
+            want["unformed_bytes"] -= gone
+        elif kind == "retire":
+            retired.add(ev["page"])
+            units.pop(ev["page"], None)
+        elif kind == "sweep_page" and ev["outcome"] in ("unchanged", "ineligible"):
+            want["pages_skipped" if ev["outcome"] == "unchanged" else "ineligible_pages"] += 1
+        elif kind == "page_state":
+            units[ev["page"]] = len(ev["purged_units"]) * ev["unit"]
+        elif kind == "holes_stats":
+            for key, value in want.items():
+                if ev[key] != value:
+                    out.append(f"holes_stats says {key} {ev[key]}, the trace shows {value}")
+            shown = sum(units.values())
+            if ev["purged_bytes"] != shown:
+                out.append(f"holes_stats says {ev['purged_bytes']} bytes discarded now, the "
+                           f"pages' discarded units make {shown}")
+            if ev["purged_bytes_total"] < ev["purged_bytes"]:
+                out.append("holes_stats: fewer bytes ever discarded than discarded now")
+    if not any(e["ev"] == "holes_stats" for e in v.events):
+        out.append("the trace has no holes_stats event")
+    return out[:5]
 
 
 # -- the sweep's skip and the full sweep -------------------------------------------------------------

@@ -122,9 +122,14 @@ const char *mi_page_purge_holes(mi_page_t *p, mi_tld_t *t, const mi_sweep_ctx_t 
         return sweep_done(p, "held");
     }
     mi_page_purge_unformed_tail(p);
-    if (!mi_page_can_purge_holes(&p->geom)) return sweep_done(p, "ineligible");
-    if (!ctx->full && p->swept_state == (((uint64_t)p->capacity << 32) | (uint64_t)p->used))
+    if (!mi_page_can_purge_holes(&p->geom)) {
+        atomic_fetch_add(&mi_world->holes.ineligible_pages, 1);
+        return sweep_done(p, "ineligible");
+    }
+    if (!ctx->full && p->swept_state == (((uint64_t)p->capacity << 32) | (uint64_t)p->used)) {
+        atomic_fetch_add(&mi_world->holes.pages_skipped, 1);
         return sweep_done(p, "unchanged");
+    }
     p->sweeping = true;
     mi_walk_result_t r = mi_page_purge_holes_walk(p);
     p->sweeping = false;

@@ -79,6 +79,8 @@ def test_the_page_lists_every_case():
 KILLS = [
     ("double-free-reported", "double-free-purged", "double-free-absorbed"),
     ("survivors-intact", "double-free-purged", "unit-next-to-live"),
+    ("nothing-left-at-end", "heap-destroy", "unpurge-all-skipped"),
+    ("stats-agree", "every-third", "accounting-skipped"),
 ]
 
 
@@ -92,3 +94,12 @@ def test_a_mutant_breaks_the_check(check, scenario, mutant, driver):
     if m.c_switch:
         header, events = driver.run(sc.build(), sc.options, mutant=mutant)
         assert run_checks((check,), header, events)[check], f"C under {mutant}"
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_the_counters_agree_with_the_trace_in_every_scenario(name):
+    """holes_stats (model/stats.py) against the events of the same trace; the C reference's
+    counters are compared with the model's by `diff` (tests/test_reference_c.py)."""
+    sc = SCENARIOS[name]
+    header, events = model_trace(sc.ops(), sc.options)
+    assert run_checks(("stats-agree",), header, events)["stats-agree"] == []
