@@ -51,7 +51,8 @@ class Observation:
     states: dict[int, dict] = field(default_factory=dict)
     resident: dict[int, set[int]] = field(default_factory=dict)
     stats: dict | None = None  # the `holes_stats` event, when the producer writes one
-    live: dict[str, tuple[int, int]] = field(default_factory=dict)  # the script's live names
+    # the script's live names whose bytes the program wrote (a zalloc's are zero pages)
+    live: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 class TraceView:
@@ -67,6 +68,7 @@ class TraceView:
         self.live: dict[str, tuple[int, int]] = {}  # name -> (page, block), as the script has it
         self.freed: dict[str, tuple[int, int]] = {}
         self.problems: list[str] = []  # found while reading: aliasing, sizes, alignment
+        self.unwritten: set[str] = set()  # live names from a zalloc: the program wrote nothing
         self.ops: list[dict] = []
         self._read()
 
@@ -86,7 +88,8 @@ class TraceView:
             elif kind in ("page_state", "resident", "holes_stats"):
                 if obs is None:
                     obs = Observation(op["line"] if op else 0, op["op"] if op else "",
-                                      live=dict(self.live))
+                                      live={n: b for n, b in self.live.items()
+                                            if n not in self.unwritten})
                     self.observations.append(obs)
                 if kind == "page_state":
                     obs.states[ev["page"]] = ev
@@ -104,6 +107,8 @@ class TraceView:
                 if op["op"] in ("malloc", "zalloc"):
                     name, size = op["args"]
                     self._bind(name, blk, size, op)
+                    if op["op"] == "zalloc":
+                        self.unwritten.add(name)
             elif kind == "realloc" and op is not None:
                 name, new, size = op["args"]
                 old = (ev["page"], ev["block"])
@@ -137,6 +142,7 @@ class TraceView:
                                  f"{MI_MAX_ALIGN_SIZE}")
         self.live[name] = blk
         self.freed.pop(name, None)
+        self.unwritten.discard(name)
 
     # -- what a block is at an observation ------------------------------------------------
 
@@ -224,6 +230,72 @@ def _survivors(v: TraceView) -> list[str]:
                 out.append(f"after line {obs.line}: live block {name} has OS pages {missing[:3]} "
                            f"not resident")
     return out[:5]
+
+
+@case_check("zalloc-zero", "a zalloc that takes a purged block back zeroes all of it (a "
+            "discard never sets free_is_zero): every OS page of the block is written")
+def _zalloc_zero(v: TraceView) -> list[str]:
+    out, pending, op = [], [], None
+    for ev in v.events:
+        kind = ev["ev"]
+        if kind == "op":
+            op = ev
+        elif kind == "malloc" and op is not None and op["op"] == "zalloc" \
+                and ev["src"] == "unpurge":
+            pending.append((op["args"][0], ev["page"], ev["block"]))
+        elif kind == "resident" and pending:
+            runs = {p for a, b in ev["runs"] for p in range(a, b)}
+            for name, page, block in [x for x in pending if x[1] == ev["page"]]:
+                if any(p not in runs for p in v.os_pages_of(page, block)):
+                    out.append(f"zalloc {name} (block {block} of page {page}, a purged one) "
+                               f"was not zeroed in full")
+                pending.remove((name, page, block))
+    if not any(e["ev"] == "malloc" and e["src"] == "unpurge" and e["zero"] for e in v.events):
+        out.append("no zalloc took a purged block: the check would hold vacuously")
+    return out[:5]
+
+
+@case_check("unit-rule", "the unit of a small or medium page is the OS page; a large page's "
+            "is a power-of-two multiple of it for which the block area needs at most 256 bits "
+            "and half of which would need more; the bitmap's base covers the first block")
+def _unit_rule(v: TraceView) -> list[str]:
+    out = []
+    for pid, g in v.pages.items():
+        if g.reserved <= 1:
+            continue  # a huge page has no bitmap to speak of
+        end = g.offset + g.reserved * g.block_size
+
+        def bits(unit: int) -> int:
+            return -(-(end - (g.offset - g.offset % unit)) // unit)
+
+        unit = g.unit
+        if g.kind in ("small", "medium") and unit != v.os_page:
+            out.append(f"page {pid} ({g.kind}): unit {unit}, the OS page is {v.os_page}")
+        if unit % v.os_page or unit & (unit - 1) or bits(unit) > 256:
+            out.append(f"page {pid}: unit {unit} needs {bits(unit)} bits")
+        elif unit > v.os_page and bits(unit // 2) <= 256:
+            out.append(f"page {pid}: unit {unit}, but {unit // 2} would do")
+        if g.unit_base() > g.offset or g.offset - g.unit_base() >= unit:
+            out.append(f"page {pid}: the base does not cover the first block")
+    if not any(g.kind == "large" for g in v.pages.values()):
+        out.append("no large page in the run: the check would hold vacuously")
+    return out
+
+
+@case_check("purged-grows", "each sweep after more frees discards more: the bytes discarded "
+            "now (holes_stats) rise at every idle sweep")
+def _purged_grows(v: TraceView) -> list[str]:
+    out, last = [], 0
+    for obs in v.observations:
+        if obs.op != "idle" or obs.stats is None:
+            continue
+        if obs.stats["purged_bytes"] <= last:
+            out.append(f"after line {obs.line}: {obs.stats['purged_bytes']} bytes discarded now, "
+                       f"{last} at the sweep before")
+        last = obs.stats["purged_bytes"]
+    if not any(o.op == "idle" for o in v.observations):
+        out.append("no idle sweep was observed")
+    return out
 
 
 # -- what a sweep discards -------------------------------------------------------------------------
@@ -383,32 +455,47 @@ def _stats(v: TraceView) -> list[str]:
 
 # -- the sweep's skip and the full sweep -------------------------------------------------------------
 
-@case_check("skip-unchanged", "a sweep that is not a full one skips a page that nothing changed "
-            "since its last complete walk (no blocks visited, no discard), and walks it again "
-            "once a block was freed or taken; a full sweep walks every eligible page")
+@case_check("skip-unchanged", "a sweep that is not a full one skips a page whose state is as "
+            "its last complete walk left it, (capacity, used) (no blocks visited, no discard), "
+            "and walks a page that changed; a full sweep skips nothing")
 def _skip(v: TraceView) -> list[str]:
-    out = []
-    changed: dict[int, bool] = {}
-    full = False
+    out: list[str] = []
+    seen: dict[int, dict] = {}  # each page's state at the last observation
+    touched: set[int] = set()  # pages something happened to since then
+    full, sweeping = False, {}
     for ev in v.events:
         kind = ev["ev"]
-        if kind == "sweep_begin":
+        if kind == "op":
+            sweeping = {}
+        elif kind == "sweep_begin":
             full = ev["full"]
-        elif kind in ("malloc", "free", "extend", "unpurge", "realloc"):
-            changed[ev["page"]] = True
-        elif kind == "walk":
-            changed[ev["page"]] = not ev["complete"]
+        elif kind in ("malloc", "free", "extend", "unpurge", "realloc", "reuse_tail"):
+            touched.add(ev["page"])
         elif kind == "sweep_page" and ev["outcome"] in ("unchanged", "walked", "incomplete"):
-            page, outcome = ev["page"], ev["outcome"]
-            expect_skip = not full and not changed.get(page, True)
-            if outcome == "unchanged" and not expect_skip:
-                out.append(f"page {page}: skipped although {'the sweep is full' if full else 'it changed since its last walk'}")
-            if outcome != "unchanged" and expect_skip:
-                out.append(f"page {page}: walked again although nothing changed since its last "
-                           f"walk")
+            page, before = ev["page"], seen.get(ev["page"])
+            sweeping[page] = ev["outcome"]
+            if ev["outcome"] == "unchanged" and full:
+                out.append(f"page {page}: a full sweep skipped it")
+            elif ev["outcome"] != "unchanged" and not full and page not in touched \
+                    and before is not None and before["swept_state"] == _walked(before):
+                out.append(f"page {page}: walked again although nothing changed since its "
+                           f"last walk")
+        elif kind in ("discard", "walk") and sweeping.get(ev["page"]) == "unchanged":
+            out.append(f"page {ev['page']}: a skipped page was walked")
+        elif kind == "page_state":
+            if sweeping.get(ev["page"]) == "unchanged" and ev["swept_state"] != _walked(ev):
+                out.append(f"page {ev['page']}: skipped although its state is not the walked "
+                           f"(capacity, used)")
+            seen[ev["page"]] = ev
+            touched.discard(ev["page"])
     if not any(e["ev"] == "sweep_page" and e["outcome"] == "unchanged" for e in v.events):
         out.append("no sweep skipped a page: the check would hold vacuously")
     return out[:5]
+
+
+def _walked(state: dict) -> int:
+    """Digest 3, step 5: the swept_state a complete walk leaves, (capacity << 32) | used."""
+    return (state["capacity"] << 32) | state["used"]
 
 
 @case_check("full-sweep-finds-hole", "a full sweep (every purge_holes_full_every-th) walks a "

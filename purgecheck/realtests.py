@@ -61,7 +61,9 @@ CASES: tuple[RealCase, ...] = (
              "a sweep",
              "another thread frees 3k+1 into the pages with holes; a sweep; the other thread "
              "frees the rest; a collect",
-             ("something-purged", "freed-purged", "survivors-intact"), "xthread-idle"),
+             ("purged-grows", "survivors-intact", "pages-freed-with-holes"), "xthread-idle",
+             unmodelled="the pages left all free on xthread_free are not given back: the model "
+                         "has no forced collect (mi_collect(true)) that frees them"),
     RealCase(LARGE, "realloc", "16 blocks of the middle class, odd ones freed; a sweep",
              "each even block: shrink by 4 KiB (in place), grow to twice, shrink to half, a "
              "sweep after each",

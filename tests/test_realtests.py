@@ -103,3 +103,30 @@ def test_the_counters_agree_with_the_trace_in_every_scenario(name):
     sc = SCENARIOS[name]
     header, events = model_trace(sc.ops(), sc.options)
     assert run_checks(("stats-agree",), header, events)["stats-agree"] == []
+
+
+# -- the real tests' full sizes (the named scenarios run smaller ones) ----------------------------
+
+def _full_sizes():
+    from purgecheck import realscenarios as rs
+    return {"churn": (rs.churn_script(20_000), SCENARIOS["churn"]),
+            "survivors-small": (rs.survivors_script(rs.SURVIVORS), SCENARIOS["survivors-small"]),
+            "lifecycle-small": (rs.lifecycle_script(512), SCENARIOS["lifecycle-small"]),
+            "abandoned-small": (rs.abandoned_small_script(256), SCENARIOS["abandoned-small"])}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["churn", "survivors-small", "lifecycle-small", "abandoned-small"])
+def test_the_real_sizes_hold_on_the_model_and_on_c(name, driver):
+    """The real test's counts (churn: 20,000 steps, a sweep every 97): the scenario's checks on
+    both traces, and the traces equal."""
+    from purgecheck.conformance import compare
+    from purgecheck.formats.ops import parse_script
+
+    text, sc = _full_sizes()[name]
+    model = model_trace(parse_script(text), sc.options)
+    c = driver.run(text, sc.options)
+    for engine, (header, events) in (("model", model), ("C", c)):
+        bad = {k: v for k, v in run_checks(sc.checks, header, events).items() if v}
+        assert not bad, f"{name} at the real size on {engine}: {bad}"
+    assert compare(*model, *c) is None
