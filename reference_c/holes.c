@@ -205,7 +205,8 @@ int64_t mi_page_unpurge_range(mi_page_t *p, int64_t k0, int64_t k1, bool reuse) 
 int64_t mi_page_unpurge_run(mi_page_t *p) {
     int64_t (*runs)[2] = xcalloc(p->bits * (int64_t)sizeof *runs);
     int64_t n = compute_runs(p, NULL, runs), back = 0;
-    if (n) back = mi_page_unpurge_range(p, runs[0][0], runs[0][1], true);
+    if (n) back = mi_page_unpurge_range(p, runs[0][0], runs[0][1],
+                                        mi_mutant != M_UNPURGE_WITHOUT_REUSE);
     free(runs);
     return back;
 }
@@ -237,7 +238,8 @@ void mi_page_unpurge_all(mi_page_t *p) {
 /* The OS-page-aligned byte range wholly inside the unformed tail [capacity, reserved). */
 static void compute_unformed_tail(const mi_page_t *p, int64_t *lo, int64_t *hi) {
     int64_t os = p->geom.os_page_size;
-    int64_t a = p->geom.offset + p->capacity * p->geom.block_size, b = mi_geom_area_end(&p->geom);
+    int64_t cap = p->capacity - (mi_mutant == M_TAIL_FROM_LAST_BLOCK && p->capacity > 0);
+    int64_t a = p->geom.offset + cap * p->geom.block_size, b = mi_geom_area_end(&p->geom);
     int64_t first = (a + os - 1) / os, last = b / os;
     if (last <= first) { *lo = *hi = 0; return; }
     *lo = first * os;
