@@ -298,6 +298,125 @@ def _purged_grows(v: TraceView) -> list[str]:
     return out
 
 
+# -- the hold: a large page in use keeps its free blocks (seed 000, change (2)) ---------------------
+
+@case_check("hold-first-keeps", "nothing of a large page goes at a sweep in the epoch of its "
+            "last allocation or the one after (the first sweep after the allocations and a "
+            "second right after take nothing); a page left alone for a whole epoch goes at "
+            "the next sweep that can walk it")
+def _hold_first_keeps(v: TraceView) -> list[str]:
+    out: list[str] = []
+    stamp: dict[int, int] = {}  # page -> epoch of its last allocation (its stamp)
+    epoch, in_sweep = None, False
+    if v.config["interval_ms"] <= 0:
+        return ["the hold is off (interval 0): the check would hold vacuously"]
+    for ev in v.events:
+        kind = ev["ev"]
+        if kind == "op":
+            in_sweep = ev["op"] in SWEEP_OPS
+        elif kind == "stamp":
+            stamp[ev["page"]] = ev["epoch"]
+        elif kind in ("sweep_begin", "park_sweep"):
+            epoch = ev["epoch"]
+        elif kind == "walk" and in_sweep:
+            stamp.pop(ev["page"], None) if ev["complete"] else None
+        elif kind == "discard" and in_sweep and ev["page"] in stamp and epoch is not None \
+                and (epoch - stamp[ev["page"]]) % (1 << 32) < 2:
+            out.append(f"page {ev['page']} (allocated from in epoch {stamp[ev['page']]}) lost "
+                       f"units [{ev['k0']}, {ev['k1']}) at a sweep in epoch {epoch}")
+        elif kind == "sweep_page" and ev["outcome"] == "held" and ev["page"] in stamp \
+                and epoch is not None and (epoch - stamp[ev["page"]]) % (1 << 32) >= 2:
+            out.append(f"page {ev['page']} held at epoch {epoch}, two or more after its last "
+                       f"allocation in epoch {stamp[ev['page']]}")
+    if not any(e["ev"] == "sweep_page" and e["outcome"] == "held" for e in v.events):
+        out.append("no sweep held a page: the check would hold vacuously")
+    return out[:5]
+
+
+@case_check("held-says-pending", "_pending says so after a sweep that left free blocks of a "
+            "held page, and not after one that left none")
+def _held_pending(v: TraceView) -> list[str]:
+    out: list[str] = []
+    left: dict[int, bool] = {}  # thread -> its last idle sweep held a page with free blocks
+    held: set[int] = set()
+    thread = None
+    for ev in v.events:
+        kind = ev["ev"]
+        if kind == "op":
+            thread = ev["thread"] if ev["op"] == "idle" else None
+            held = set()
+        elif kind == "sweep_page" and thread is not None and ev["outcome"] == "held":
+            held.add(ev["page"])
+        elif kind == "page_state" and thread is not None and ev["page"] in held:
+            if ev["free"] or ev["local_free"] or ev["xthread_free"]:
+                left[thread] = True
+        elif kind == "pending":
+            want = left.get(ev["thread"], False)
+            if ev["value"] != want:
+                out.append(f"pending of thread {ev['thread']} is {ev['value']}; its last sweep "
+                           f"{'held' if want else 'held no'} free blocks")
+        if kind == "op" and ev["op"] == "idle":
+            left[ev["thread"]] = False
+    if not any(e["ev"] == "pending" and e["value"] for e in v.events):
+        out.append("no pending was true: the check would hold vacuously")
+    return out[:5]
+
+
+@case_check("park-first-keeps", "the first sweep of a park, right after the allocations, takes "
+            "nothing of a large page and does not mark the park done")
+def _park_first(v: TraceView) -> list[str]:
+    out: list[str] = []
+    parked: dict[int, bool] = {}  # thread -> its first park sweep is still to come
+    large = {p for p, g in v.pages.items() if g.kind == "large"}
+    waiting_discards: list[dict] = []
+    for ev in v.events:
+        kind = ev["ev"]
+        if kind == "park":
+            parked[ev["thread"]] = True
+        elif kind == "unpark":
+            parked.pop(ev["thread"], None)
+        elif kind == "discard" and ev["page"] in large and any(parked.values()):
+            waiting_discards.append(ev)
+        elif kind == "park_sweep":
+            if parked.get(ev["thread"]):
+                if ev["done"]:
+                    out.append(f"the first sweep of thread {ev['thread']}'s park marked it done")
+                if waiting_discards:
+                    out.append(f"the first sweep of thread {ev['thread']}'s park discarded "
+                               f"units of page {waiting_discards[0]['page']}")
+                parked[ev["thread"]] = False
+            waiting_discards = []
+    if not any(e["ev"] == "park_sweep" for e in v.events):
+        out.append("no park was swept: the check would hold vacuously")
+    return out[:5]
+
+
+@case_check("park-done-in-2-3", "a park is swept two or three times, then it is done and not "
+            "swept again while the thread stays parked")
+def _park_done(v: TraceView) -> list[str]:
+    out: list[str] = []
+    sweeps: dict[int, int] = {}
+    done: dict[int, bool] = {}
+    for ev in v.events:
+        kind = ev["ev"]
+        if kind == "park":
+            sweeps[ev["thread"]], done[ev["thread"]] = 0, False
+        elif kind == "park_sweep":
+            t = ev["thread"]
+            if done.get(t):
+                out.append(f"thread {t}'s park was swept after it was done")
+            sweeps[t] = sweeps.get(t, 0) + 1
+            if ev["done"]:
+                done[t] = True
+                if not 2 <= sweeps[t] <= 3:
+                    out.append(f"thread {t}'s park was done after {sweeps[t]} sweeps")
+        elif kind == "unpark" and not done.get(ev["thread"]):
+            out.append(f"thread {ev['thread']} left its park before it was done")
+    if not any(done.values()):
+        out.append("no park was done: the check would hold vacuously")
+    return out[:5]
+
+
 # -- what a sweep discards -------------------------------------------------------------------------
 
 @case_check("freed-purged", "after the last sweep every block the script freed (and did not "

@@ -275,3 +275,24 @@ def _idle_no_unpurge() -> str:
 def _double_free_small() -> str:
     lines = allocate(1, "w", 16, 4096) + free_where(1, "w", 16, lambda i: i % 3 == 0)
     return "\n".join(lines + ["1 idle", "1 free w4", "1 free w5"])
+
+
+# -- the hold, in the real test's shape ---------------------------------------------------------------
+
+@scenario("recent-allocation", "Interval 300 ms: 16 blocks of the middle class, 3 of 4 freed. "
+          "The first sweep after the allocations and a second right after take nothing and "
+          "_pending says so; an interval later, with one page just allocated from, the others "
+          "go and that one stays; four rounds an interval apart, a page allocated from before "
+          "each sweep keeps its blocks; an interval after the last, all go, _pending is false, "
+          "and a sweep after that skips the pages.", Options(purge_holes_min_interval=300),
+          tags=("liveness", "epoch", "inline"),
+          checks=("hold-first-keeps", "held-says-pending", "freed-purged", "survivors-intact",
+                  "skip-unchanged", "stats-agree"))
+def _recent_allocation() -> str:
+    lines = ["1 idle", "clock 320"]
+    lines += allocate(1, "r", 16, MIDDLE) + free_where(1, "r", 16, lambda i: i % 4 == 0)
+    lines += ["1 idle", "1 pending", "1 idle", "1 pending"]
+    for n in range(5):  # the touched page, then the four busy rounds
+        lines += ["clock 320", f"1 malloc t{n} {MIDDLE}", f"1 free t{n}", "1 idle", "1 pending"]
+    lines += ["clock 320", "1 idle", "1 pending", "1 idle"]
+    return "\n".join(lines)

@@ -91,9 +91,8 @@ CASES: tuple[RealCase, ...] = (
     RealCase(LARGE, "recent-allocation", "interval 300 ms; 16 blocks of the middle class, 3 of "
              "4 freed", "inline sweeps: two right after, one an interval later after touching "
              "one page, four rounds touching a page before each, then untouched",
-             ("hold-first-keeps", "held-says-pending", "freed-purged", "survivors-intact"),
-             "inline-hold",
-             unmodelled="the four busy rounds (scenario inline-busy) are a second scenario"),
+             ("hold-first-keeps", "held-says-pending", "freed-purged", "survivors-intact",
+              "skip-unchanged"), "recent-allocation"),
     RealCase(LARGE, "abandoned-young", "interval 300 ms; a thread allocates 20 of the largest "
              "class, frees the odd ones, exits", "another thread's sweep, and one an interval "
              "later",

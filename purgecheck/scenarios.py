@@ -190,7 +190,8 @@ def large_pages_with_holes(thread: int, prefix: str = "L") -> list[str]:
           "nothing of them and does not mark the park done; two or three sweeps an interval "
           "apart take every free block; then the park is done and not swept again.",
           tags=("liveness", "epoch", "park"),
-          checks=('freed-purged', 'survivors-intact', 'something-purged'))
+          checks=('freed-purged', 'survivors-intact', 'something-purged', 'park-first-keeps',
+                  'park-done-in-2-3', 'hold-first-keeps'))
 def _park() -> str:
     return "\n".join(large_pages_with_holes(1) + ["1 park", "scavenger 1000", "1 unpark"])
 
@@ -199,7 +200,7 @@ def _park() -> str:
           "allocations nor at a second right after, and _pending says so; an interval later "
           "the pages left alone go and the one just allocated from stays.",
           tags=("liveness", "epoch", "inline"),
-          checks=('freed-purged', 'survivors-intact'))
+          checks=('freed-purged', 'survivors-intact', 'hold-first-keeps', 'held-says-pending'))
 def _inline() -> str:
     lines = large_pages_with_holes(1)
     lines += ["1 idle", "1 pending", "1 idle", "1 pending", "clock 100",
@@ -222,7 +223,7 @@ def _busy() -> str:
 
 @scenario("abandoned-young", "A young page abandoned by its thread is left by another "
           "thread's sweep and taken two epochs later.", tags=("liveness", "epoch", "abandoned"),
-          checks=('something-purged', 'survivors-intact'))
+          checks=('something-purged', 'survivors-intact', 'hold-first-keeps'))
 def _abandoned() -> str:
     lines = keep_every_third(2, 128 * KiB, 32, "A")
     lines += ["2 abandon", "1 idle", "clock 100", "1 idle", "clock 100", "1 idle",
