@@ -215,6 +215,28 @@ def _aligned(v: TraceView) -> list[str]:
     return [p for p in v.problems if "not aligned" in p]
 
 
+ALIGN_16K = 16 * 1024  # JSC's MarkedBlock: 16 KiB at 16 KiB alignment
+
+
+@case_check("aligned-16k", "every block handed out for a 16 KiB request is 16 KiB aligned, "
+            "the ones an allocation takes back from a purged run included")
+def _aligned_16k(v: TraceView) -> list[str]:
+    out, op, seen = [], None, 0
+    for ev in v.events:
+        if ev["ev"] == "op":
+            op = ev
+        elif ev["ev"] == "malloc" and op is not None and op["op"] in ("malloc", "zalloc") \
+                and op["args"][1] == ALIGN_16K:
+            seen += 1
+            lo, _ = v.pages[ev["page"]].block_bytes(ev["block"])
+            if lo % ALIGN_16K:
+                out.append(f"line {op['line']}: {op['args'][0]} at offset {lo} ({ev['src']}) is "
+                           f"not 16 KiB aligned")
+    if not seen:
+        out.append("no 16 KiB request: the check would hold vacuously")
+    return out[:5]
+
+
 @case_check("survivors-intact", "at every observation every live block keeps every byte: "
             "none of its units is discarded and every OS page of it is resident")
 def _survivors(v: TraceView) -> list[str]:

@@ -84,6 +84,7 @@ KILLS = [
     ("no-aliasing", "churn", "malloc-head-kept"),
     ("usable-size", "churn", "size-class-word-less"),
     ("aligned", "churn", "size-class-word-less"),
+    ("aligned-16k", "aligned-16k", "size-class-word-less"),
     ("freed-purged", "discard-idle-320", "unit-os-page"),
     ("something-purged", "discard-idle-320", "unit-os-page"),
     ("purged-grows", "xthread-idle", "unit-os-page"),
