@@ -167,6 +167,9 @@ CASES: tuple[RealCase, ...] = (
     RealCase(DIGEST, "idle-never-unpurges", "a page with holes, its free list empty",
              "idle sweeps and collects", ("idle-never-unpurges", "something-purged"),
              "idle-no-unpurge"),
+    RealCase(DIGEST, "holes-report", "", "", (), None,
+             out_of_scope="mi_purge_holes_report is a diagnostic of the real code (it prints "
+                          "where the holes are), not a rule of when memory goes back"),
     RealCase(DIGEST, "double-free-small", "a small page with a purged block",
              "the owner frees it again", ("double-free-reported", "survivors-intact"),
              "double-free-small"),
