@@ -39,7 +39,6 @@ const char *const mi_mutant_names[M_COUNT] = {
     [M_OPTION_OFF_IGNORED] = "option_off_ignored",
     [M_COLLECT_UNPURGES] = "collect_unpurges",
     [M_TAIL_FROM_LAST_BLOCK] = "tail_from_last_block",
-    [M_SIZE_CLASS_WORD_LESS] = "size_class_word_less",
     [M_UNPURGE_WITHOUT_REUSE] = "unpurge_without_reuse",
 };
 

@@ -299,7 +299,7 @@ typedef enum {
     M_NO_CAS_EXCLUSION, M_START_BEFORE_INCREMENT,   /* the advance's broken variants (linearize.c) */
     M_EPOCH_PLAIN_READ,   /* a data race only the TSan build sees (purgecheck/sanitizer_mutants.py) */
     M_FULL_SWEEP_NEVER, M_OPTION_OFF_IGNORED, M_COLLECT_UNPURGES, M_TAIL_FROM_LAST_BLOCK,
-    M_SIZE_CLASS_WORD_LESS, M_UNPURGE_WITHOUT_REUSE,   /* the real tests' mutants (catalogue/realtests.py) */
+    M_UNPURGE_WITHOUT_REUSE,   /* the real tests' mutants (catalogue/realtests.py) */
     M_COUNT
 } mi_mutant_t;
 extern mi_mutant_t mi_mutant;

@@ -1,16 +1,15 @@
 """Mutants that break what the fork's real tests assert (purgecheck/casechecks.py): the option
-that turns purging off, the full sweep, the idle path's collect, the unformed tail and the size
-classes. Each has a C switch, so conformance against the clean model kills it too;
+that turns purging off, the full sweep, the idle path's collect, the unformed tail and the reuse
+call. Each has a C switch, so conformance against the clean model kills it too;
 tests/test_realtests.py shows the case check that catches it on the model and on C.
 """
 
 from __future__ import annotations
 
-from model import alloc, geometry, holes
+from model import alloc, holes
 from purgecheck.mutants.patching import TRACE_INVARIANT, Patch, mutant
 
-_ORIGINAL = {"mi_page_free_collect": alloc.mi_page_free_collect,
-             "compute_block_size": geometry.compute_block_size}
+_ORIGINAL = {"mi_page_free_collect": alloc.mi_page_free_collect}
 
 
 def _full_sweep_never(seq, full_every):
@@ -49,13 +48,6 @@ def _unpurge_without_reuse(page):
     return holes.mi_page_unpurge_range(page, *runs[0], reuse=False) if runs else 0
 
 
-def _size_class_word_less(size, arch=geometry.ARCH64):
-    """Broken: every size class above 8 words is one word short of what it should be, so a
-    request of a class's size gets less than it asked for, on an 8-byte boundary."""
-    bs = _ORIGINAL["compute_block_size"](size, arch)
-    return bs - arch.bits // 8 if bs > 8 * (arch.bits // 8) else bs
-
-
 mutant("full-sweep-never", "no sweep is a full one (purge_holes_full_every is ignored)",
        (TRACE_INVARIANT,), Patch("model.drivers", "is_full_sweep", _full_sweep_never),
        c_switch="full_sweep_never")
@@ -71,6 +63,3 @@ mutant("tail-from-last-block", "the unformed tail starts at the last formed bloc
 mutant("unpurge-without-reuse", "the allocation path unpurges a run without the reuse call",
        (TRACE_INVARIANT,), Patch("model.holes", "mi_page_unpurge_run", _unpurge_without_reuse),
        c_switch="unpurge_without_reuse")
-mutant("size-class-word-less", "size classes above 8 words are one word short",
-       (TRACE_INVARIANT,), Patch("model.geometry", "compute_block_size", _size_class_word_less),
-       c_switch="size_class_word_less")
