@@ -24,6 +24,12 @@ class IdleSummary:
     epoch: int = 0
 
 
+def is_full_sweep(seq: int, full_every: int) -> bool:
+    """Digest 6, step 4: every purge_holes_full_every-th sweep walks every page, unchanged or
+    not (a change that leaves (capacity, used) as it was is seen then)."""
+    return seq % full_every == 0
+
+
 def mi_holes_sweep_begin(world, thread: ThreadState,
                          frame: AdvanceFrame | None = None) -> SweepContext:
     """_mi_page_purge_holes_sweep_begin: advance the epoch FIRST, count the sweep (a full
@@ -39,7 +45,7 @@ def mi_holes_sweep_begin(world, thread: ThreadState,
             world.log.append({"ev": "epoch_advance", "thread": thread.id,
                               "epoch": world.epoch.epoch, "start": world.epoch.start})
     thread.holes_sweep_seq += 1
-    thread.holes_sweep_full = thread.holes_sweep_seq % opts.purge_holes_full_every == 0
+    thread.holes_sweep_full = is_full_sweep(thread.holes_sweep_seq, opts.purge_holes_full_every)
     thread.holes_sweep_epoch = world.epoch.epoch
     thread.epoch_seen = max(thread.epoch_seen, world.epoch.epoch)
     world.log.append({"ev": "sweep_begin", "thread": thread.id, "seq": thread.holes_sweep_seq,

@@ -62,6 +62,7 @@ def count_discarded(page: Page, units: int, blocks: int) -> None:
     """The discard accounting: bytes (units * unit) and blocks off, up or down."""
     page.discarded_bytes += units * page.unit
     page.discarded_blocks += blocks
+    page.mem.holes.count_discarded(units * page.unit, blocks)
 
 
 def mi_page_purge_holes_walk(page: Page) -> WalkResult:
@@ -72,6 +73,7 @@ def mi_page_purge_holes_walk(page: Page) -> WalkResult:
     allocation stamp (digest 9.1).
     """
     free_set = set(page.free)
+    page.mem.holes.blocks_visited += len(free_set)
     todo = {k for k in range(page.units.bits) if is_unit_todo(page, k, free_set)}
     runs = compute_runs(list(todo))
     complete = True
@@ -124,6 +126,10 @@ def mi_page_unpurge_range(page: Page, k0: int, k1: int, reuse: bool = True) -> i
         page.free.insert(0, i)
         page.mem.touch(page.geom.block_addr(i), 1)  # the link in the block's first word
     count_discarded(page, -bin(cleared).count("1"), -len(back))
+    if reuse:
+        page.mem.holes.reuse_calls += 1
+    else:  # a failed discard undone: those bytes were never given back
+        page.mem.holes.purged_bytes_total -= bin(cleared).count("1") * page.unit
     page.free_is_zero = False
     page.ever_purged = True
     page.emit("unpurge", k0=k0, k1=k1, reuse=reuse, blocks=len(back))
@@ -143,6 +149,11 @@ def mi_page_unpurge_all(page: Page) -> None:
     """_mi_page_unpurge_all: the page goes back to the arena. Reuse every run and the tail,
     reset the bitmap and the accounting, rebuild nothing (digest 4)."""
     runs = compute_runs(page.purged_units())
+    holes = page.mem.holes
+    holes.count_discarded(-page.discarded_bytes, -page.discarded_blocks)
+    tail = page.unformed_purged_hi - page.unformed_purged_lo
+    holes.unformed_bytes -= max(0, tail)
+    holes.reuse_calls += len(runs) + (tail > 0)
     page.purged = 0
     page.discarded_bytes = 0
     page.discarded_blocks = 0
@@ -171,6 +182,8 @@ def mi_page_purge_unformed_tail(page: Page) -> bool:
     ok = page.mem.discard(lo, hi - lo)
     page.emit("discard_tail", addr=lo, size=hi - lo, ok=ok)
     if ok:
+        old = max(0, page.unformed_purged_hi - page.unformed_purged_lo)
+        page.mem.holes.unformed_bytes += (hi - lo) - old
         page.unformed_purged_lo, page.unformed_purged_hi = lo, hi
     return ok
 
@@ -178,6 +191,8 @@ def mi_page_purge_unformed_tail(page: Page) -> bool:
 def mi_page_reuse_unformed_tail(page: Page) -> None:
     """Bring the tail back before mi_page_extend_free writes into it."""
     if page.unformed_purged_hi > page.unformed_purged_lo:
+        page.mem.holes.reuse_calls += 1
+        page.mem.holes.unformed_bytes -= page.unformed_purged_hi - page.unformed_purged_lo
         page.emit("reuse_tail", addr=page.unformed_purged_lo,
                   size=page.unformed_purged_hi - page.unformed_purged_lo)
     page.unformed_purged_lo = page.unformed_purged_hi = 0

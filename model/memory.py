@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from model.stats import HoleStats
+
 
 @dataclass
 class Memory:
@@ -22,6 +24,7 @@ class Memory:
     discarded_bytes: int = 0
     refaults: int = 0
     dropped: set[int] = field(default_factory=set)  # discarded while resident, not written since
+    holes: HoleStats = field(default_factory=HoleStats)  # the process-wide counters
 
     def os_pages(self, addr: int, size: int) -> range:
         """OS pages touched by the byte range [addr, addr+size)."""

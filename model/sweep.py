@@ -57,10 +57,16 @@ def has_held_memory(page: Page) -> bool:
     return bool(page.free or page.local_free or page.xthread_free) or has_pending_tail(page)
 
 
+def is_purging_off(opts) -> bool:
+    """Digest 6, step 1: option purge_holes off, or purge_delay < 0: the sweep does nothing,
+    the unformed tail included (the real test: "option off is a no-op")."""
+    return not opts.purge_holes or opts.purge_delay < 0
+
+
 def mi_page_purge_holes(world, page: Page, thread: ThreadState, ctx: SweepContext) -> str:
     """Sweep one page (already collected by the driver); returns the outcome."""
     opts = world.options
-    if not opts.purge_holes or opts.purge_delay < 0:
+    if is_purging_off(opts):
         return _done(page, OFF)
     if page.is_all_free():
         return _done(page, ALL_FREE)
@@ -70,8 +76,10 @@ def mi_page_purge_holes(world, page: Page, thread: ThreadState, ctx: SweepContex
         return _done(page, HELD)
     mi_page_purge_unformed_tail(page)
     if not mi_page_can_purge_holes(page.geom):
+        page.mem.holes.ineligible_pages += 1
         return _done(page, INELIGIBLE)
     if not ctx.full and page.swept_state == encode_walked(page.capacity, page.used):
+        page.mem.holes.pages_skipped += 1
         return _done(page, UNCHANGED)
     state_before = page.swept_state
     page.sweeping = True

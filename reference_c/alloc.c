@@ -60,6 +60,8 @@ void mi_page_free_collect(mi_page_t *p) {
     list_append(p, &xt, p->local_free);
     p->local_free = NULL;
     list_append(p, &p->free, xt);
+    if (mi_mutant == M_COLLECT_UNPURGES && p->free == NULL && !p->sweeping)
+        mi_page_unpurge_run(p);   /* broken: the idle path's collect takes a hole back */
 }
 
 /* Take a block: from `free`; when empty, collect; when still empty and units are purged

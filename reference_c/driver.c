@@ -463,6 +463,7 @@ static void observe_pages(void) {
         mi_page_emit_state(p);
         mi_page_emit_resident(p);
     }
+    mi_emit_holes_stats();
 }
 
 static void emit_op(const op_t *op) {

@@ -75,6 +75,10 @@ static void count_discarded(mi_page_t *p, int64_t units, int64_t blocks) {
     if (mi_mutant == M_ACCOUNTING_SKIPPED) return;
     p->discarded_bytes += units * p->unit;
     p->discarded_blocks += blocks;
+    mi_holes_stats_t *h = &mi_world->holes;
+    atomic_fetch_add(&h->purged_bytes, units * p->unit);
+    atomic_fetch_add(&h->purged_blocks, blocks);
+    if (units > 0) atomic_fetch_add(&h->purged_bytes_total, units * p->unit);
 }
 
 /* Digest 3, step 5: a complete walk sets swept_state = (capacity, used). */
@@ -111,6 +115,7 @@ mi_walk_result_t mi_page_purge_holes_walk(mi_page_t *p) {
         if (++n > p->geom.reserved) mi_corrupt("a free list is longer than the page");
         free_set[mi_block_index(p, b)] = 1;
     }
+    atomic_fetch_add(&mi_world->holes.blocks_visited, n);
     for (int64_t k = 0; k < p->bits; k++)
         if (is_unit_todo(p, k, free_set)) { todo[k] = 1; ntodo++; }
     int64_t (*runs)[2] = xcalloc(p->bits * (int64_t)sizeof *runs);
@@ -182,6 +187,9 @@ int64_t mi_page_unpurge_range(mi_page_t *p, int64_t k0, int64_t k1, bool reuse) 
     }
     free(before);
     count_discarded(p, -cleared, -back);
+    if (reuse) atomic_fetch_add(&mi_world->holes.reuse_calls, 1);
+    else   /* a failed discard undone: those bytes were never given back */
+        atomic_fetch_sub(&mi_world->holes.purged_bytes_total, cleared * p->unit);
     atomic_store_explicit(&p->free_is_zero, false, memory_order_relaxed);
     tr_begin("unpurge");
     tr_int("page", p->id);
@@ -197,7 +205,8 @@ int64_t mi_page_unpurge_range(mi_page_t *p, int64_t k0, int64_t k1, bool reuse) 
 int64_t mi_page_unpurge_run(mi_page_t *p) {
     int64_t (*runs)[2] = xcalloc(p->bits * (int64_t)sizeof *runs);
     int64_t n = compute_runs(p, NULL, runs), back = 0;
-    if (n) back = mi_page_unpurge_range(p, runs[0][0], runs[0][1], true);
+    if (n) back = mi_page_unpurge_range(p, runs[0][0], runs[0][1],
+                                        mi_mutant != M_UNPURGE_WITHOUT_REUSE);
     free(runs);
     return back;
 }
@@ -208,6 +217,12 @@ void mi_page_unpurge_all(mi_page_t *p) {
     if (mi_mutant == M_UNPURGE_ALL_SKIPPED) return;
     int64_t (*runs)[2] = xcalloc(p->bits * (int64_t)sizeof *runs);
     int64_t n = compute_runs(p, NULL, runs);
+    mi_holes_stats_t *h = &mi_world->holes;
+    int64_t tail = p->unformed_purged_hi - p->unformed_purged_lo;
+    atomic_fetch_sub(&h->purged_bytes, p->discarded_bytes);
+    atomic_fetch_sub(&h->purged_blocks, p->discarded_blocks);
+    atomic_fetch_sub(&h->unformed_bytes, tail > 0 ? tail : 0);
+    atomic_fetch_add(&h->reuse_calls, n + (tail > 0));
     for (int64_t w = 0; w < p->purged_words; w++) p->purged[w] = 0;
     p->discarded_bytes = p->discarded_blocks = 0;
     p->unformed_purged_lo = p->unformed_purged_hi = 0;
@@ -223,7 +238,8 @@ void mi_page_unpurge_all(mi_page_t *p) {
 /* The OS-page-aligned byte range wholly inside the unformed tail [capacity, reserved). */
 static void compute_unformed_tail(const mi_page_t *p, int64_t *lo, int64_t *hi) {
     int64_t os = p->geom.os_page_size;
-    int64_t a = p->geom.offset + p->capacity * p->geom.block_size, b = mi_geom_area_end(&p->geom);
+    int64_t cap = p->capacity - (mi_mutant == M_TAIL_FROM_LAST_BLOCK && p->capacity > 0);
+    int64_t a = p->geom.offset + cap * p->geom.block_size, b = mi_geom_area_end(&p->geom);
     int64_t first = (a + os - 1) / os, last = b / os;
     if (last <= first) { *lo = *hi = 0; return; }
     *lo = first * os;
@@ -243,6 +259,8 @@ bool mi_page_purge_unformed_tail(mi_page_t *p) {
     tr_bool("ok", ok);
     tr_end();
     if (ok) {
+        int64_t old = p->unformed_purged_hi - p->unformed_purged_lo;
+        atomic_fetch_add(&mi_world->holes.unformed_bytes, (hi - lo) - (old > 0 ? old : 0));
         p->unformed_purged_lo = lo;
         p->unformed_purged_hi = hi;
     }
@@ -253,6 +271,9 @@ bool mi_page_purge_unformed_tail(mi_page_t *p) {
  * discarded anonymous memory faults back in as zeros). */
 void mi_page_reuse_unformed_tail(mi_page_t *p) {
     if (p->unformed_purged_hi > p->unformed_purged_lo) {
+        atomic_fetch_add(&mi_world->holes.reuse_calls, 1);
+        atomic_fetch_sub(&mi_world->holes.unformed_bytes,
+                         p->unformed_purged_hi - p->unformed_purged_lo);
         tr_begin("reuse_tail");
         tr_int("page", p->id);
         tr_int("addr", p->unformed_purged_lo);

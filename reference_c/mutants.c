@@ -35,6 +35,11 @@ const char *const mi_mutant_names[M_COUNT] = {
     [M_NO_CAS_EXCLUSION] = "no_cas_exclusion",
     [M_START_BEFORE_INCREMENT] = "start_before_increment",
     [M_EPOCH_PLAIN_READ] = "epoch_plain_read",
+    [M_FULL_SWEEP_NEVER] = "full_sweep_never",
+    [M_OPTION_OFF_IGNORED] = "option_off_ignored",
+    [M_COLLECT_UNPURGES] = "collect_unpurges",
+    [M_TAIL_FROM_LAST_BLOCK] = "tail_from_last_block",
+    [M_UNPURGE_WITHOUT_REUSE] = "unpurge_without_reuse",
 };
 
 int mi_mutant_by_name(const char *name) {

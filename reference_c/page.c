@@ -207,3 +207,20 @@ void mi_page_emit_resident(mi_page_t *p) {
     tr_end();
     free(vec);
 }
+
+/* The process-wide counters (trace event `holes_stats`, model/stats.py), after the pages of
+ * every observation. */
+void mi_emit_holes_stats(void) {
+    mi_holes_stats_t *h = &mi_world->holes;
+    tr_begin("holes_stats");
+    tr_int("discard_calls", atomic_load(&mi_world->discard_calls));
+    tr_int("reuse_calls", atomic_load(&h->reuse_calls));
+    tr_int("purged_bytes", atomic_load(&h->purged_bytes));
+    tr_int("purged_bytes_total", atomic_load(&h->purged_bytes_total));
+    tr_int("purged_blocks", atomic_load(&h->purged_blocks));
+    tr_int("blocks_visited", atomic_load(&h->blocks_visited));
+    tr_int("pages_skipped", atomic_load(&h->pages_skipped));
+    tr_int("ineligible_pages", atomic_load(&h->ineligible_pages));
+    tr_int("unformed_bytes", atomic_load(&h->unformed_bytes));
+    tr_end();
+}

@@ -133,6 +133,7 @@ bool mi_page_has_unformed_tail(const mi_page_t *p);
 bool mi_page_has_any_free(mi_page_t *p);
 void mi_page_emit_state(mi_page_t *p);
 void mi_page_emit_resident(mi_page_t *p);
+void mi_emit_holes_stats(void);   /* the process-wide counters, after an observation */
 
 /* -- the OS side (model/memory.py) ---------------------------------------------------------- */
 bool mi_os_discard(mi_page_t *p, int64_t rel, int64_t size);
@@ -184,6 +185,12 @@ typedef struct mi_ptr_s { int page; int64_t block; } mi_ptr_t;
 #define MI_MAX_PAGES 65536
 #define MI_MAX_THREADS 1024
 
+/* The process-wide hole-purging counters (model/stats.py, mi_purge_holes_stats_get). */
+typedef struct mi_holes_stats_s {
+    _Atomic int64_t reuse_calls, purged_bytes, purged_bytes_total, purged_blocks,
+        blocks_visited, pages_skipped, ineligible_pages, unformed_bytes;
+} mi_holes_stats_t;
+
 typedef struct mi_world_s {
     mi_options_t opt;
     mi_page_t *pages[MI_MAX_PAGES];   /* by id; ids count up from 1 */
@@ -200,6 +207,7 @@ typedef struct mi_world_s {
     _Atomic int64_t vclock;            /* the virtual clock, ms */
     _Atomic int64_t fail_next_discards;
     _Atomic int64_t discard_calls;
+    mi_holes_stats_t holes;            /* the process-wide counters (model/stats.py) */
     int64_t real_page_size;
 } mi_world_t;
 
@@ -290,6 +298,8 @@ typedef enum {
     M_EPOCH_NOT_RATE_LIMITED, M_DOUBLE_INCREMENT, M_NO_HOLD_INLINE,
     M_NO_CAS_EXCLUSION, M_START_BEFORE_INCREMENT,   /* the advance's broken variants (linearize.c) */
     M_EPOCH_PLAIN_READ,   /* a data race only the TSan build sees (purgecheck/sanitizer_mutants.py) */
+    M_FULL_SWEEP_NEVER, M_OPTION_OFF_IGNORED, M_COLLECT_UNPURGES, M_TAIL_FROM_LAST_BLOCK,
+    M_UNPURGE_WITHOUT_REUSE,   /* the real tests' mutants (catalogue/realtests.py) */
     M_COUNT
 } mi_mutant_t;
 extern mi_mutant_t mi_mutant;

@@ -114,7 +114,8 @@ static const char *sweep_done(mi_page_t *p, const char *outcome) {
 /* _mi_page_purge_holes in the real order (digest 6); the page is already collected. */
 const char *mi_page_purge_holes(mi_page_t *p, mi_tld_t *t, const mi_sweep_ctx_t *ctx) {
     const mi_options_t *o = &mi_world->opt;
-    if (!o->purge_holes || o->purge_delay < 0) return sweep_done(p, "off");
+    if ((!o->purge_holes && mi_mutant != M_OPTION_OFF_IGNORED) || o->purge_delay < 0)
+        return sweep_done(p, "off");
     if (mi_page_is_all_free(p)) return sweep_done(p, "all-free");
     if (is_page_held(p, ctx)) {
         if (p->free || p->local_free || atomic_load(&p->xthread_free) || has_pending_tail(p))
@@ -122,9 +123,14 @@ const char *mi_page_purge_holes(mi_page_t *p, mi_tld_t *t, const mi_sweep_ctx_t 
         return sweep_done(p, "held");
     }
     mi_page_purge_unformed_tail(p);
-    if (!mi_page_can_purge_holes(&p->geom)) return sweep_done(p, "ineligible");
-    if (!ctx->full && p->swept_state == (((uint64_t)p->capacity << 32) | (uint64_t)p->used))
+    if (!mi_page_can_purge_holes(&p->geom)) {
+        atomic_fetch_add(&mi_world->holes.ineligible_pages, 1);
+        return sweep_done(p, "ineligible");
+    }
+    if (!ctx->full && p->swept_state == (((uint64_t)p->capacity << 32) | (uint64_t)p->used)) {
+        atomic_fetch_add(&mi_world->holes.pages_skipped, 1);
         return sweep_done(p, "unchanged");
+    }
     p->sweeping = true;
     mi_walk_result_t r = mi_page_purge_holes_walk(p);
     p->sweeping = false;
@@ -149,7 +155,8 @@ mi_sweep_ctx_t mi_holes_sweep_begin(mi_tld_t *t) {
         }
     }
     t->holes_sweep_seq++;
-    t->holes_sweep_full = (int64_t)(t->holes_sweep_seq % (uint64_t)o->full_every) == 0;
+    t->holes_sweep_full = (int64_t)(t->holes_sweep_seq % (uint64_t)o->full_every) == 0
+                          && mi_mutant != M_FULL_SWEEP_NEVER;
     lin_lock();   /* linearized trace: the epoch read, the clock read and the event are one step */
     t->holes_sweep_epoch = atomic_load_explicit(&mi_world->epoch, memory_order_acquire);
     if (t->holes_sweep_epoch > t->epoch_seen) t->epoch_seen = t->holes_sweep_epoch;

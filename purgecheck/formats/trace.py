@@ -69,6 +69,10 @@ EVENTS: dict[str, tuple[str, ...]] = {
                    "xthread_free", "purged_units", "unit", "swept_state", "free_is_zero",
                    "discarded_bytes", "discarded_blocks"),
     "resident": ("page", "runs"),
+    # the process-wide counters (model/stats.py), after the pages of every observation
+    "holes_stats": ("discard_calls", "reuse_calls", "purged_bytes", "purged_bytes_total",
+                    "purged_blocks", "blocks_visited", "pages_skipped", "ineligible_pages",
+                    "unformed_bytes"),
     "end": ("events",),
 }
 UNCOMPARED: dict[str, tuple[str, ...]] = {"error": ("msg",)}
@@ -592,6 +596,7 @@ def observe_pages(world: World) -> Iterator[dict]:
             continue
         yield {"ev": "page_state", **page.snapshot()}
         yield {"ev": "resident", "page": pid, "runs": resident_runs(world, page)}
+    yield {"ev": "holes_stats", **world.mem.holes.as_fields(world.mem.discard_calls)}
 
 
 def model_events(ops: Iterable[Op], options: Options, observe: str = "sweeps",

@@ -316,3 +316,6 @@ class SweepReplay:
 
     def on_resident(self, ev: Event, tid) -> None:
         self.page(ev, self.line)
+
+    def on_holes_stats(self, ev: Event, tid) -> None:
+        """The process-wide counters: an observation the replay does not judge."""

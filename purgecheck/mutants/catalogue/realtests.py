@@ -1,0 +1,65 @@
+"""Mutants that break what the fork's real tests assert (purgecheck/casechecks.py): the option
+that turns purging off, the full sweep, the idle path's collect, the unformed tail and the reuse
+call. Each has a C switch, so conformance against the clean model kills it too;
+tests/test_realtests.py shows the case check that catches it on the model and on C.
+"""
+
+from __future__ import annotations
+
+from model import alloc, holes
+from purgecheck.mutants.patching import TRACE_INVARIANT, Patch, mutant
+
+_ORIGINAL = {"mi_page_free_collect": alloc.mi_page_free_collect}
+
+
+def _full_sweep_never(seq, full_every):
+    """Broken: no sweep is a full one, so a hole the skip hides stays."""
+    return False
+
+
+def _option_off_ignored(opts):
+    """Broken: purge_holes off is not looked at; only purge_delay < 0 stops a sweep."""
+    return opts.purge_delay < 0
+
+
+def _collect_unpurges(page):
+    """Broken: the collect of the idle path takes a purged run back when the free list is
+    empty (only the allocation path may)."""
+    _ORIGINAL["mi_page_free_collect"](page)
+    if not page.free and page.purged and not page.sweeping:
+        holes.mi_page_unpurge_run(page)
+
+
+def _tail_from_last_block(page):
+    """Broken: the unformed tail is counted from the last formed block, so its discard
+    reaches into a block that is formed."""
+    lo = page.geom.block_addr(max(0, page.capacity - 1))
+    hi = page.geom.area_end
+    pages = page.mem.os_pages_inside(lo, hi - lo)
+    if not pages:
+        return 0, 0
+    return pages.start * page.mem.os_page_size, pages.stop * page.mem.os_page_size
+
+
+def _unpurge_without_reuse(page):
+    """Broken: the allocation path brings a purged run back without the reuse call
+    (_mi_os_reuse: a no-op on Linux, MEM_COMMIT / MADV_FREE_REUSE elsewhere)."""
+    runs = holes.compute_runs(page.purged_units())
+    return holes.mi_page_unpurge_range(page, *runs[0], reuse=False) if runs else 0
+
+
+mutant("full-sweep-never", "no sweep is a full one (purge_holes_full_every is ignored)",
+       (TRACE_INVARIANT,), Patch("model.drivers", "is_full_sweep", _full_sweep_never),
+       c_switch="full_sweep_never")
+mutant("option-off-ignored", "a sweep purges with purge_holes off",
+       (TRACE_INVARIANT,), Patch("model.sweep", "is_purging_off", _option_off_ignored),
+       c_switch="option_off_ignored")
+mutant("collect-unpurges", "the idle path's collect unpurges a run when the free list is empty",
+       (TRACE_INVARIANT,), Patch("model.alloc", "mi_page_free_collect", _collect_unpurges),
+       c_switch="collect_unpurges")
+mutant("tail-from-last-block", "the unformed tail starts at the last formed block",
+       (TRACE_INVARIANT,), Patch("model.holes", "compute_unformed_tail", _tail_from_last_block),
+       c_switch="tail_from_last_block")
+mutant("unpurge-without-reuse", "the allocation path unpurges a run without the reuse call",
+       (TRACE_INVARIANT,), Patch("model.holes", "mi_page_unpurge_run", _unpurge_without_reuse),
+       c_switch="unpurge_without_reuse")
