@@ -153,6 +153,7 @@ void mi_page_free_collect(mi_page_t *p);
 int64_t mi_page_malloc(mi_page_t *p, bool zero);     /* block index, or -1: full */
 bool mi_free_local(mi_page_t *p, int64_t i);         /* false: a double free (reported) */
 bool mi_free_xthread(mi_page_t *p, int64_t i);
+bool mi_check_live(mi_page_t *p, int64_t i);          /* false: not live (a double free, reported) */
 void mi_write_block(mi_page_t *p, int64_t i);
 
 /* -- threads and heaps (model/thread.py, model/heap.py) ------------------------------------- */
