@@ -20,6 +20,7 @@ from typing import Iterable, Iterator
 import orjson
 
 from model.world import Options
+from purgecheck.cbuild import BuildError, BuildInfo, ensure_current
 from purgecheck.formats.ops import Op, parse_script
 from purgecheck.formats.trace import (EVENT_TYPES, Trace, TraceError, canonical_config, canonical_line,
                               model_trace, options_of, parse_lines, read_stream_trace)
@@ -36,12 +37,23 @@ class DriverError(Exception):
 
 
 def driver_path(build: str = "release") -> Path:
+    """The driver binary of `build`, brought up to date with reference_c's sources first
+    (purgecheck/cbuild.py: make's dependency check; the build is recorded in cbuild.RAN)."""
+    return ensure_driver(build)[0]
+
+
+def ensure_driver(build: str = "release") -> tuple[Path, BuildInfo]:
+    """The driver binary of `build`, up to date, and which build it is."""
     if build not in BUILDS:
         raise DriverError(f"unknown build {build!r}; expected one of {', '.join(BUILDS)}")
     path = BUILD_DIR / BUILDS[build]
+    try:
+        info = ensure_current(path)
+    except BuildError as e:
+        raise DriverError(str(e)) from None
     if not os.access(path, os.X_OK):
         raise DriverError(f"{path} is not built: run `make -C reference_c`")
-    return path
+    return path, info
 
 
 def c_switch(mutant: str) -> str:
@@ -89,7 +101,7 @@ class CDriver:
 
     def __init__(self, build: str = "release", extra_args: tuple[str, ...] = ()) -> None:
         self.build = build
-        self.path = driver_path(build)
+        self.path, self.info = ensure_driver(build)
         self.extra_args = extra_args
         self.scripts = 0
         self.crashes = 0

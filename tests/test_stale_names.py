@@ -44,9 +44,39 @@ STALE_XTHREAD = """\
 1 free b3
 1 malloc d 262144
 """
-CASES = {"in-place": STALE_THEN_REALLOC.format(size=131072),
-         "moving": STALE_THEN_REALLOC.format(size=600000),
-         "cross-thread": STALE_XTHREAD}
+# The differential fuzzer's own script, shrunk (stateful_tests.differential.run_fuzz, seed 7,
+# 40 ops a script, Hypothesis 6 of this checkout: example 957): n0_1's block is handed to n9
+# at line 11, the stale free at line 21 frees it, n9's realloc at line 23 was resized in place.
+FUZZ_SEED_7 = """\
+1 malloc n0_0 1000
+1 malloc n0_1 1000
+1 free n0_1
+1 malloc n2 1000
+clock 1
+clock 1
+1 park
+1 unpark
+clock 1
+1 malloc n8 1000
+1 malloc n9 1000
+1 malloc n10 1000
+1 idle
+1 idle
+2 malloc n13_0 1000
+2 malloc n13_1 1000
+1 malloc n14 1000
+1 malloc n15 1000
+1 malloc n16 1000
+clock 1
+1 free n0_1
+1 idle
+1 realloc n9 n20 1000
+"""
+# name -> (script, the line of the stale free, the line of the new owner's realloc)
+CASES = {"in-place": (STALE_THEN_REALLOC.format(size=131072), 8, 9),
+         "moving": (STALE_THEN_REALLOC.format(size=600000), 8, 9),
+         "cross-thread": (STALE_XTHREAD, 8, 9),
+         "fuzz-seed-7": (FUZZ_SEED_7, 21, 23)}
 
 
 @pytest.fixture(scope="module")
@@ -69,13 +99,10 @@ def events_of_line(events: list[dict], line: int) -> list[str]:
 
 @pytest.mark.parametrize("case", CASES)
 def test_a_stale_name_means_the_same_on_both_sides(driver, case):
-    text = CASES[case]
+    text, stale_free, realloc = CASES[case]
     result = diff_script(text, Options(), driver, observe="all")
     assert result.equal, result.divergence
     _, events = result.model
-    lines = text.splitlines()
-    stale_free = max(i for i, l in enumerate(lines, 1) if l.endswith("free a"))
-    realloc = next(i for i, l in enumerate(lines, 1) if " realloc " in l)
     # the stale free frees the new owner's block ...
     assert "free" in events_of_line(events, stale_free)
     assert "double_free" not in events_of_line(events, stale_free)
@@ -99,7 +126,7 @@ def test_the_comparison_sees_a_realloc_that_skips_the_check(driver, monkeypatch)
     monkeypatch.setattr(heap, "mi_realloc", unchecked)
     import purgecheck.runner as runner
     monkeypatch.setattr(runner, "mi_realloc", unchecked)
-    text = CASES["in-place"]
+    text = CASES["in-place"][0]
     model = model_trace(parse_script(text), Options(), "sweeps", "<stale>")
     result = diff_script(text, Options(), driver, model_cached=model)
     assert not result.equal

@@ -115,21 +115,24 @@ def _load_script(args):
     return text, args.script, Options()
 
 
-def _report(args, div, events: int, names: tuple[str, str], replay: str | None) -> int:
+def _report(args, div, events: int, names: tuple[str, str], replay: str | None,
+            build=None) -> int:
+    """`build`: the C build that ran (purgecheck.cbuild.BuildInfo), None for two files."""
     from purgecheck.conformance import format_divergence
 
     if args.json:
         doc = {"equal": div is None, "events": events, "replay": replay,
+               "c_build": build.to_doc() if build else None,
                "divergence": dataclasses.asdict(div) if div else None}
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         return 0 if div is None else 1
-    if div is None:
-        print(f"equal: {events} events ({names[0]} and {names[1]})")
-        return 0
-    print(format_divergence(div, names))
-    if replay:
-        print(f"replay: {replay}")
-    return 1
+    print(f"equal: {events} events ({names[0]} and {names[1]})" if div is None
+          else format_divergence(div, names))
+    if build:
+        print(f"C build: {build.line()}")
+    if div is not None and replay:
+        print(f"replay: {replay}")  # last: the line to copy
+    return 0 if div is None else 1
 
 
 def _diff_traces(args) -> int:
@@ -199,6 +202,7 @@ def run(args) -> int:
     replay = replay_command(target, options, base, args.mutant, args.observe)
     try:
         with CDriver(args.build) as driver:
+            build = driver.info
             result = diff_script(text, options, driver, mutant=args.mutant, observe=args.observe,
                                  source=source, context=args.context)
     except OpScriptError as e:
@@ -217,4 +221,4 @@ def run(args) -> int:
             with open(out / f"{name}.jsonl", "wb") as f:
                 write_trace(f, header, events)
     names = ("model", f"C{' --mutant ' + args.mutant if args.mutant else ''}")
-    return _report(args, result.divergence, len(result.model[1]), names, replay)
+    return _report(args, result.divergence, len(result.model[1]), names, replay, build)
