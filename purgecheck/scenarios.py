@@ -130,6 +130,17 @@ def _small_medium() -> str:
     return "\n".join(lines)
 
 
+@scenario("walk-order", "The holes walk rebuilds the free list by pushing each kept block on "
+          "a new head: the free blocks next to live ones come back reversed, and the next "
+          "mallocs take them in that order (digest 3, step 3).")
+def _walk_order() -> str:
+    lines = [f"1 malloc w{i} 1000" for i in range(24)]
+    lines += ["1 free w1", "1 free w2", "1 free w5"]  # kept: units shared with live blocks
+    lines += [f"1 free w{i}" for i in range(8, 17)]  # units 2 and 3 lie in free blocks only
+    lines += ["1 walk", "1 malloc x0 1000", "1 malloc x1 1000", "1 walk"]
+    return "\n".join(lines)
+
+
 @scenario("huge-never", "A huge page (one block) is never purged, even with its block "
           "freed from another thread and collected.")
 def _huge() -> str:

@@ -35,6 +35,7 @@ const char *const mi_mutant_names[M_COUNT] = {
     [M_NO_CAS_EXCLUSION] = "no_cas_exclusion",
     [M_START_BEFORE_INCREMENT] = "start_before_increment",
     [M_EPOCH_PLAIN_READ] = "epoch_plain_read",
+    [M_REBUILD_KEEPS_ORDER] = "rebuild_keeps_order",
 };
 
 int mi_mutant_by_name(const char *name) {

@@ -132,6 +132,7 @@ bool mi_page_is_all_free(mi_page_t *p);
 bool mi_page_has_unformed_tail(const mi_page_t *p);
 bool mi_page_has_any_free(mi_page_t *p);
 void mi_page_emit_state(mi_page_t *p);
+void mi_page_emit_list(const char *key, const mi_page_t *p, const mi_block_t *b);  /* head first */
 void mi_page_emit_resident(mi_page_t *p);
 
 /* -- the OS side (model/memory.py) ---------------------------------------------------------- */
@@ -291,6 +292,7 @@ typedef enum {
     M_EPOCH_NOT_RATE_LIMITED, M_DOUBLE_INCREMENT, M_NO_HOLD_INLINE,
     M_NO_CAS_EXCLUSION, M_START_BEFORE_INCREMENT,   /* the advance's broken variants (linearize.c) */
     M_EPOCH_PLAIN_READ,   /* a data race only the TSan build sees (purgecheck/sanitizer_mutants.py) */
+    M_REBUILD_KEEPS_ORDER,   /* issue 20: the walk's rebuild keeps the free list's order */
     M_COUNT
 } mi_mutant_t;
 extern mi_mutant_t mi_mutant;

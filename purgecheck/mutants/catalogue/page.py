@@ -131,3 +131,21 @@ def _malloc_head_kept(page, zero=False):
 mutant("malloc-head-kept", "malloc hands out the head of the free list without popping it",
        ("PG-LIVE-NOT-FREE", "PG-COUNT"),
        Patch("model.alloc", "mi_page_malloc", _malloc_head_kept))
+
+# -- the order of the free list (issue 20: the traces and the comparison see order) -------------
+
+
+def _rebuild_keeps_order(page, todo):
+    """Broken: the walk's rebuild keeps the kept blocks in their order (appends each one)
+    instead of pushing each on a new head, which reverses them (digest 3, step 3). Which
+    block is handed out next changes: which units come back first and which stay discarded."""
+    dropped = _original_rebuild_free_list(page, todo)
+    page.free.reverse()
+    return dropped
+
+
+mutant("rebuild-keeps-order", "the holes walk rebuilds the free list in its old order, "
+                              "not reversed",
+       ("CF-TRACE-EQUAL",),
+       Patch("model.holes", "rebuild_free_list", _rebuild_keeps_order),
+       c_switch="rebuild_keeps_order")
