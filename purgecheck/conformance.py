@@ -501,6 +501,8 @@ def option_flags(options: Options, base: Options | None = None) -> list[str]:
              if getattr(options, f) != getattr(base, f)]
     if options.arch != base.arch:
         flags.append(f"--arch {options.arch.bits}")
+    if not options.clock_monotone and base.clock_monotone:
+        flags.append("--non-monotone")
     return flags
 
 

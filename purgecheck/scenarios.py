@@ -141,6 +141,26 @@ def _walk_order() -> str:
     return "\n".join(lines)
 
 
+@scenario("fork-while-moving", "Forks placed inside another thread's advance: after its CAS "
+          "took MOVING and after its increment, the child records a new beginning "
+          "(_mi_page_purge_holes_forked_child); outside an advance nothing is held.",
+          tags=("hold",))
+def _fork_moving() -> str:
+    return "\n".join(["1 malloc a 262144", "1 malloc b 262144", "1 free b",
+                      "clock_at cas 5", "2 fork_at increment", "2 fork_at store_start",
+                      "1 idle", "2 fork",
+                      "clock 100", "2 fork_at read_clock", "1 idle", "1 pending"])
+
+
+@scenario("clock-back", "A clock that goes back: before the epoch's start, the advance is due "
+          "(digest 7); between the increment and the second reading, the new epoch begins at "
+          "the earlier reading.", Options(clock_monotone=False), tags=("hold",))
+def _clock_back() -> str:
+    return "\n".join(["1 malloc a 262144", "1 malloc b 262144", "1 free b", "1 idle",
+                      "clock 30", "clock -50", "1 idle", "clock_at read_clock_again -20",
+                      "clock 200", "1 idle", "clock 100", "1 idle", "1 pending"])
+
+
 @scenario("huge-never", "A huge page (one block) is never purged, even with its block "
           "freed from another thread and collected.")
 def _huge() -> str:

@@ -36,6 +36,8 @@ const char *const mi_mutant_names[M_COUNT] = {
     [M_START_BEFORE_INCREMENT] = "start_before_increment",
     [M_EPOCH_PLAIN_READ] = "epoch_plain_read",
     [M_REBUILD_KEEPS_ORDER] = "rebuild_keeps_order",
+    [M_FORK_CHILD_KEEPS_MOVING] = "fork_child_keeps_moving",
+    [M_CLOCK_BACK_NOT_DUE] = "clock_back_not_due",
 };
 
 int mi_mutant_by_name(const char *name) {

@@ -293,6 +293,7 @@ typedef enum {
     M_NO_CAS_EXCLUSION, M_START_BEFORE_INCREMENT,   /* the advance's broken variants (linearize.c) */
     M_EPOCH_PLAIN_READ,   /* a data race only the TSan build sees (purgecheck/sanitizer_mutants.py) */
     M_REBUILD_KEEPS_ORDER,   /* issue 20: the walk's rebuild keeps the free list's order */
+    M_FORK_CHILD_KEEPS_MOVING, M_CLOCK_BACK_NOT_DUE,   /* issue 20: the rare paths of the advance */
     M_COUNT
 } mi_mutant_t;
 extern mi_mutant_t mi_mutant;
@@ -333,6 +334,9 @@ enum { MI_DELAY_BEFORE_CAS, MI_DELAY_BEFORE_INCREMENT };
 extern _Atomic int64_t mi_advance_delay_us;           /* test hook: see mi_advance_delay */
 extern _Atomic int mi_advance_delay_at;
 void mi_advance_delay(int at);
+/* Test hook: called before each step of the advance with the model's program counter; the
+ * driver runs the interleavings a script armed there (fork_at, clock_at). */
+extern void (*mi_advance_hook)(const char *pc);
 extern _Atomic int64_t mi_park_work_delay_us;         /* test hook: see mi_park_work_delay */
 void mi_park_work_delay(void);
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from model.geometry import ARCH32, ARCH64
 from model.variants import VARIANTS
 from model.world import Options
+from model.epoch import ADVANCE_PCS as ADVANCE_STEPS
 from stateful_tests.world_machine import request_sizes
 
 THREADS = (1, 2, 3)
@@ -25,7 +26,10 @@ CLOCK_STEPS_MS = (1, 10, 50, 99, 100, 101, 250)
 KINDS = ("malloc",) * 4 + ("burst",) * 3 + ("free",) * 4 + ("free_some",) * 2 + (
     "idle",) * 3 + ("clock",) * 3 + ("walk", "walk", "zalloc", "realloc", "collect", "pending",
     "park", "unpark", "scavenge", "scavenger", "abandon", "reclaim", "double_free",
-    "fail_discard", "heap_destroy", "heap_delete", "epoch_skip", "fork")
+    "fail_discard", "heap_destroy", "heap_delete", "epoch_skip", "fork",
+    # issue 20: holes between live small blocks (the walk's kept blocks, in order), names and
+    # pages used again on purpose, and the rare paths inside an advance
+    "holes", "holes", "rebind", "refill", "stale_free", "fork_at", "clock_at", "clock_back")
 # The strategies are made once: a strategy made anew for every draw costs Hypothesis more
 # than the draw. A choice among what the script has so far is an index modulo its length
 # (it shrinks toward the first).
@@ -40,6 +44,9 @@ SCAVENGER_MS = st.sampled_from((50, 100, 400))
 FAILURES = st.integers(1, 2)
 SKIP = st.sampled_from((1, (1 << 32) - 1))
 STEP = st.sampled_from((2, 3))
+ADVANCE_STEP = st.sampled_from(ADVANCE_STEPS)
+AT_CLOCK_MS = st.sampled_from((1, 5, 50, 100, -1, -20, -150))
+HOLES = st.integers(8, 24)
 
 
 def _pick(draw, items):
@@ -58,6 +65,7 @@ class ScriptState:
     parked: set[int] = field(default_factory=set)
     bursts: list[list[str]] = field(default_factory=list)  # names allocated together
     lines: list[str] = field(default_factory=list)
+    monotone: bool = True  # the options' clock: a step back only when it is not
 
 
 def _draw_op(draw, s: ScriptState, n: int, sizes: tuple[int, ...]) -> None:
@@ -106,6 +114,54 @@ def _draw_op(draw, s: ScriptState, n: int, sizes: tuple[int, ...]) -> None:
         s.owner[f"n{n}"] = t
     elif kind == "double_free" and s.freed:
         s.lines.append(f"{t} free {_pick(draw, s.freed)}")
+    elif kind == "holes":
+        # a burst of small blocks, then a run inside it and one block beside it freed: units
+        # that lie in free blocks only go, the blocks next to live ones stay on the free list
+        # (the walk's rebuild decides their order)
+        size = min(sizes)
+        count = draw(HOLES)
+        names = [f"n{n}_{k}" for k in range(count)]
+        s.lines += [f"{t} malloc {name} {size}" for name in names]
+        s.owner.update({name: t for name in names})
+        s.bursts.append(names)
+        lo = draw(INDEX) % (count // 2)
+        for name in names[lo + 1:lo + 1 + count // 2] + names[lo:lo + 1:]:
+            s.lines.append(f"{t} free {name}")
+            del s.owner[name]
+            s.freed.append(name)
+        s.lines.append(f"{t} {'walk' if draw(BOOL) else 'idle'}")
+    elif kind == "rebind" and s.freed:
+        # a freed name is given to a new block (a name used again is a new allocation)
+        name = s.freed.pop(draw(INDEX) % len(s.freed))
+        s.lines.append(f"{t} malloc {name} {_pick(draw, sizes)}")
+        s.owner[name] = t
+    elif kind == "refill" and s.bursts:
+        # as many blocks again as a burst had, of its size: they take the blocks (and the
+        # purged units) the burst's frees left on its pages
+        names = _pick(draw, s.bursts)
+        size_line = next(line for line in s.lines if line.split()[2:3] == [names[0]]
+                         and line.split()[1] in ("malloc", "zalloc"))
+        size = size_line.split()[3]
+        for k in range(len(names)):
+            name = f"n{n}_r{k}"
+            s.lines.append(f"{t} malloc {name} {size}")
+            s.owner[name] = t
+    elif kind == "stale_free" and s.freed:
+        # a free through a freed name, after mallocs that may have been handed its block
+        # again (docs/op-script.md, "Stale names")
+        for k in range(draw(BURST)):
+            name = f"n{n}_s{k}"
+            s.lines.append(f"{t} malloc {name} {_pick(draw, sizes)}")
+            s.owner[name] = t
+        s.lines.append(f"{t} free {_pick(draw, s.freed)}")
+    elif kind == "fork_at":
+        s.lines.append(f"{t} fork_at {draw(ADVANCE_STEP)}")
+    elif kind == "clock_at":
+        ms = draw(AT_CLOCK_MS)
+        s.lines.append(f"clock_at {draw(ADVANCE_STEP)} {ms if ms > 0 or not s.monotone else -ms}")
+    elif kind == "clock_back":
+        ms = draw(CLOCK_STEP)
+        s.lines.append(f"clock {-ms if not s.monotone else ms}")
     elif kind == "clock":
         s.lines.append(f"clock {draw(CLOCK_STEP)}")
     elif kind == "scavenger":
@@ -159,6 +215,7 @@ def differential_options(draw) -> Options:
         purge_holes_full_every=draw(st.sampled_from((64, 64, 2, 3))),
         sweep_ms=draw(st.sampled_from((0, 0, 30))),
         stale_epochs=draw(st.sampled_from((0, 0, 0, 1))),
+        clock_monotone=draw(st.sampled_from((True, True, True, False))),
     )
 
 
@@ -168,7 +225,7 @@ def op_scripts(draw, options: Options, max_ops: int = 40) -> str:
     # a few sizes per script, so that blocks share pages
     sizes = tuple(draw(st.lists(st.sampled_from(request_sizes(options.arch)), min_size=1,
                                 max_size=3, unique=True)))
-    s = ScriptState()
+    s = ScriptState(monotone=options.clock_monotone)
     for n in range(draw(st.integers(1, max_ops))):
         _draw_op(draw, s, n, sizes)
     return "".join(line + "\n" for line in s.lines)

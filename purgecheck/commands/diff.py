@@ -16,6 +16,7 @@ EXAMPLE = """examples:
   purgecheck diff --scenario park-handoff      a scenario of the seed's tests (its own options)
   purgecheck diff my.ops --variant clock       a rejected design of the seed, on both sides
   purgecheck diff my.ops --mutant age-lt-1     the C side with a mutant's switch: expect a divergence
+  purgecheck diff fork.ops --non-monotone      a clock that may go back (clock -50, clock_at STEP -50)
   purgecheck diff my.ops --keep out/           also write out/model.jsonl and out/c.jsonl
   purgecheck diff --traces out/model.jsonl out/c.jsonl   compare two trace files
 exit status: 0 the traces are equal, 1 they differ (the first divergence is printed),
@@ -47,6 +48,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--sweep-ms", type=int, metavar="MS", help="virtual time of a handoff sweep")
     p.add_argument("--stale-epochs", type=int, metavar="N",
                    help="how old an allocating thread's relaxed epoch read may be")
+    p.add_argument("--non-monotone", action="store_true",
+                   help="a clock that may go back: `clock` and `clock_at` with a negative MS")
     p.add_argument("--observe", choices=("sweeps", "all"), default="sweeps",
                    help="observe pages after the sweeping ops (default) or after every op")
     p.add_argument("--build", default="release", choices=("release", "asan", "tsan"),
@@ -75,6 +78,8 @@ def _options(args, base):
             changes[field] = getattr(args, flag)
     if args.arch:
         changes["arch"] = ARCH32 if args.arch == 32 else ARCH64
+    if args.non_monotone:
+        changes["clock_monotone"] = False
     if changes.get("purge_holes_full_every", 1) <= 0:
         raise UsageError("--full-every: expected a positive integer")
     page = changes.get("os_page_size", 4096)
