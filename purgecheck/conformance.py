@@ -432,6 +432,48 @@ def explain_traces(div: Divergence, a_events: list[dict], header: dict) -> None:
         div.state = f"(not replayable on the model: {e})"
 
 
+# -- what a differential run reached -------------------------------------------------------------
+
+# Event kinds a sequential run on the virtual clock never writes: the steps of a linearized
+# trace, and the error of a bad script (generated scripts are good ones).
+NOT_SEQUENTIAL = frozenset({"advance_step", "error"})
+
+
+@dataclass
+class Coverage:
+    """Which ops a differential run ran and which event kinds its traces had, counted, so a
+    run says what it reached and what it never did (docs/conformance.md)."""
+
+    ops: collections.Counter = field(default_factory=collections.Counter)
+    events: collections.Counter = field(default_factory=collections.Counter)
+
+    def add(self, text: str, events: Iterable[dict]) -> None:
+        """A script (its text) and the model's events of it."""
+        self.ops.update(op.name for op in parse_script(text))
+        self.events.update(ev["ev"] for ev in events)
+
+    def missing(self) -> tuple[list[str], list[str]]:
+        """The ops never run and the event kinds never seen (of those a sequential run can
+        write)."""
+        from purgecheck.formats.ops import SPECS
+        return (sorted(set(SPECS) - set(self.ops)),
+                sorted(set(EVENT_TYPES) - NOT_SEQUENTIAL - {"end"} - set(self.events)))
+
+    def summary(self) -> str:
+        from purgecheck.formats.ops import SPECS
+        ops, events = self.missing()
+        kinds = len(set(EVENT_TYPES) - NOT_SEQUENTIAL - {"end"})
+        text = (f"ops {len(SPECS) - len(ops)}/{len(SPECS)}, "
+                f"event kinds {kinds - len(events)}/{kinds}")
+        never = ops + events
+        return text + (f" (never: {', '.join(never)})" if never else "")
+
+    def to_doc(self) -> dict:
+        ops, events = self.missing()
+        return {"ops": dict(sorted(self.ops.items())), "events": dict(sorted(self.events.items())),
+                "ops_never": ops, "events_never": events}
+
+
 # -- stress scripts for the real-clock, concurrent mode (the sanitizer runs) -----------------
 
 STRESS_SIZES = (64, 3000, 40_000, 131_072, 262_144, 400_000)

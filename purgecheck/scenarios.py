@@ -161,6 +161,24 @@ def _clock_back() -> str:
                       "clock 200", "1 idle", "clock 100", "1 idle", "1 pending"])
 
 
+@scenario("purged-straddler", "A block that straddles two units and was purged through one of "
+          "them counts as free for the other: when its other neighbour is freed, that unit "
+          "goes too (digest 3, step 2: free-listed or purged).")
+def _purged_straddler() -> str:
+    lines = [f"1 malloc s{i} 3000" for i in range(6)]  # 3 KiB blocks on 4 KiB units
+    lines += ["1 free s1", "1 free s2", "1 free s3", "1 walk",  # units 1, 2 go; s1 purged
+              "1 free s0", "1 walk"]  # unit 0 lies in s0 (free) and s1 (purged): it goes
+    return "\n".join(lines)
+
+
+@scenario("age-half-wrap", "A page left for 2^31 epochs is old: the age is the 32-bit "
+          "difference taken unsigned, so half the wraparound is not read as negative (young).",
+          tags=("hold",))
+def _age_half_wrap() -> str:
+    return "\n".join(["1 malloc h0 262144", "1 malloc h1 262144", "1 free h1",
+                      "epoch_skip 2147483648", "clock 100", "1 idle", "1 pending"])
+
+
 @scenario("huge-never", "A huge page (one block) is never purged, even with its block "
           "freed from another thread and collected.")
 def _huge() -> str:

@@ -38,6 +38,7 @@ uint32_t mi_compute_epoch_age(uint64_t current, uint64_t stamp) { return (uint32
 bool mi_is_epoch_young(uint64_t current, uint64_t stamp) {
     if (mi_mutant == M_AGE_LT_1) return mi_compute_epoch_age(current, stamp) < 1;
     if (mi_mutant == M_AGE_NO_MODULO) return (int64_t)current - (int64_t)stamp < 2;
+    if (mi_mutant == M_AGE_SIGNED32) return (int32_t)mi_compute_epoch_age(current, stamp) < 2;
     return mi_compute_epoch_age(current, stamp) < 2;
 }
 

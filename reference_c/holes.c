@@ -34,6 +34,10 @@ static bool is_unit_todo(const mi_page_t *p, int64_t k, const uint8_t *free_set)
             int64_t b0 = p->geom.offset + i * p->geom.block_size;
             if (b0 < lo || b0 + p->geom.block_size > hi) continue;
         }
+        if (mi_mutant == M_PURGED_STRADDLER_LIVE && !free_set[i]) {   /* broken: a purged */
+            int64_t b0 = p->geom.offset + i * p->geom.block_size;  /* straddler is live */
+            if (b0 < lo || b0 + p->geom.block_size > hi) return false;
+        }
         if (!free_set[i] && !mi_page_is_block_purged(p, i)) return false;
     }
     return true;

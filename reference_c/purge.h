@@ -294,6 +294,7 @@ typedef enum {
     M_EPOCH_PLAIN_READ,   /* a data race only the TSan build sees (purgecheck/sanitizer_mutants.py) */
     M_REBUILD_KEEPS_ORDER,   /* issue 20: the walk's rebuild keeps the free list's order */
     M_FORK_CHILD_KEEPS_MOVING, M_CLOCK_BACK_NOT_DUE,   /* issue 20: the rare paths of the advance */
+    M_PURGED_STRADDLER_LIVE, M_AGE_SIGNED32,   /* issue 20: found only by long fuzzing before */
     M_COUNT
 } mi_mutant_t;
 extern mi_mutant_t mi_mutant;

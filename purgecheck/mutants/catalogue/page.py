@@ -149,3 +149,24 @@ mutant("rebuild-keeps-order", "the holes walk rebuilds the free list in its old 
        ("CF-TRACE-EQUAL",),
        Patch("model.holes", "rebuild_free_list", _rebuild_keeps_order),
        c_switch="rebuild_keeps_order")
+
+
+_original_is_unit_todo = holes.is_unit_todo
+
+
+def _purged_straddler_live(page, k, free_set):
+    """Broken: a block that straddles the unit's edge and is already purged (through its
+    other unit) counts as live, so the unit next to it never goes although every block
+    overlapping it is free."""
+    lo, hi = page.units.unit_range(k)
+    for i in page.units.blocks_of_unit(k, page.capacity):
+        inside = page.geom.block_addr(i) >= lo and page.geom.block_addr(i + 1) <= hi
+        if i not in free_set and not inside:
+            return False
+    return _original_is_unit_todo(page, k, free_set)
+
+
+mutant("purged-straddler-live", "the walk counts an already-purged block that straddles the "
+       "unit as live", ("CF-TRACE-EQUAL",),
+       Patch("model.holes", "is_unit_todo", _purged_straddler_live),
+       c_switch="purged_straddler_live")
