@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from model.alloc import mi_page_free_collect
-from model.epoch import AdvanceFrame, compute_interval, mi_holes_epoch_advance
+from model.epoch import (AdvanceFrame, compute_interval, mi_holes_epoch_advance,
+                         mi_holes_epoch_advance_interleaved)
 from model.page import Page
 from model.sweep import mi_page_purge_holes
 from model.thread import ThreadState
@@ -38,7 +39,10 @@ def mi_holes_sweep_begin(world, thread: ThreadState,
     opts = world.options
     interval = compute_interval(opts.purge_holes_min_interval)
     if opts.purge_holes:
-        if frame is None:
+        if frame is None and world.interleavings:
+            frame = mi_holes_epoch_advance_interleaved(world.epoch, world.clock, interval,
+                                                       lambda pc: run_interleavings(world, pc))
+        elif frame is None:
             frame = mi_holes_epoch_advance(world.epoch, world.clock.read(), interval)
         thread.last_advance = frame
         if frame.advanced:
@@ -52,6 +56,16 @@ def mi_holes_sweep_begin(world, thread: ThreadState,
                       "full": thread.holes_sweep_full, "epoch": thread.holes_sweep_epoch})
     return SweepContext(now=world.clock.read(), epoch=world.epoch.epoch, interval=interval,
                         in_handoff=False, full=thread.holes_sweep_full)
+
+
+def run_interleavings(world, pc: str) -> None:
+    """Before step `pc` of an advance: the armed interleavings of that step, each once, in
+    the order they were armed."""
+    due = [x for x in world.interleavings if x[0] == pc]
+    if due:
+        world.interleavings = [x for x in world.interleavings if x[0] != pc]
+        for _, action in due:
+            action(world)
 
 
 def sweep_pages(world, thread: ThreadState, pages: list[Page], ctx: SweepContext,

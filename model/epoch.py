@@ -46,6 +46,10 @@ PC_READ_CLOCK2 = "read_clock_again"
 PC_STORE = "store_start"
 PC_WAIT = "wait_moving"
 PC_DONE = "done"
+# The steps of one call in order, before each of which another thread may act (the ops
+# fork_at and clock_at place a fork or a clock reading there): not the wait, not done.
+ADVANCE_PCS = (PC_LOAD, PC_READ_CLOCK, PC_COMPARE, PC_CAS, PC_INCREMENT, PC_READ_CLOCK2,
+               PC_STORE)
 
 
 @dataclass
@@ -163,6 +167,28 @@ def mi_holes_epoch_advance(st: EpochState, now: int, interval: int) -> AdvanceFr
     while not f.done:
         advance_step(st, f, now, interval)
     return f
+
+
+def mi_holes_epoch_advance_interleaved(st: EpochState, clock, interval: int,
+                                       before_step) -> AdvanceFrame:
+    """The advance one step at a time, with `before_step(pc)` called before each step: what
+    another thread does in between (a fork, the clock moving, also backwards). Each clock
+    step reads `clock` when it runs, so a reading placed before it is what it sees."""
+    f = begin_advance(interval)
+    while not f.done:
+        before_step(f.pc)
+        advance_step(st, f, clock.read() if f.pc in (PC_READ_CLOCK, PC_READ_CLOCK2) else clock.now,
+                     interval)
+    return f
+
+
+def fork_child_epoch(st: EpochState, now: int) -> EpochState:
+    """What the child of a fork holds: a copy of the epoch, with the forked-child rule
+    applied (the parent goes on as it was)."""
+    child = EpochState(st.start, st.epoch, EpochHistory(dict(st.history.real_begin),
+                                                         dict(st.history.recorded_begin)))
+    mi_page_purge_holes_forked_child(child, now)
+    return child
 
 
 def mi_page_purge_holes_forked_child(st: EpochState, now: int) -> None:

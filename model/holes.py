@@ -94,8 +94,10 @@ def mi_page_purge_holes_walk(page: Page) -> WalkResult:
                 dropped_total -= mi_page_unpurge_range(page, k0, k1, reuse=False)
     if complete:
         mark_walked(page)
+    # `free`: the list as the walk leaves it, head first: the rebuild's order decides which
+    # block the next malloc takes (which units come back first), so the trace carries it.
     page.emit("walk", complete=complete, runs=[list(r) for r in runs],
-              dropped=dropped_total)
+              dropped=dropped_total, free=list(page.free))
     return WalkResult(complete, tuple(runs), dropped_total)
 
 

@@ -51,6 +51,9 @@ class World:
     epoch: EpochState = field(default_factory=EpochState)
     threads: dict[int, ThreadState] = field(default_factory=dict)
     variant_state: dict = field(default_factory=dict)  # what a rejected design keeps per page
+    # (step, action(world)): what happens between the steps of the next epoch advance that
+    # reaches that step, once (a fork, a clock reading: the ops fork_at, clock_at)
+    interleavings: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.options.variant not in VARIANTS:

@@ -20,6 +20,7 @@ from typing import Iterable, Iterator
 import orjson
 
 from model.world import Options
+from purgecheck.cbuild import BuildError, BuildInfo, ensure_current
 from purgecheck.formats.ops import Op, parse_script
 from purgecheck.formats.trace import (EVENT_TYPES, Trace, TraceError, canonical_config, canonical_line,
                               model_trace, options_of, parse_lines, read_stream_trace)
@@ -36,12 +37,23 @@ class DriverError(Exception):
 
 
 def driver_path(build: str = "release") -> Path:
+    """The driver binary of `build`, brought up to date with reference_c's sources first
+    (purgecheck/cbuild.py: make's dependency check; the build is recorded in cbuild.RAN)."""
+    return ensure_driver(build)[0]
+
+
+def ensure_driver(build: str = "release") -> tuple[Path, BuildInfo]:
+    """The driver binary of `build`, up to date, and which build it is."""
     if build not in BUILDS:
         raise DriverError(f"unknown build {build!r}; expected one of {', '.join(BUILDS)}")
     path = BUILD_DIR / BUILDS[build]
+    try:
+        info = ensure_current(path)
+    except BuildError as e:
+        raise DriverError(str(e)) from None
     if not os.access(path, os.X_OK):
         raise DriverError(f"{path} is not built: run `make -C reference_c`")
-    return path
+    return path, info
 
 
 def c_switch(mutant: str) -> str:
@@ -89,7 +101,7 @@ class CDriver:
 
     def __init__(self, build: str = "release", extra_args: tuple[str, ...] = ()) -> None:
         self.build = build
-        self.path = driver_path(build)
+        self.path, self.info = ensure_driver(build)
         self.extra_args = extra_args
         self.scripts = 0
         self.crashes = 0
@@ -420,6 +432,48 @@ def explain_traces(div: Divergence, a_events: list[dict], header: dict) -> None:
         div.state = f"(not replayable on the model: {e})"
 
 
+# -- what a differential run reached -------------------------------------------------------------
+
+# Event kinds a sequential run on the virtual clock never writes: the steps of a linearized
+# trace, and the error of a bad script (generated scripts are good ones).
+NOT_SEQUENTIAL = frozenset({"advance_step", "error"})
+
+
+@dataclass
+class Coverage:
+    """Which ops a differential run ran and which event kinds its traces had, counted, so a
+    run says what it reached and what it never did (docs/conformance.md)."""
+
+    ops: collections.Counter = field(default_factory=collections.Counter)
+    events: collections.Counter = field(default_factory=collections.Counter)
+
+    def add(self, text: str, events: Iterable[dict]) -> None:
+        """A script (its text) and the model's events of it."""
+        self.ops.update(op.name for op in parse_script(text))
+        self.events.update(ev["ev"] for ev in events)
+
+    def missing(self) -> tuple[list[str], list[str]]:
+        """The ops never run and the event kinds never seen (of those a sequential run can
+        write)."""
+        from purgecheck.formats.ops import SPECS
+        return (sorted(set(SPECS) - set(self.ops)),
+                sorted(set(EVENT_TYPES) - NOT_SEQUENTIAL - {"end"} - set(self.events)))
+
+    def summary(self) -> str:
+        from purgecheck.formats.ops import SPECS
+        ops, events = self.missing()
+        kinds = len(set(EVENT_TYPES) - NOT_SEQUENTIAL - {"end"})
+        text = (f"ops {len(SPECS) - len(ops)}/{len(SPECS)}, "
+                f"event kinds {kinds - len(events)}/{kinds}")
+        never = ops + events
+        return text + (f" (never: {', '.join(never)})" if never else "")
+
+    def to_doc(self) -> dict:
+        ops, events = self.missing()
+        return {"ops": dict(sorted(self.ops.items())), "events": dict(sorted(self.events.items())),
+                "ops_never": ops, "events_never": events}
+
+
 # -- stress scripts for the real-clock, concurrent mode (the sanitizer runs) -----------------
 
 STRESS_SIZES = (64, 3000, 40_000, 131_072, 262_144, 400_000)
@@ -489,6 +543,8 @@ def option_flags(options: Options, base: Options | None = None) -> list[str]:
              if getattr(options, f) != getattr(base, f)]
     if options.arch != base.arch:
         flags.append(f"--arch {options.arch.bits}")
+    if not options.clock_monotone and base.clock_monotone:
+        flags.append("--non-monotone")
     return flags
 
 

@@ -13,7 +13,7 @@ from model.clock import ClockError
 from model.heap import Ptr, mi_free, mi_heap_delete, mi_heap_destroy, mi_heap_malloc, mi_realloc
 from model.holes import mi_page_purge_holes_walk
 from model.drivers import mi_on_thread_idle, mi_on_thread_idle_pending
-from model.epoch import mi_page_purge_holes_forked_child
+from model.epoch import MOVING, fork_child_epoch
 from model.heap import mi_heap_abandon, mi_page_reclaim
 from model.park import (mi_on_thread_idle_end, mi_on_thread_idle_start, mi_theap_sweep_parked,
                         run_scavenger)
@@ -128,11 +128,7 @@ def _fail_discard(run: Run, op: Op) -> None:
 
 @handles("clock")
 def _clock(run: Run, op: Op) -> None:
-    try:
-        run.world.clock.advance(op.args[0])
-    except ClockError as e:  # a step back on a monotone clock: the script is wrong there
-        raise OpScriptError(run.source, op.line, f"clock: {e}")
-    run.log("clock", now=run.world.clock.read())
+    clock_step(run.world, op.args[0], run.source, op.line)
 
 
 @handles("idle")
@@ -179,9 +175,44 @@ def _reclaim(run: Run, op: Op) -> None:
     mi_page_reclaim(run.world, page, run.world.heap(op.thread))
 
 
+def fork_now(world: World, thread: int) -> None:
+    """A fork by `thread`: the child applies the forked-child rule to its copy of the epoch
+    (_mi_page_purge_holes_forked_child) and the `fork` event reports what it holds then; the
+    script goes on in the parent, whose advance (if one is in the middle) carries on."""
+    moving = world.epoch.start == MOVING
+    child = fork_child_epoch(world.epoch, world.clock.read())
+    world.log.append({"ev": "fork", "thread": thread, "moving": moving, "epoch": child.epoch,
+                      "start": child.start})
+
+
+def clock_step(world: World, ms: int, source: str, line: int) -> None:
+    """The virtual clock moves by `ms` (back only when it is not monotone); a `clock` event."""
+    try:
+        world.clock.advance(ms)
+    except ClockError as e:  # a step back on a monotone clock: the script is wrong there
+        raise OpScriptError(source, line, f"clock: {e}")
+    world.log.append({"ev": "clock", "now": world.clock.read()})
+
+
 @handles("fork")
 def _fork(run: Run, op: Op) -> None:
-    mi_page_purge_holes_forked_child(run.world.epoch, run.world.clock.read())
+    fork_now(run.world, op.thread)
+
+
+@handles("fork_at")
+def _fork_at(run: Run, op: Op) -> None:
+    thread = op.thread
+    run.world.interleavings.append((op.args[0], lambda world: fork_now(world, thread)))
+
+
+@handles("clock_at")
+def _clock_at(run: Run, op: Op) -> None:
+    step, ms = op.args
+    if ms < 0 and run.world.clock.monotone:  # refused where it is written, not where it fires
+        raise OpScriptError(run.source, op.line, f"clock_at: a monotone clock cannot go back "
+                                                 f"{-ms} ms")
+    source, line = run.source, op.line
+    run.world.interleavings.append((step, lambda world: clock_step(world, ms, source, line)))
 
 
 @handles("epoch_skip")

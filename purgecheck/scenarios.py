@@ -138,6 +138,55 @@ def _small_medium() -> str:
     return "\n".join(lines)
 
 
+@scenario("walk-order", "The holes walk rebuilds the free list by pushing each kept block on "
+          "a new head: the free blocks next to live ones come back reversed, and the next "
+          "mallocs take them in that order (digest 3, step 3).")
+def _walk_order() -> str:
+    lines = [f"1 malloc w{i} 1000" for i in range(24)]
+    lines += ["1 free w1", "1 free w2", "1 free w5"]  # kept: units shared with live blocks
+    lines += [f"1 free w{i}" for i in range(8, 17)]  # units 2 and 3 lie in free blocks only
+    lines += ["1 walk", "1 malloc x0 1000", "1 malloc x1 1000", "1 walk"]
+    return "\n".join(lines)
+
+
+@scenario("fork-while-moving", "Forks placed inside another thread's advance: after its CAS "
+          "took MOVING and after its increment, the child records a new beginning "
+          "(_mi_page_purge_holes_forked_child); outside an advance nothing is held.",
+          tags=("hold",))
+def _fork_moving() -> str:
+    return "\n".join(["1 malloc a 262144", "1 malloc b 262144", "1 free b",
+                      "clock_at cas 5", "2 fork_at increment", "2 fork_at store_start",
+                      "1 idle", "2 fork",
+                      "clock 100", "2 fork_at read_clock", "1 idle", "1 pending"])
+
+
+@scenario("clock-back", "A clock that goes back: before the epoch's start, the advance is due "
+          "(digest 7); between the increment and the second reading, the new epoch begins at "
+          "the earlier reading.", Options(clock_monotone=False), tags=("hold",))
+def _clock_back() -> str:
+    return "\n".join(["1 malloc a 262144", "1 malloc b 262144", "1 free b", "1 idle",
+                      "clock 30", "clock -50", "1 idle", "clock_at read_clock_again -20",
+                      "clock 200", "1 idle", "clock 100", "1 idle", "1 pending"])
+
+
+@scenario("purged-straddler", "A block that straddles two units and was purged through one of "
+          "them counts as free for the other: when its other neighbour is freed, that unit "
+          "goes too (digest 3, step 2: free-listed or purged).")
+def _purged_straddler() -> str:
+    lines = [f"1 malloc s{i} 3000" for i in range(6)]  # 3 KiB blocks on 4 KiB units
+    lines += ["1 free s1", "1 free s2", "1 free s3", "1 walk",  # units 1, 2 go; s1 purged
+              "1 free s0", "1 walk"]  # unit 0 lies in s0 (free) and s1 (purged): it goes
+    return "\n".join(lines)
+
+
+@scenario("age-half-wrap", "A page left for 2^31 epochs is old: the age is the 32-bit "
+          "difference taken unsigned, so half the wraparound is not read as negative (young).",
+          tags=("hold",))
+def _age_half_wrap() -> str:
+    return "\n".join(["1 malloc h0 262144", "1 malloc h1 262144", "1 free h1",
+                      "epoch_skip 2147483648", "clock 100", "1 idle", "1 pending"])
+
+
 @scenario("huge-never", "A huge page (one block) is never purged, even with its block "
           "freed from another thread and collected.")
 def _huge() -> str:

@@ -109,6 +109,14 @@ int64_t mi_page_malloc(mi_page_t *p, bool zero) {
 /* A free of a block that is not live is a double (or invalid) free: reported, never
  * absorbed. The live bits are the debug shadow of the blocks handed out; clearing one is
  * atomic, so two threads freeing one block find out which of them was second. */
+static void report_double_free(mi_page_t *p, int64_t i) {
+    atomic_fetch_add(&p->double_frees, 1);
+    tr_begin("double_free");
+    tr_int("page", p->id);
+    tr_int("block", i);
+    tr_end();
+}
+
 static bool check_free(mi_page_t *p, int64_t i) {
     bool live = false;
     /* Bounded by `reserved`, which never changes, not `capacity`, which the owner writes
@@ -118,11 +126,19 @@ static bool check_free(mi_page_t *p, int64_t i) {
         live = atomic_fetch_and_explicit(&p->live[i / 64], ~bit, memory_order_relaxed) & bit;
     }
     if (live || mi_mutant == M_DOUBLE_FREE_ABSORBED) return true;
-    atomic_fetch_add(&p->double_frees, 1);
-    tr_begin("double_free");
-    tr_int("page", p->id);
-    tr_int("block", i);
-    tr_end();
+    report_double_free(p, i);
+    return false;
+}
+
+/* realloc's check, before it does anything (docs/op-script.md, "Stale names"): the block
+ * must be live, as for a free, but its live bit stays set (the block is still handed out
+ * when it is resized in place). A block that is not live is reported as a double free. */
+bool mi_check_live(mi_page_t *p, int64_t i) {
+    if (i >= 0 && i < p->geom.reserved
+        && (atomic_load_explicit(&p->live[i / 64], memory_order_relaxed) & (UINT64_C(1) << (i % 64))))
+        return true;
+    if (mi_mutant == M_DOUBLE_FREE_ABSORBED) return true;
+    report_double_free(p, i);
     return false;
 }
 

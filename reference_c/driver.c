@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,7 +56,8 @@ static const char *USAGE =
     "  printf '1 malloc a 262144\\n1 free a\\n---\\n%%options variant=no-hold\\n1 idle\\n' | driver\n";
 
 /* -- the op grammar (purgecheck/ops.py SPECS) ------------------------------------------------- */
-typedef enum { A_INT, A_STR, A_COUNT } argtype_t;   /* A_COUNT: an integer >= 0 */
+typedef enum { A_INT, A_STR, A_COUNT, A_STEP } argtype_t;   /* A_COUNT: an integer >= 0;
+                                                              A_STEP: a step of the advance */
 typedef struct {
     const char *name;
     bool threaded;
@@ -67,7 +69,8 @@ typedef struct {
 enum {
     OP_MALLOC, OP_ZALLOC, OP_FREE, OP_REALLOC, OP_COLLECT, OP_WALK, OP_HEAP_DESTROY,
     OP_HEAP_DELETE, OP_FAIL_DISCARD, OP_CLOCK, OP_IDLE, OP_PENDING, OP_PARK, OP_UNPARK,
-    OP_SCAVENGE, OP_SCAVENGER, OP_ABANDON, OP_RECLAIM, OP_FORK, OP_EPOCH_SKIP, OP_COUNT
+    OP_SCAVENGE, OP_SCAVENGER, OP_ABANDON, OP_RECLAIM, OP_FORK, OP_EPOCH_SKIP,
+    OP_FORK_AT, OP_CLOCK_AT, OP_COUNT
 };
 
 static const opspec_t SPECS[OP_COUNT] = {
@@ -91,7 +94,15 @@ static const opspec_t SPECS[OP_COUNT] = {
     [OP_RECLAIM] = {"reclaim", true, 1, {A_STR}, {"name"}},
     [OP_FORK] = {"fork", true, 0, {0}, {0}},
     [OP_EPOCH_SKIP] = {"epoch_skip", false, 1, {A_COUNT}, {"count"}},
+    [OP_FORK_AT] = {"fork_at", true, 1, {A_STEP}, {"step"}},
+    [OP_CLOCK_AT] = {"clock_at", false, 2, {A_STEP, A_INT}, {"step", "ms"}},
 };
+
+/* The steps of the epoch advance an interleaved op is placed before (purgecheck/formats/ops.py
+ * ADVANCE_STEPS, model/epoch.py's program counters in order). */
+static const char *const ADVANCE_STEPS[] = {"load_start", "read_clock", "compare", "cas",
+                                            "increment", "read_clock_again", "store_start"};
+#define N_ADVANCE_STEPS ((int)(sizeof ADVANCE_STEPS / sizeof *ADVANCE_STEPS))
 
 /* Ops after which the pages are observed (residency and state): those that sweep, walk or
  * move pages. With `observe=all`, after every op. */
@@ -319,8 +330,8 @@ static int parse_line(char *text, int line, op_t *op, char *err, size_t errlen) 
     for (int s = 0; s < OP_COUNT; s++)
         if (!strcmp(SPECS[s].name, words[w])) spec = s;
     if (spec < 0) {
-        snprintf(err, errlen, "unknown operation '%s'; expected one of abandon, clock, collect, "
-                 "epoch_skip, fail_discard, fork, free, heap_delete, heap_destroy, idle, malloc, "
+        snprintf(err, errlen, "unknown operation '%s'; expected one of abandon, clock, clock_at, collect, "
+                 "epoch_skip, fail_discard, fork, fork_at, free, heap_delete, heap_destroy, idle, malloc, "
                  "park, pending, realloc, reclaim, scavenge, scavenger, unpark, walk, zalloc", words[w]);
         return -1;
     }
@@ -351,13 +362,24 @@ static int parse_line(char *text, int line, op_t *op, char *err, size_t errlen) 
     }
     for (int a = 0; a < sp->nargs; a++) {
         const char *v = words[w + 1 + a];
-        if (sp->types[a] == A_STR) {
+        if (sp->types[a] == A_STEP) {
+            int k = 0;
+            while (k < N_ADVANCE_STEPS && strcmp(ADVANCE_STEPS[k], v)) k++;
+            if (k == N_ADVANCE_STEPS) {
+                snprintf(err, errlen, "%s: %s '%.24s' is not a step of the advance; expected one "
+                         "of load_start, read_clock, compare, cas, increment, read_clock_again, "
+                         "store_start", sp->name, sp->argnames[a], v);
+                return -1;
+            }
+            op->sval[a] = strdup(v);
+            op->ival[a] = k;
+        } else if (sp->types[a] == A_STR) {
             op->sval[a] = strdup(v);
         } else if (!parse_pyint(v, &op->ival[a])) {
             char ints[128] = "[";
             bool first = true;
             for (int b = 0; b < sp->nargs; b++)
-                if (sp->types[b] != A_STR) {
+                if (sp->types[b] != A_STR && sp->types[b] != A_STEP) {
                     strcat(ints, first ? "'" : ", '");
                     strcat(ints, sp->argnames[b]);
                     strcat(ints, "'");
@@ -477,7 +499,7 @@ static void emit_op(const op_t *op) {
     tr_raw("[");
     for (int a = 0; a < sp->nargs; a++) {
         if (a) tr_raw(",");
-        if (sp->types[a] != A_STR) tr_rawf("%lld", (long long)op->ival[a]);
+        if (sp->types[a] != A_STR && sp->types[a] != A_STEP) tr_rawf("%lld", (long long)op->ival[a]);
         else {
             tr_raw("\"");
             for (const char *c = op->sval[a]; *c; c++) {   /* names are words: escape quotes only */
@@ -493,6 +515,87 @@ static void emit_op(const op_t *op) {
 }
 
 static const int64_t MAX_SIZE = (int64_t)1 << 30;
+
+static void emit_clock(void) {
+    lin_lock();   /* a linearized trace: the reading and its event are one step */
+    tr_begin("clock");
+    tr_int("now", mi_clock_now());
+    tr_end();
+    lin_unlock();
+}
+
+/* -- forks and interleavings (the ops fork, fork_at, clock_at: docs/op-script.md) ------------ */
+
+/* A real fork by `thread`: the child applies _mi_page_purge_holes_forked_child to its copy of
+ * the process and reports the epoch and its start through a pipe; the parent waits for it and
+ * writes the `fork` event (purgecheck/runner.py fork_now). The child writes no trace and
+ * leaves with _exit, so nothing buffered in the parent's stdout is written twice. */
+static bool fork_now(int thread) {
+    int fds[2];
+    if (pipe(fds) != 0) mi_corrupt("pipe failed");
+    bool moving = atomic_load(&mi_world->epoch_start) == MI_MOVING;
+    pid_t pid = fork();
+    if (pid < 0) mi_corrupt("fork failed");
+    if (pid == 0) {
+        close(fds[0]);
+        mi_page_purge_holes_forked_child();
+        int64_t report[2] = {atomic_load(&mi_world->epoch_start), (int64_t)atomic_load(&mi_world->epoch)};
+        _exit(write(fds[1], report, sizeof report) == (ssize_t)sizeof report ? 0 : 3);
+    }
+    close(fds[1]);
+    int64_t report[2];
+    size_t got = 0;
+    while (got < sizeof report) {
+        ssize_t k = read(fds[0], (char *)report + got, sizeof report - got);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (got != sizeof report || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        emit_error(cur_line, "fork: the child did not report its epoch (wait status %d)", status);
+        return false;
+    }
+    tr_begin("fork");
+    tr_int("thread", thread);
+    tr_bool("moving", moving);
+    tr_u64("epoch", (uint64_t)report[1]);
+    tr_int("start", report[0]);
+    tr_end();
+    return true;
+}
+
+/* Armed interleavings: each runs once, before its step of the next advance that reaches it,
+ * in the order armed (model/drivers.py run_interleavings). */
+static const op_t **armed;
+static int narmed, armed_cap;
+
+static void arm(const op_t *op) {
+    if (narmed == armed_cap) {
+        armed_cap = armed_cap ? 2 * armed_cap : 16;
+        armed = realloc(armed, (size_t)armed_cap * sizeof *armed);
+        if (!armed) abort();
+    }
+    armed[narmed++] = op;
+}
+
+static void run_interleavings(const char *pc) {
+    int line = cur_line;
+    for (int i = 0; i < narmed;) {
+        const op_t *a = armed[i];
+        if (strcmp(ADVANCE_STEPS[a->ival[0]], pc)) { i++; continue; }
+        memmove(&armed[i], &armed[i + 1], (size_t)(narmed - i - 1) * sizeof *armed);
+        narmed--;
+        if (a->spec == OP_FORK_AT) {
+            fork_now(a->thread);
+        } else {
+            mi_clock_advance(a->ival[1]);   /* a step back was refused when it was armed */
+            emit_clock();
+        }
+    }
+    cur_line = line;
+}
 
 static bool exec_op(const op_t *op) {
     mi_options_t *o = &mi_world->opt;
@@ -580,11 +683,7 @@ static bool exec_op(const op_t *op) {
             emit_error(op->line, "clock: a monotone clock cannot go back %lld ms", (long long)-op->ival[0]);
             return false;
         }
-        lin_lock();   /* a linearized trace: the reading and its event are one step */
-        tr_begin("clock");
-        tr_int("now", mi_clock_now());
-        tr_end();
-        lin_unlock();
+        emit_clock();
         return true;
     case OP_IDLE:
         mi_on_thread_idle(op->thread, false);
@@ -632,7 +731,19 @@ static bool exec_op(const op_t *op) {
         return true;
     }
     case OP_FORK:
-        mi_page_purge_holes_forked_child();
+        return fork_now(op->thread);
+    case OP_FORK_AT:
+    case OP_CLOCK_AT:
+        if (o->clock_real) {
+            emit_error(op->line, "%s: only on the virtual clock", SPECS[op->spec].name);
+            return false;
+        }
+        if (op->spec == OP_CLOCK_AT && op->ival[1] < 0 && o->clock_monotone) {
+            emit_error(op->line, "clock_at: a monotone clock cannot go back %lld ms",
+                       (long long)-op->ival[1]);
+            return false;
+        }
+        arm(op);
         return true;
     case OP_EPOCH_SKIP:
         mi_epoch_skip(op->ival[0]);
@@ -818,6 +929,7 @@ static void run_script(char *text, const config_t *c, const char *option_error) 
     tr_linearized = c->linearize && c->concurrent && c->opt.clock_real && !c->quiet;
     atomic_store(&tr_lin, 0);
     tr_tid = 0;
+    mi_advance_hook = c->opt.clock_real ? NULL : run_interleavings;
     emit_header(c);
     int cap = 64, nops = 0;
     op_t *ops = calloc((size_t)cap, sizeof *ops);
@@ -862,6 +974,7 @@ static void run_script(char *text, const config_t *c, const char *option_error) 
     for (int i = 0; i < nops; i++)
         for (int a = 0; a < MAX_ARGS; a++) free(ops[i].sval[a]);
     free(ops);
+    narmed = 0;   /* what no advance reached is dropped with the script */
     names_reset();
     mi_world_free(mi_world);
     mi_world = NULL;
@@ -931,7 +1044,7 @@ int main(int argc, char **argv) {
             for (int s = 0; s < OP_COUNT; s++) {
                 printf("%s %s", SPECS[s].name, SPECS[s].threaded ? "threaded" : "global");
                 for (int k = 0; k < SPECS[s].nargs; k++)
-                    printf(" %s:%s", SPECS[s].argnames[k], SPECS[s].types[k] == A_STR ? "str"
+                    printf(" %s:%s", SPECS[s].argnames[k], SPECS[s].types[k] == A_STR || SPECS[s].types[k] == A_STEP ? "str"
                                                            : SPECS[s].types[k] == A_COUNT ? "count" : "int");
                 printf("\n");
             }

@@ -38,13 +38,20 @@ uint32_t mi_compute_epoch_age(uint64_t current, uint64_t stamp) { return (uint32
 bool mi_is_epoch_young(uint64_t current, uint64_t stamp) {
     if (mi_mutant == M_AGE_LT_1) return mi_compute_epoch_age(current, stamp) < 1;
     if (mi_mutant == M_AGE_NO_MODULO) return (int64_t)current - (int64_t)stamp < 2;
+    if (mi_mutant == M_AGE_SIGNED32) return (int32_t)mi_compute_epoch_age(current, stamp) < 2;
     return mi_compute_epoch_age(current, stamp) < 2;
 }
 
 /* The epoch has lasted the interval, or the clock went backwards. */
 bool mi_is_epoch_due(int64_t start, int64_t now, int64_t interval) {
     if (mi_mutant == M_EPOCH_NOT_RATE_LIMITED) return true;
+    if (mi_mutant == M_CLOCK_BACK_NOT_DUE) return now - start >= interval;   /* broken: back is not due */
     return !(now >= start && now - start < interval);
+}
+
+/* Before each step: what the script placed there (the driver's fork_at, clock_at). */
+static inline void at_step(const char *pc) {
+    if (mi_advance_hook) mi_advance_hook(pc);
 }
 
 static inline void cpu_pause(void) {
@@ -60,17 +67,21 @@ mi_advance_t mi_holes_epoch_advance(int64_t interval) {
     mi_world_t *w = mi_world;
     mi_advance_t r = {false, 0, 0};
     if (interval <= 0) return r;
+    at_step("load_start");
     lin_lock();
     int64_t start = atomic_load_explicit(&w->epoch_start, memory_order_acquire);
     lin_step("load_start", start);
     lin_unlock();
     if (start != MI_MOVING) {
+        at_step("read_clock");
         lin_lock();
         int64_t now = mi_clock_now();
         lin_step("read_clock", now);
         lin_unlock();
+        at_step("compare");
         if (!mi_is_epoch_due(start, now, interval)) return r;
         mi_advance_delay(MI_DELAY_BEFORE_CAS);
+        at_step("cas");
         lin_lock();
         bool won;
         if (mi_mutant == M_NO_CAS_EXCLUSION) {   /* broken: a plain store claims it */
@@ -84,6 +95,7 @@ mi_advance_t mi_holes_epoch_advance(int64_t interval) {
         lin_unlock();
         if (won) {
             mi_advance_delay(MI_DELAY_BEFORE_INCREMENT);
+            at_step("increment");
             /* The epoch begins for everybody else at the increment ... */
             lin_lock();
             r.epoch = atomic_fetch_add_explicit(&w->epoch, 1, memory_order_acq_rel) + 1;
@@ -96,11 +108,13 @@ mi_advance_t mi_holes_epoch_advance(int64_t interval) {
                 lin_unlock();
             }
             /* ... so its recorded beginning is read after it, never before. */
+            at_step("read_clock_again");
             lin_lock();
             int64_t now2 = mi_clock_now();
             lin_step("read_clock_again", now2);
             lin_unlock();
             r.start = mi_mutant == M_START_BEFORE_INCREMENT ? now : now2;   /* broken: early */
+            at_step("store_start");
             lin_lock();
             atomic_store_explicit(&w->epoch_start, r.start, memory_order_release);
             lin_step("store_start", r.start);
@@ -125,6 +139,7 @@ mi_advance_t mi_holes_epoch_advance(int64_t interval) {
 
 /* Fork: in the child, if another thread held MOVING, record a new beginning. */
 void mi_page_purge_holes_forked_child(void) {
+    if (mi_mutant == M_FORK_CHILD_KEEPS_MOVING) return;   /* broken: the child waits forever */
     int64_t moving = MI_MOVING;
     atomic_compare_exchange_strong(&mi_world->epoch_start, &moving, mi_clock_now());
 }

@@ -281,6 +281,7 @@ bool mi_free(mi_ptr_t ptr, int thread) {
 bool mi_realloc(mi_tld_t *heap, mi_ptr_t ptr, int64_t size, mi_ptr_t *out) {
     mi_page_t *p = mi_page_of(ptr.page);
     int64_t bs = p->geom.block_size;
+    if (!mi_check_live(p, ptr.block)) return false;   /* a stale name: nothing is allocated */
     if (size <= bs && size >= bs / 2) {
         tr_begin("realloc");
         tr_int("page", p->id);

@@ -34,6 +34,10 @@ static bool is_unit_todo(const mi_page_t *p, int64_t k, const uint8_t *free_set)
             int64_t b0 = p->geom.offset + i * p->geom.block_size;
             if (b0 < lo || b0 + p->geom.block_size > hi) continue;
         }
+        if (mi_mutant == M_PURGED_STRADDLER_LIVE && !free_set[i]) {   /* broken: a purged */
+            int64_t b0 = p->geom.offset + i * p->geom.block_size;  /* straddler is live */
+            if (b0 < lo || b0 + p->geom.block_size > hi) return false;
+        }
         if (!free_set[i] && !mi_page_is_block_purged(p, i)) return false;
     }
     return true;
@@ -53,11 +57,16 @@ static int64_t rebuild_free_list(mi_page_t *p, const uint8_t *todo) {
     bool zero = atomic_load_explicit(&p->free_is_zero, memory_order_relaxed);
     int64_t dropped = 0, n = 0;
     mi_block_t *kept = NULL, *b = p->free;
+    mi_block_t *last = NULL;   /* the mutant rebuild_keeps_order appends after it instead */
     while (b != NULL) {
         if (++n > p->geom.reserved) mi_corrupt("a free list is longer than the page");
         mi_block_t *next = mi_block_next(p, b);
         if (overlaps_todo(p, mi_block_index(p, b), todo)) {
             dropped++;
+        } else if (mi_mutant == M_REBUILD_KEEPS_ORDER) {
+            mi_block_set_next(p, b, NULL);
+            if (last != NULL) mi_block_set_next(p, last, b); else kept = b;
+            last = b;
         } else if (mi_mutant != M_PURGED_LEFT_ON_LIST) {
             mi_block_set_next(p, b, kept);
             kept = b;
@@ -150,6 +159,7 @@ mi_walk_result_t mi_page_purge_holes_walk(mi_page_t *p) {
     tr_bool("complete", res.complete);
     emit_runs(runs, nruns);
     tr_int("dropped", res.dropped);
+    mi_page_emit_list("free", p, p->free);   /* the order the walk leaves: what malloc takes next */
     tr_end();
     free(runs);
     free(todo);

@@ -72,6 +72,8 @@ void lin_step_wait(int spins, int64_t value) {
  *     whose sweeper is not delayed, comes early.
  * Every other epoch, so that a delayed epoch is followed by one that is not. The correct code
  * is unaffected apart from the delay. */
+void (*mi_advance_hook)(const char *pc);
+
 _Atomic int64_t mi_advance_delay_us;
 _Atomic int mi_advance_delay_at;
 

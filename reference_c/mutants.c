@@ -40,6 +40,11 @@ const char *const mi_mutant_names[M_COUNT] = {
     [M_COLLECT_UNPURGES] = "collect_unpurges",
     [M_TAIL_FROM_LAST_BLOCK] = "tail_from_last_block",
     [M_UNPURGE_WITHOUT_REUSE] = "unpurge_without_reuse",
+    [M_REBUILD_KEEPS_ORDER] = "rebuild_keeps_order",
+    [M_FORK_CHILD_KEEPS_MOVING] = "fork_child_keeps_moving",
+    [M_CLOCK_BACK_NOT_DUE] = "clock_back_not_due",
+    [M_PURGED_STRADDLER_LIVE] = "purged_straddler_live",
+    [M_AGE_SIGNED32] = "age_signed32",
 };
 
 int mi_mutant_by_name(const char *name) {

@@ -138,7 +138,7 @@ void mi_os_touch(mi_page_t *p, int64_t rel, int64_t size, int byte) {
 
 /* -- observations (trace events `page_state` and `resident`) --------------------------------- */
 
-static void emit_list(const char *key, const mi_page_t *p, const mi_block_t *b) {
+void mi_page_emit_list(const char *key, const mi_page_t *p, const mi_block_t *b) {
     tr_key(key);
     tr_raw("[");
     int64_t n = 0;
@@ -156,9 +156,9 @@ void mi_page_emit_state(mi_page_t *p) {
     tr_int("capacity", p->capacity);
     tr_int("reserved", p->geom.reserved);
     tr_int("used", p->used);
-    emit_list("free", p, p->free);
-    emit_list("local_free", p, p->local_free);
-    emit_list("xthread_free", p, atomic_load(&p->xthread_free));
+    mi_page_emit_list("free", p, p->free);
+    mi_page_emit_list("local_free", p, p->local_free);
+    mi_page_emit_list("xthread_free", p, atomic_load(&p->xthread_free));
     tr_key("purged_units");
     tr_raw("[");
     bool first = true;

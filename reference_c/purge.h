@@ -132,6 +132,7 @@ bool mi_page_is_all_free(mi_page_t *p);
 bool mi_page_has_unformed_tail(const mi_page_t *p);
 bool mi_page_has_any_free(mi_page_t *p);
 void mi_page_emit_state(mi_page_t *p);
+void mi_page_emit_list(const char *key, const mi_page_t *p, const mi_block_t *b);  /* head first */
 void mi_page_emit_resident(mi_page_t *p);
 void mi_emit_holes_stats(void);   /* the process-wide counters, after an observation */
 
@@ -154,6 +155,7 @@ void mi_page_free_collect(mi_page_t *p);
 int64_t mi_page_malloc(mi_page_t *p, bool zero);     /* block index, or -1: full */
 bool mi_free_local(mi_page_t *p, int64_t i);         /* false: a double free (reported) */
 bool mi_free_xthread(mi_page_t *p, int64_t i);
+bool mi_check_live(mi_page_t *p, int64_t i);          /* false: not live (a double free, reported) */
 void mi_write_block(mi_page_t *p, int64_t i);
 
 /* -- threads and heaps (model/thread.py, model/heap.py) ------------------------------------- */
@@ -300,6 +302,9 @@ typedef enum {
     M_EPOCH_PLAIN_READ,   /* a data race only the TSan build sees (purgecheck/sanitizer_mutants.py) */
     M_FULL_SWEEP_NEVER, M_OPTION_OFF_IGNORED, M_COLLECT_UNPURGES, M_TAIL_FROM_LAST_BLOCK,
     M_UNPURGE_WITHOUT_REUSE,   /* the real tests' mutants (catalogue/realtests.py) */
+    M_REBUILD_KEEPS_ORDER,   /* issue 20: the walk's rebuild keeps the free list's order */
+    M_FORK_CHILD_KEEPS_MOVING, M_CLOCK_BACK_NOT_DUE,   /* issue 20: the rare paths of the advance */
+    M_PURGED_STRADDLER_LIVE, M_AGE_SIGNED32,   /* issue 20: found only by long fuzzing before */
     M_COUNT
 } mi_mutant_t;
 extern mi_mutant_t mi_mutant;
@@ -340,6 +345,9 @@ enum { MI_DELAY_BEFORE_CAS, MI_DELAY_BEFORE_INCREMENT };
 extern _Atomic int64_t mi_advance_delay_us;           /* test hook: see mi_advance_delay */
 extern _Atomic int mi_advance_delay_at;
 void mi_advance_delay(int at);
+/* Test hook: called before each step of the advance with the model's program counter; the
+ * driver runs the interleavings a script armed there (fork_at, clock_at). */
+extern void (*mi_advance_hook)(const char *pc);
 extern _Atomic int64_t mi_park_work_delay_us;         /* test hook: see mi_park_work_delay */
 void mi_park_work_delay(void);
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from model.geometry import ARCH32, ARCH64
 from model.variants import VARIANTS
 from model.world import Options
+from model.epoch import ADVANCE_PCS as ADVANCE_STEPS
 from stateful_tests.world_machine import request_sizes
 
 THREADS = (1, 2, 3)
@@ -25,21 +26,46 @@ CLOCK_STEPS_MS = (1, 10, 50, 99, 100, 101, 250)
 KINDS = ("malloc",) * 4 + ("burst",) * 3 + ("free",) * 4 + ("free_some",) * 2 + (
     "idle",) * 3 + ("clock",) * 3 + ("walk", "walk", "zalloc", "realloc", "collect", "pending",
     "park", "unpark", "scavenge", "scavenger", "abandon", "reclaim", "double_free",
-    "fail_discard", "heap_destroy", "heap_delete", "epoch_skip", "fork")
+    "fail_discard", "heap_destroy", "heap_delete", "epoch_skip", "fork",
+    # issue 20: holes between live small blocks (the walk's kept blocks, in order), names and
+    # pages used again on purpose, and the rare paths inside an advance
+    "holes", "holes", "rebind", "refill", "stale_free", "fork_at", "clock_at", "clock_back")
 # The strategies are made once: a strategy made anew for every draw costs Hypothesis more
 # than the draw. A choice among what the script has so far is an index modulo its length
 # (it shrinks toward the first).
-KIND = st.sampled_from(KINDS)
-THREAD = st.sampled_from(THREADS)
-CLOCK_STEP = st.sampled_from(CLOCK_STEPS_MS)
-INDEX = st.integers(0, 1 << 16)
-BOOL = st.booleans()
-BURST = st.integers(2, 8)
-PARK_PASSES = st.integers(0, 3)
-SCAVENGER_MS = st.sampled_from((50, 100, 400))
-FAILURES = st.integers(1, 2)
-SKIP = st.sampled_from((1, (1 << 32) - 1))
-STEP = st.sampled_from((2, 3))
+# Each is also kept as the values it draws from (CHOICES), so that a random source can draw
+# the same alphabet without Hypothesis (RandomDraw: the long campaigns).
+CHOICES: dict[int, tuple] = {}
+
+
+def _choice(values: tuple):
+    strategy = st.sampled_from(values)
+    CHOICES[id(strategy)] = values
+    return strategy
+
+
+def _between(lo: int, hi: int):
+    strategy = st.integers(lo, hi)
+    CHOICES[id(strategy)] = range(lo, hi + 1)
+    return strategy
+
+
+KIND = _choice(KINDS)
+THREAD = _choice(THREADS)
+CLOCK_STEP = _choice(CLOCK_STEPS_MS)
+INDEX = _between(0, 1 << 16)
+BOOL = _choice((False, True))
+BURST = _between(2, 8)
+PARK_PASSES = _between(0, 3)
+SCAVENGER_MS = _choice((50, 100, 400))
+FAILURES = _between(1, 2)
+# one epoch, the wraparound of the 32-bit stamp, and half of it (an age of 2^31: a signed
+# 32-bit difference reads it as negative, i.e. young)
+SKIP = _choice((1, (1 << 32) - 1, 1 << 31))
+STEP = _choice((2, 3))
+ADVANCE_STEP = _choice(ADVANCE_STEPS)
+AT_CLOCK_MS = _choice((1, 5, 50, 100, -1, -20, -150))
+HOLES = _between(8, 24)
 
 
 def _pick(draw, items):
@@ -58,6 +84,7 @@ class ScriptState:
     parked: set[int] = field(default_factory=set)
     bursts: list[list[str]] = field(default_factory=list)  # names allocated together
     lines: list[str] = field(default_factory=list)
+    monotone: bool = True  # the options' clock: a step back only when it is not
 
 
 def _draw_op(draw, s: ScriptState, n: int, sizes: tuple[int, ...]) -> None:
@@ -106,6 +133,54 @@ def _draw_op(draw, s: ScriptState, n: int, sizes: tuple[int, ...]) -> None:
         s.owner[f"n{n}"] = t
     elif kind == "double_free" and s.freed:
         s.lines.append(f"{t} free {_pick(draw, s.freed)}")
+    elif kind == "holes":
+        # a burst of small blocks, then a run inside it and one block beside it freed: units
+        # that lie in free blocks only go, the blocks next to live ones stay on the free list
+        # (the walk's rebuild decides their order)
+        size = min(sizes)
+        count = draw(HOLES)
+        names = [f"n{n}_{k}" for k in range(count)]
+        s.lines += [f"{t} malloc {name} {size}" for name in names]
+        s.owner.update({name: t for name in names})
+        s.bursts.append(names)
+        lo = draw(INDEX) % (count // 2)
+        for name in names[lo + 1:lo + 1 + count // 2] + names[lo:lo + 1:]:
+            s.lines.append(f"{t} free {name}")
+            del s.owner[name]
+            s.freed.append(name)
+        s.lines.append(f"{t} {'walk' if draw(BOOL) else 'idle'}")
+    elif kind == "rebind" and s.freed:
+        # a freed name is given to a new block (a name used again is a new allocation)
+        name = s.freed.pop(draw(INDEX) % len(s.freed))
+        s.lines.append(f"{t} malloc {name} {_pick(draw, sizes)}")
+        s.owner[name] = t
+    elif kind == "refill" and s.bursts:
+        # as many blocks again as a burst had, of its size: they take the blocks (and the
+        # purged units) the burst's frees left on its pages
+        names = _pick(draw, s.bursts)
+        size_line = next(line for line in s.lines if line.split()[2:3] == [names[0]]
+                         and line.split()[1] in ("malloc", "zalloc"))
+        size = size_line.split()[3]
+        for k in range(len(names)):
+            name = f"n{n}_r{k}"
+            s.lines.append(f"{t} malloc {name} {size}")
+            s.owner[name] = t
+    elif kind == "stale_free" and s.freed:
+        # a free through a freed name, after mallocs that may have been handed its block
+        # again (docs/op-script.md, "Stale names")
+        for k in range(draw(BURST)):
+            name = f"n{n}_s{k}"
+            s.lines.append(f"{t} malloc {name} {_pick(draw, sizes)}")
+            s.owner[name] = t
+        s.lines.append(f"{t} free {_pick(draw, s.freed)}")
+    elif kind == "fork_at":
+        s.lines.append(f"{t} fork_at {draw(ADVANCE_STEP)}")
+    elif kind == "clock_at":
+        ms = draw(AT_CLOCK_MS)
+        s.lines.append(f"clock_at {draw(ADVANCE_STEP)} {ms if ms > 0 or not s.monotone else -ms}")
+    elif kind == "clock_back":
+        ms = draw(CLOCK_STEP)
+        s.lines.append(f"clock {-ms if not s.monotone else ms}")
     elif kind == "clock":
         s.lines.append(f"clock {draw(CLOCK_STEP)}")
     elif kind == "scavenger":
@@ -146,20 +221,30 @@ def _draw_op(draw, s: ScriptState, n: int, sizes: tuple[int, ...]) -> None:
         s.lines.append(f"{t} {kind}")
 
 
+# The options of a run: mostly the defaults, sometimes a rejected design of the seed, another
+# OS page, 32-bit, an offset first block, the hold off, full sweeps often, a clock that may go
+# back.
+OPTION_CHOICES = {
+    "variant": _choice(VARIANTS),
+    "os_page_size": _choice((4096, 4096, 4096, 16384, 65536)),
+    "arch": _choice((ARCH64, ARCH64, ARCH64, ARCH32)),
+    "first_block_offset": _choice((0, 0, 192)),
+    "purge_holes_min_interval": _choice((100, 100, 50, 0)),
+    "purge_holes_full_every": _choice((64, 64, 2, 3)),
+    "sweep_ms": _choice((0, 0, 30)),
+    "stale_epochs": _choice((0, 0, 0, 1)),
+    "clock_monotone": _choice((True, True, True, False)),
+}
+
+
+def draw_options(draw) -> Options:
+    return Options(**{name: draw(strategy) for name, strategy in OPTION_CHOICES.items()})
+
+
 @st.composite
 def differential_options(draw) -> Options:
-    """The configuration of one run: mostly the defaults, sometimes a rejected design of the
-    seed, another OS page, 32-bit, an offset first block, the hold off, full sweeps often."""
-    return Options(
-        variant=draw(st.sampled_from(VARIANTS)),
-        os_page_size=draw(st.sampled_from((4096, 4096, 4096, 16384, 65536))),
-        arch=draw(st.sampled_from((ARCH64, ARCH64, ARCH64, ARCH32))),
-        first_block_offset=draw(st.sampled_from((0, 0, 192))),
-        purge_holes_min_interval=draw(st.sampled_from((100, 100, 50, 0))),
-        purge_holes_full_every=draw(st.sampled_from((64, 64, 2, 3))),
-        sweep_ms=draw(st.sampled_from((0, 0, 30))),
-        stale_epochs=draw(st.sampled_from((0, 0, 0, 1))),
-    )
+    """The configuration of one run (OPTION_CHOICES)."""
+    return draw_options(draw)
 
 
 @st.composite
@@ -168,10 +253,38 @@ def op_scripts(draw, options: Options, max_ops: int = 40) -> str:
     # a few sizes per script, so that blocks share pages
     sizes = tuple(draw(st.lists(st.sampled_from(request_sizes(options.arch)), min_size=1,
                                 max_size=3, unique=True)))
-    s = ScriptState()
-    for n in range(draw(st.integers(1, max_ops))):
+    return build_script(draw, options, sizes, draw(st.integers(1, max_ops)))
+
+
+def build_script(draw, options: Options, sizes: tuple[int, ...], ops: int) -> str:
+    s = ScriptState(monotone=options.clock_monotone)
+    for n in range(ops):
         _draw_op(draw, s, n, sizes)
     return "".join(line + "\n" for line in s.lines)
+
+
+class RandomDraw:
+    """`draw` for the generator's own strategies from a random.Random, without Hypothesis
+    (no shrinking, no bookkeeping: several times the scripts per second). The campaign's
+    script number `index` of `seed` is rebuilt by `random_example(seed, index)`."""
+
+    def __init__(self, rng) -> None:
+        self.rng = rng
+
+    def __call__(self, strategy):
+        return self.rng.choice(CHOICES[id(strategy)])
+
+
+def random_example(seed: int, index: int, max_ops: int = 40) -> tuple[Options, str]:
+    """(options, script) number `index` of a campaign with `seed`: the same every time."""
+    import random
+
+    rng = random.Random(f"{seed}:{index}")
+    draw = RandomDraw(rng)
+    options = draw_options(draw)
+    pool = request_sizes(options.arch)
+    sizes = tuple(rng.sample(pool, rng.randint(1, min(3, len(pool)))))
+    return options, build_script(draw, options, sizes, rng.randint(1, max_ops))
 
 
 @st.composite
@@ -185,12 +298,15 @@ def differential_examples(draw, max_ops: int = 40, variant: str | None = None
 
 
 def check_example(driver, options: Options, text: str, observe: str = "sweeps",
-                  mutant: str | None = None) -> int:
+                  mutant: str | None = None, coverage=None) -> int:
     """Run one script on the model and the C driver; AssertionError (with the divergence
-    and a replay command) when their traces differ. Returns the number of events."""
+    and a replay command) when their traces differ. Returns the number of events; counts
+    what the script reached in `coverage` (purgecheck.conformance.Coverage) when given."""
     from purgecheck.conformance import diff_script, format_divergence, save_failure
 
     result = diff_script(text, options, driver, mutant=mutant, observe=observe)
+    if coverage is not None:
+        coverage.add(text, result.model[1])
     if not result.equal:
         path, replay = save_failure(text, options, mutant, observe)
         raise AssertionError(f"model and C differ on {path}:\n"
@@ -203,6 +319,10 @@ class FuzzRun:
     examples: int = 0
     events: int = 0
     failure: str | None = None  # the first divergence, with its replay command
+    coverage: object = None  # purgecheck.conformance.Coverage: the ops and event kinds reached
+    divergences: int = 0  # a campaign goes on after one: how many scripts diverged
+    failures: list = field(default_factory=list)  # a campaign's first few, with replays
+    seconds: float = 0.0
 
 
 def run_fuzz(driver, examples: int, seed: int = 0, max_ops: int = 40,
@@ -212,8 +332,9 @@ def run_fuzz(driver, examples: int, seed: int = 0, max_ops: int = 40,
     same seed) through the model and `driver`; stop at the first divergence, shrunk."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import seed as hypothesis_seed
+    from purgecheck.conformance import Coverage
 
-    run = FuzzRun()
+    run = FuzzRun(coverage=Coverage())
 
     @hypothesis_seed(seed)
     @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
@@ -222,7 +343,7 @@ def run_fuzz(driver, examples: int, seed: int = 0, max_ops: int = 40,
     def one(example):
         options, text = example
         run.examples += 1
-        run.events += check_example(driver, options, text, observe, mutant)
+        run.events += check_example(driver, options, text, observe, mutant, run.coverage)
         if progress is not None:
             progress(run)
 
@@ -230,4 +351,38 @@ def run_fuzz(driver, examples: int, seed: int = 0, max_ops: int = 40,
         one()
     except AssertionError as e:
         run.failure = str(e)
+    return run
+
+
+def run_campaign(driver, scripts: int, seed: int = 0, max_ops: int = 40,
+                 seconds: float | None = None, mutant: str | None = None,
+                 progress=None, keep: int = 5, stop: bool = False) -> FuzzRun:
+    """A long differential campaign: scripts `random_example(seed, i)` for i = 0, 1, ...
+    (no Hypothesis: no shrinking, several times the scripts per second), until `scripts` or
+    `seconds` run out. It goes on after a divergence (unless `stop`); the first `keep` are
+    saved, each with the command that replays it, and all are counted."""
+    import time
+
+    from purgecheck.conformance import Coverage
+
+    run = FuzzRun(coverage=Coverage())
+    t0 = time.perf_counter()
+    for i in range(scripts):
+        if seconds is not None and time.perf_counter() - t0 > seconds:
+            break
+        options, text = random_example(seed, i, max_ops)
+        run.examples += 1
+        try:
+            run.events += check_example(driver, options, text, mutant=mutant,
+                                        coverage=run.coverage)
+        except AssertionError as e:
+            run.divergences += 1
+            if len(run.failures) < keep:
+                run.failures.append(f"campaign seed {seed} script {i}: {e}")
+            run.failure = run.failure or run.failures[0]
+            if stop:
+                break
+        if progress is not None:
+            progress(run)
+    run.seconds = time.perf_counter() - t0
     return run

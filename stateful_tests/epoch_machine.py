@@ -32,9 +32,10 @@ SPIN_MAX = 2
 
 
 class EpochMachine(WorldMachine):
-    @initialize(interval=choice((100, 1)))
-    def init_world(self, interval):
-        self.world = self.make_world(Options(purge_holes_min_interval=interval))
+    @initialize(interval=choice((100, 1)), monotone=choice((True, True, False)))
+    def init_world(self, interval, monotone):
+        self.world = self.make_world(Options(purge_holes_min_interval=interval,
+                                             clock_monotone=monotone))
         self.interval = compute_interval(interval)
         self.frames: dict[int, AdvanceFrame | None] = {t: None for t in SWEEPERS}
         self.held: list[Ptr] = []
@@ -80,6 +81,13 @@ class EpochMachine(WorldMachine):
     @rule(ms=choice(CLOCK_STEPS_MS))
     def clock(self, ms):
         self.world.clock.advance(ms)
+
+    @precondition(lambda self: not self.world.clock.monotone)
+    @rule(ms=choice(CLOCK_STEPS_MS))
+    def clock_back(self, ms):
+        """The clock goes back, also between the steps of an advance in flight (digest 7:
+        a reading behind the epoch's start makes the advance due)."""
+        self.world.clock.advance(-ms)
 
     # -- the program ---------------------------------------------------------------------------
 

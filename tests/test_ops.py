@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from model.invariants import check_page, load_registry
-from purgecheck.formats.ops import (RANGES, SPECS, Op, OpScriptError, parse_line, parse_script,
+from purgecheck.formats.ops import (ADVANCE_STEPS, RANGES, SPECS, Op, OpScriptError, parse_line, parse_script,
                                     render_script)
 from purgecheck.runner import HANDLERS, run_ops
 from purgecheck.scenarios import SCENARIOS
@@ -24,7 +24,8 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "op-script.md"
 
 
 def sample_args(spec) -> list[str]:
-    return ["0x1000" if t is int else f"n{k}" for k, t in enumerate(spec.arg_types)]
+    return ["0x1000" if t is int else ADVANCE_STEPS[k] if kind == "step" else f"n{k}"
+            for k, (t, kind) in enumerate(zip(spec.arg_types, spec.kinds))]
 
 
 def doc_form(spec) -> str:
@@ -69,6 +70,7 @@ def scripts(draw):
         spec = draw(st.sampled_from(sorted(SPECS.values(), key=lambda s: s.name)))
         thread = draw(st.integers(0, 9)) if spec.threaded else None
         args = tuple(draw(st.integers(*RANGES[k])) if k in RANGES
+                     else draw(st.sampled_from(ADVANCE_STEPS)) if k == "step"
                      else draw(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True))
                      for k in spec.kinds)
         ops.append(Op(thread, spec.name, args))

@@ -63,8 +63,14 @@ def test_the_fuzzer_catches_a_c_mutant_and_the_failure_replays(driver, tmp_path,
     monkeypatch.setenv("PURGECHECK_STATE_DIR", str(tmp_path))
     run = run_fuzz(driver, examples=100, seed=0, mutant="stamp-never-written")
     assert run.failure is not None and "first divergence at event" in run.failure
-    replay = run.failure.rsplit("replay: ", 1)[1].split()
-    assert replay[:2] == ["purgecheck", "diff"] and replay[2].startswith(str(tmp_path))
+    assert_failure_replays(run.failure, tmp_path, capsys)
+
+
+def assert_failure_replays(failure: str, saved_under, capsys) -> None:
+    """The failure's replay command names the script saved under `saved_under`, shows the
+    divergence again, and without the mutant the clean C agrees on the same script."""
+    replay = failure.rsplit("replay: ", 1)[1].split()
+    assert replay[:2] == ["purgecheck", "diff"] and replay[2].startswith(str(saved_under))
     assert main(replay[1:]) == 1
     assert "first divergence" in capsys.readouterr().out
     i = replay.index("--mutant")

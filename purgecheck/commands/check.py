@@ -71,11 +71,16 @@ def run(args) -> int:
     if args.json:
         extra = {"statements": {r.invariant: statements.get(r.invariant, "") for r in results}} \
             if args.verbose else {}
+        from purgecheck.cbuild import RAN
+        extra["c_builds"] = [info.to_doc() for info in RAN.values()]  # which C builds ran
         sys.stdout.buffer.write(to_json(results, command="check", **extra) + b"\n")
     else:
         # one line per invariant and engine, to fit a CI log; the statements with --verbose
         # (and in `purgecheck invariants` and docs/invariants.md)
         print_table(results, "purgecheck check", statements if args.verbose else None)
+        from purgecheck.cbuild import summary_lines
+        for line in summary_lines():  # which C builds ran: a binary of these sources
+            print(line)
     return exit_code(results)
 
 

@@ -16,6 +16,7 @@ EXAMPLE = """examples:
   purgecheck diff --scenario park-handoff      a scenario of the seed's tests (its own options)
   purgecheck diff my.ops --variant clock       a rejected design of the seed, on both sides
   purgecheck diff my.ops --mutant age-lt-1     the C side with a mutant's switch: expect a divergence
+  purgecheck diff fork.ops --non-monotone      a clock that may go back (clock -50, clock_at STEP -50)
   purgecheck diff my.ops --keep out/           also write out/model.jsonl and out/c.jsonl
   purgecheck diff --traces out/model.jsonl out/c.jsonl   compare two trace files
 exit status: 0 the traces are equal, 1 they differ (the first divergence is printed),
@@ -47,6 +48,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--sweep-ms", type=int, metavar="MS", help="virtual time of a handoff sweep")
     p.add_argument("--stale-epochs", type=int, metavar="N",
                    help="how old an allocating thread's relaxed epoch read may be")
+    p.add_argument("--non-monotone", action="store_true",
+                   help="a clock that may go back: `clock` and `clock_at` with a negative MS")
     p.add_argument("--observe", choices=("sweeps", "all"), default="sweeps",
                    help="observe pages after the sweeping ops (default) or after every op")
     p.add_argument("--build", default="release", choices=("release", "asan", "tsan"),
@@ -75,6 +78,8 @@ def _options(args, base):
             changes[field] = getattr(args, flag)
     if args.arch:
         changes["arch"] = ARCH32 if args.arch == 32 else ARCH64
+    if args.non_monotone:
+        changes["clock_monotone"] = False
     if changes.get("purge_holes_full_every", 1) <= 0:
         raise UsageError("--full-every: expected a positive integer")
     page = changes.get("os_page_size", 4096)
@@ -115,21 +120,24 @@ def _load_script(args):
     return text, args.script, Options()
 
 
-def _report(args, div, events: int, names: tuple[str, str], replay: str | None) -> int:
+def _report(args, div, events: int, names: tuple[str, str], replay: str | None,
+            build=None) -> int:
+    """`build`: the C build that ran (purgecheck.cbuild.BuildInfo), None for two files."""
     from purgecheck.conformance import format_divergence
 
     if args.json:
         doc = {"equal": div is None, "events": events, "replay": replay,
+               "c_build": build.to_doc() if build else None,
                "divergence": dataclasses.asdict(div) if div else None}
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         return 0 if div is None else 1
-    if div is None:
-        print(f"equal: {events} events ({names[0]} and {names[1]})")
-        return 0
-    print(format_divergence(div, names))
-    if replay:
-        print(f"replay: {replay}")
-    return 1
+    print(f"equal: {events} events ({names[0]} and {names[1]})" if div is None
+          else format_divergence(div, names))
+    if build:
+        print(f"C build: {build.line()}")
+    if div is not None and replay:
+        print(f"replay: {replay}")  # last: the line to copy
+    return 0 if div is None else 1
 
 
 def _diff_traces(args) -> int:
@@ -199,6 +207,7 @@ def run(args) -> int:
     replay = replay_command(target, options, base, args.mutant, args.observe)
     try:
         with CDriver(args.build) as driver:
+            build = driver.info
             result = diff_script(text, options, driver, mutant=args.mutant, observe=args.observe,
                                  source=source, context=args.context)
     except OpScriptError as e:
@@ -217,4 +226,4 @@ def run(args) -> int:
             with open(out / f"{name}.jsonl", "wb") as f:
                 write_trace(f, header, events)
     names = ("model", f"C{' --mutant ' + args.mutant if args.mutant else ''}")
-    return _report(args, result.divergence, len(result.model[1]), names, replay)
+    return _report(args, result.divergence, len(result.model[1]), names, replay, build)

@@ -71,13 +71,41 @@ def _fuzz(driver, examples: int, seed: int) -> Result:
                   f"events", file=sys.stderr)
 
     run = run_fuzz(driver, examples, seed, progress=progress if examples >= 400 else None)
-    dt = time.perf_counter() - t0
+    return _fuzz_result(run, f"{ENGINE}-fuzz", seed, time.perf_counter() - t0)
+
+
+def _fuzz_result(run, engine_name: str, seed: int, dt: float) -> Result:
+    """A differential run's result: the first divergence with its replay, or the scripts,
+    events and what they reached (every op, every event kind: Coverage.summary)."""
     if run.failure:
         detail, _, replay = run.failure.rpartition("replay: ")
-        return Result("CF-TRACE-EQUAL", f"{ENGINE}-fuzz", "fail", f"{run.examples} scripts", dt,
-                      detail=detail.strip().splitlines()[0], replay=replay.strip())
-    return Result("CF-TRACE-EQUAL", f"{ENGINE}-fuzz", "hold",
-                  f"{run.examples} scripts, {run.events:,} events (seed {seed})", dt)
+        more = f" ({run.divergences} scripts diverged)" if run.divergences > 1 else ""
+        return Result("CF-TRACE-EQUAL", engine_name, "fail", f"{run.examples} scripts", dt,
+                      detail=detail.strip().splitlines()[0] + more, replay=replay.strip())
+    return Result("CF-TRACE-EQUAL", engine_name, "hold",
+                  f"{run.examples:,} scripts, {run.events:,} events (seed {seed}); "
+                  f"{run.coverage.summary()}", dt)
+
+
+# make check's campaign: scripts from the fuzzer's alphabet without Hypothesis, for this long
+# (PURGECHECK_CAMPAIGN_SECONDS overrides it; tests/test_conformance_campaign.py's slow tier runs 100,000)
+CAMPAIGN_SECONDS = 60.0
+
+
+def _campaign(driver, seed: int) -> Result:
+    import os
+
+    from stateful_tests.differential import run_campaign
+
+    seconds = float(os.environ.get("PURGECHECK_CAMPAIGN_SECONDS", CAMPAIGN_SECONDS))
+
+    def progress(run):
+        if run.examples % 1000 == 0:
+            print(f"  conformance campaign: {run.examples} scripts, {run.divergences} "
+                  f"divergences", file=sys.stderr)
+
+    run = run_campaign(driver, 10**9, seed, seconds=seconds, progress=progress)
+    return _fuzz_result(run, f"{ENGINE}-campaign", seed, run.seconds)
 
 
 def _mutants(driver, cache: dict) -> Result:
@@ -146,6 +174,8 @@ def run_conformance(budget: Budget) -> list[Result]:
             variants = ["epoch"] if budget.quick else list(VARIANTS)
             scenarios, cache = _scenarios(driver, variants)
             out = [scenarios, _fuzz(driver, 25 if budget.quick else 1000, budget.seed)]
+            if not budget.quick:
+                out.append(_campaign(driver, budget.seed))
             if not budget.quick and scenarios.ok:
                 out.append(_mutants(driver, cache))
         out.append(_sanitizers(budget.quick, budget.seed))

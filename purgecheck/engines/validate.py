@@ -69,9 +69,13 @@ def run_stress(out_dir: Path, scenario: str = "sweepers", ms: int = 150,
                more: tuple[str, ...] = ()) -> StressRun:
     """Run the stress program; the trace goes to out_dir/<name>.jsonl. `more`: further
     arguments (e.g. SLOW_PARKS)."""
+    from purgecheck.cbuild import BuildError, ensure_current
+
     exe = STRESS[build]
-    if not exe.exists():
-        raise FileNotFoundError(f"{exe} is not built: run `make -C reference_c`")
+    try:  # the binary of the sources checked out (purgecheck/cbuild.py)
+        ensure_current(exe)
+    except BuildError as e:
+        raise FileNotFoundError(str(e)) from None
     trace = out_dir / f"{name}.jsonl" if traced else None
     summary = out_dir / f"{name}.summary.json"
     cmd = [str(exe), "--scenario", scenario, "--ms", str(ms), "--interval", str(interval),

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from model.epoch import ADVANCE_PCS
+
 
 class OpScriptError(Exception):
     """Bad op script: names the source, the line and what was expected."""
@@ -43,6 +45,9 @@ RANGES = {"size": (0, 256 * MiB), "count": (0, 1 << 32), "ms": (0, 10_000_000),
 # C's strtok separators (reference_c/driver.c); any other byte below 0x21, 0x7f or a byte
 # above it in an op is refused by both sides, so that they read a line the same way
 SEPARATORS = " \t\r\v\f"
+# The steps of the epoch advance an interleaved op (fork_at, clock_at) can be placed before:
+# model/epoch.py's program counters of one call, in order (not the wait, not done).
+ADVANCE_STEPS = ADVANCE_PCS
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,8 @@ def op_spec(name: str, args: str = "", threaded: bool = True, help: str = "") ->
     for a in args.split():
         n, t = a.split(":")
         names.append(n)
-        types.append(str if t == "str" else int)
-        counts.append(t not in ("str", "int"))
+        types.append(str if t in ("str", "step") else int)
+        counts.append(t not in ("str", "step", "int"))
         kinds.append(t)
     SPECS[name] = OpSpec(name, threaded, tuple(types), tuple(names), help, tuple(counts),
                          tuple(kinds))
@@ -96,6 +101,9 @@ op_spec("scavenger", "ms:ms", threaded=False,
 op_spec("abandon", help="the thread exits: its pages go to the abandoned map")
 op_spec("reclaim", "name:str", help="the thread takes the abandoned page holding NAME")
 op_spec("fork", help="fork: the child records a new epoch start if MOVING was held")
+op_spec("fork_at", "step:step", help="arm a fork by this thread at STEP of the next epoch advance")
+op_spec("clock_at", "step:step ms:int", threaded=False,
+        help="arm a clock step of MS ms (may be negative) at STEP of the next epoch advance")
 op_spec("epoch_skip", "count:count", threaded=False,
         help="COUNT epochs pass untouched (for the 2^32 wraparound scenario)")
 
@@ -156,6 +164,10 @@ def parse_line(text: str, line: int = 0, source: str = "<script>") -> Op | None:
     for n, v, nonneg, kind in zip(spec.arg_names, args, spec.nonnegative, spec.kinds):
         if nonneg and v < 0:
             raise OpScriptError(source, line, f"{name}: {n} must be 0 or more, got {v}")
+        if kind == "step" and v not in ADVANCE_STEPS:
+            raise OpScriptError(source, line, f"{name}: {n} {v[:24]!r} is not a step of the "
+                                              f"advance; expected one of "
+                                              f"{', '.join(ADVANCE_STEPS)}")
         if kind == "str" and len(v) > MAX_NAME:
             raise OpScriptError(source, line, f"{name}: {n} is {len(v)} characters long; a "
                                               f"name has at most {MAX_NAME}")

@@ -52,6 +52,8 @@ EVENTS: dict[str, tuple[str, ...]] = {
     "stamp": ("page", "epoch"),
     "epoch_advance": ("thread", "epoch", "start"),
     "epoch_skip": ("epoch",),
+    # a fork (the ops fork, fork_at): what the child holds after the forked-child rule
+    "fork": ("thread", "moving", "epoch", "start"),
     # one atomic step of the advance, named by its program counter in model/epoch.py, with
     # the value it read or wrote: only in linearized traces (docs/validation.md)
     "advance_step": ("pc", "value"),

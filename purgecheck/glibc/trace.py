@@ -73,12 +73,13 @@ def may_shrink_heap() -> bool:
 
 
 def driver_path() -> Path:
-    if not DRIVER.exists():
-        result = subprocess.run(["make", "--no-print-directory", "-C", str(ROOT / "reference_c"),
-                                 "build/glibc_driver"], capture_output=True, text=True)
-        if result.returncode != 0 or not DRIVER.exists():
-            raise TraceError(f"cannot build {DRIVER.relative_to(ROOT)}: run `make setup` "
-                             f"({result.stderr.strip().splitlines()[-1:] or 'make failed'})")
+    """The glibc driver, brought up to date with its source first (purgecheck/cbuild.py)."""
+    from purgecheck.cbuild import BuildError, ensure_current
+
+    try:
+        ensure_current(DRIVER)
+    except BuildError as e:
+        raise TraceError(f"{e}; run `make setup`") from None
     return DRIVER
 
 

@@ -5,10 +5,23 @@ from __future__ import annotations
 
 from model.epoch import (MOVING, PC_CAS, PC_COMPARE, PC_DONE, PC_INCREMENT, PC_LOAD,
                          PC_READ_CLOCK, PC_READ_CLOCK2, PC_STORE, PC_WAIT, STEPS, AdvanceFrame,
-                         begin_advance, mi_holes_epoch_advance)
+                         begin_advance, mi_holes_epoch_advance,
+                         mi_holes_epoch_advance_interleaved)
 from purgecheck.validate.common import Event, Rejection, STEP_PCS, show_start
 
 import model.epoch as epoch_module  # spin_max is read at run time (engines may lower it)
+
+
+class TwoReadings:
+    """The clock of one advance whose two readings differ (a clock step between them)."""
+
+    def __init__(self, first: int, second: int) -> None:
+        self.readings = [first, second]
+        self.now = first
+
+    def read(self) -> int:
+        self.now = self.readings.pop(0) if len(self.readings) > 1 else self.readings[0]
+        return self.now
 
 
 class AdvanceReplay:
@@ -154,6 +167,15 @@ class AdvanceReplay:
                 raise Rejection("epoch_advance, but the hold is off (the model never advances)")
             before = (st.start, st.epoch)
             f = mi_holes_epoch_advance(st, now, self.interval)
+            for first in self.op_readings if not f.advanced else ():
+                # an interleaved clock step (clock_at) may have come between the advance's
+                # first reading and its second: the first is then an earlier reading of
+                # this op, and only the second is `start`
+                st.start, st.epoch = before
+                f = mi_holes_epoch_advance_interleaved(st, TwoReadings(first, now),
+                                                       self.interval, lambda pc: None)
+                if f.advanced:
+                    break
             want = (st.epoch, st.start)
             st.history.real_begin.pop(st.epoch - 3, None)  # ghost history: keep it bounded
             st.history.recorded_begin.pop(st.epoch - 3, None)
@@ -170,6 +192,25 @@ class AdvanceReplay:
         if got != want:
             raise Rejection(f"epoch_advance says epoch {got[0]!r} began at {got[1]!r}; the "
                             f"model's advance made epoch {want[0]}, begun at {want[1]}")
+
+    def on_fork(self, ev: Event, tid) -> None:
+        """A fork's report of what its child holds (the ops fork, fork_at): the forked-child
+        rule never leaves the child MOVING; outside a move the child holds the parent's
+        epoch, and inside one the epoch being left or the one just begun."""
+        self.thread(ev.thread, self.line)
+        if ev.start == MOVING:
+            raise Rejection(f"fork by thread {ev.thread}: the child still holds MOVING "
+                            f"(_mi_page_purge_holes_forked_child records a new beginning)")
+        if self.linearized:
+            return
+        if not ev.moving and (ev.epoch != self.st.epoch
+                              or (self.start_known and ev.start != self.st.start)):
+            raise Rejection(f"fork by thread {ev.thread} outside an advance: the child holds "
+                            f"epoch {ev.epoch} begun at {ev.start}, the parent epoch "
+                            f"{self.st.epoch} begun at {show_start(self.st.start)}")
+        if ev.moving and ev.epoch not in (self.st.epoch, self.st.epoch + 1):
+            raise Rejection(f"fork by thread {ev.thread} during a move: the child holds epoch "
+                            f"{ev.epoch}, not {self.st.epoch} or the next")
 
     def on_epoch_skip(self, ev: Event, tid) -> None:
         e = ev.epoch

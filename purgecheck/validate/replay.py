@@ -129,6 +129,7 @@ class Validator(PageReplay, AdvanceReplay, SweepReplay):
         self.pass_moved = False
         self.inside: set[tuple] = set()  # (page, capacity, k0, k1) whose units lie in blocks
         self.op_thread: int | None = None
+        self.op_readings: list[int] = []  # the clock readings seen since the op began
         self.op_name: str | None = None
         self.untouched: dict[int, int] = {}
         # the handler of each kind of event, by its type (a KeyError here: a handler for a kind
@@ -196,6 +197,7 @@ class Validator(PageReplay, AdvanceReplay, SweepReplay):
         if thread is not None and type(thread) is not int:
             raise Rejection(f"an op of thread {thread!r}: threads are integers")
         self.op_thread, self.op_name = thread, ev.op
+        self.op_readings = [] if self.clock_lo is None else [self.clock_lo]
         if ev.op in COLLECT_OPS:
             self.op_collects(thread)
         elif ev.op in LIST_OPS:
@@ -242,7 +244,7 @@ class Validator(PageReplay, AdvanceReplay, SweepReplay):
         pass  # a script error: the trace says so and ends
 
     def on_clock(self, ev: Event, tid) -> None:
-        self.clock(ev.now, self.line, "clock")
+        self.op_readings.append(self.clock(ev.now, self.line, "clock"))
         self.clock_exact = not self.linearized
 
     def on_scavenge(self, ev: Event, tid) -> None:

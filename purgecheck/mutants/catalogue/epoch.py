@@ -60,3 +60,28 @@ def _wait_returns_at_once(st, f, now, interval):
 mutant("wait-returns-at-once", "a sweeper that finds the move in progress does not wait for it",
        ("EP-EPOCH-MOVES",),
        Patch("model.epoch", "STEPS", _wait_returns_at_once, key=PC_WAIT))
+
+
+# -- the rare paths of the advance, reached by the ops fork_at and clock_at (issue 20) ---------
+
+
+def _forked_child_keeps_moving(st, now):
+    """Broken: the child of a fork taken while another thread held MOVING keeps MOVING, so
+    every sweeper of the child waits on a move that never ends and the epoch never moves
+    there again."""
+
+
+def _back_is_not_due(start, now, interval):
+    """Broken: only `now - start >= interval` is due; a clock that went back before the
+    epoch's start (digest 7: that too makes the advance due) leaves the epoch where it is."""
+    return now - start >= interval
+
+
+mutant("fork-child-keeps-moving", "the child of a fork during MOVING does not record a new "
+       "epoch start", ("CF-TRACE-EQUAL",),
+       Patch("model.epoch", "mi_page_purge_holes_forked_child", _forked_child_keeps_moving),
+       c_switch="fork_child_keeps_moving")
+mutant("clock-back-not-due", "a clock that went back before the epoch's start does not make "
+       "the advance due", ("CF-TRACE-EQUAL",),
+       Patch("model.epoch", "is_epoch_due", _back_is_not_due),
+       c_switch="clock_back_not_due")

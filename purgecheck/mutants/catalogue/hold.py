@@ -116,3 +116,18 @@ def _claim_forgets_progress(thread):
 mutant("claim-forgets-progress", "the scavenger's claim takes every sweep of a park for its "
        "first (park_swept read as NONE)", ("PK-MAX-SWEEPS", "PK-DONE-TWO-EPOCHS"),
        Patch("model.park", "claim_parked_thread", _claim_forgets_progress))
+
+
+# -- found only by long differential fuzzing before issue 20 -----------------------------------
+
+
+def _young_signed32(current, stamp):
+    """Broken: the age is a signed 32-bit difference, so a page left for 2^31 epochs or more
+    (an epoch_skip) reads as negative, i.e. young, and is held again instead of swept."""
+    half = EPOCH_MODULUS // 2  # arithmetic only, so the Z3 proofs can run it symbolically
+    return (current - stamp + half) % EPOCH_MODULUS - half < 2
+
+
+mutant("age-signed32", "the age of a stamp is compared as a signed 32-bit difference",
+       ("EP-AGE-MOD", "CF-TRACE-EQUAL"),
+       Patch("model.epoch", "is_epoch_young", _young_signed32), c_switch="age_signed32")

@@ -131,3 +131,42 @@ def _malloc_head_kept(page, zero=False):
 mutant("malloc-head-kept", "malloc hands out the head of the free list without popping it",
        ("PG-LIVE-NOT-FREE", "PG-COUNT"),
        Patch("model.alloc", "mi_page_malloc", _malloc_head_kept))
+
+# -- the order of the free list (issue 20: the traces and the comparison see order) -------------
+
+
+def _rebuild_keeps_order(page, todo):
+    """Broken: the walk's rebuild keeps the kept blocks in their order (appends each one)
+    instead of pushing each on a new head, which reverses them (digest 3, step 3). Which
+    block is handed out next changes: which units come back first and which stay discarded."""
+    dropped = _original_rebuild_free_list(page, todo)
+    page.free.reverse()
+    return dropped
+
+
+mutant("rebuild-keeps-order", "the holes walk rebuilds the free list in its old order, "
+                              "not reversed",
+       ("CF-TRACE-EQUAL",),
+       Patch("model.holes", "rebuild_free_list", _rebuild_keeps_order),
+       c_switch="rebuild_keeps_order")
+
+
+_original_is_unit_todo = holes.is_unit_todo
+
+
+def _purged_straddler_live(page, k, free_set):
+    """Broken: a block that straddles the unit's edge and is already purged (through its
+    other unit) counts as live, so the unit next to it never goes although every block
+    overlapping it is free."""
+    lo, hi = page.units.unit_range(k)
+    for i in page.units.blocks_of_unit(k, page.capacity):
+        inside = page.geom.block_addr(i) >= lo and page.geom.block_addr(i + 1) <= hi
+        if i not in free_set and not inside:
+            return False
+    return _original_is_unit_todo(page, k, free_set)
+
+
+mutant("purged-straddler-live", "the walk counts an already-purged block that straddles the "
+       "unit as live", ("CF-TRACE-EQUAL",),
+       Patch("model.holes", "is_unit_todo", _purged_straddler_live),
+       c_switch="purged_straddler_live")
