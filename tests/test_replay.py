@@ -321,3 +321,40 @@ def test_aligned_alloc_with_an_odd_alignment_is_memalign_in_2_36(tmp_path):
     (img,) = read_trace(f).images
     with pytest.raises(ConvertError, match="record 1: posix_memalign succeeded"):
         list(to_ops(img))
+
+
+def test_a_block_freed_inside_a_realloc_in_flight_is_taken_by_another_thread(tmp_path):
+    """Found by CI on a killed recorded_threads run (regression case): thread 1's realloc
+    moved its block and freed the old one inside the call (glibc takes the new chunk, copies,
+    then frees the old), and thread 2's realloc got the old address back before thread 1
+    wrote its result record. The realloc in flight is replayed before the call that took its
+    old block, with its own result; the trace is not bad input."""
+    from purgecheck.formats.alloc_trace import read_trace
+    from purgecheck.glibc.fromtrace import to_ops
+    f = tmp_path / "race.rec"
+    f.write_bytes(start() + encode(1, 0, "thread_new", 1) + encode(2, 0, "thread_new", 2)
+                  + encode(3, 1, "malloc", 300, 0x1000) + encode(4, 2, "malloc", 200, 0x3000)
+                  + encode(5, 1, "realloc_old", 0x1000)  # thread 1's realloc starts ...
+                  + encode(6, 2, "realloc_old", 0x3000)
+                  + encode(7, 2, "realloc", 300, 0x1000)  # ... thread 2's returns its old block
+                  + encode(8, 1, "realloc", 900, 0x2000)  # ... thread 1's result, written last
+                  + encode(9, 2, "free", 0x1000) + encode(10, 1, "free", 0x2000))
+    (img,) = read_trace(f).images
+    ops = [op.render() for op in to_ops(img)]
+    assert ops.index("1 realloc 0 900") < ops.index("2 realloc 1 300")
+    assert ops.count("1 realloc 0 900") == 1  # not replayed a second time at its own record
+    assert ops[-4:] == ["2 free 1", "2 join", "1 free 0", "1 join"]  # each block by its id
+
+
+def test_a_realloc_in_flight_without_its_result_is_named(capsys, tmp_path):
+    """The same race with thread 1's result record missing (the thread's next record is not
+    its realloc): one line naming the realloc's first record."""
+    f = tmp_path / "race.rec"
+    f.write_bytes(start() + encode(1, 0, "thread_new", 1) + encode(2, 0, "thread_new", 2)
+                  + encode(3, 1, "malloc", 300, 0x1000) + encode(4, 2, "malloc", 200, 0x3000)
+                  + encode(5, 1, "realloc_old", 0x1000) + encode(6, 2, "realloc_old", 0x3000)
+                  + encode(7, 2, "realloc", 300, 0x1000) + encode(8, 1, "free", 0x1000))
+    rc, out, err = cli(capsys, "replay", str(f))
+    assert rc == 2, out
+    assert len(err.strip().splitlines()) == 1
+    assert "record 5: the realloc of 0x1000 has no result record" in err, err

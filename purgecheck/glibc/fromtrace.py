@@ -75,7 +75,8 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
     pthread_own: set[int] = set()
     slots: dict[int, int] = {main: 0}
     free_slots = list(range(1, MAX_THREADS))
-    pending_old: dict[int, tuple[int, int]] = {}  # thread -> (old pointer, record)
+    pending_old: dict[int, tuple[int, int, int]] = {}  # thread -> (old pointer, record, index)
+    settled: set[int] = set()  # indices of realloc records already replayed (by settle)
 
     def new_id(addr: int, rec: int) -> int:
         nonlocal next_id
@@ -114,15 +115,39 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
 
     K_MALLOC, K_CALLOC, K_FREE = KIND["malloc"], KIND["calloc"], KIND["free"]
     K_OLD, K_REALLOC, K_NEW = KIND["realloc_old"], KIND["realloc"], KIND["thread_new"]
+
+    def settle(addr: int, t: int) -> list[GlibcOp]:
+        """A block returned at `addr` while `addr` is the old block of another thread's
+        realloc still in flight: that realloc moved the block and freed `addr` before this
+        call returned it (glibc's _int_realloc takes the new chunk, copies, then frees the
+        old one), so it is replayed here, before this call, with the result its own record
+        gives (the thread's next record). The realloc's new block was free by then: it was
+        taken before the old one was freed."""
+        owner = next((u for u, (old, _, _) in pending_old.items() if old == addr and u != t),
+                     None)
+        if owner is None or addr not in live:
+            return []
+        old, old_rec, i = pending_old.pop(owner)
+        later = np.flatnonzero(img.thread[i + 1:] == owner)
+        if not len(later) or img.kind[i + 1 + later[0]] != K_REALLOC:
+            raise ConvertError(src, old_rec, f"the realloc of {old:#x} has no result record "
+                                             f"before {addr:#x} is returned again (expected "
+                                             f"the thread's next record to be its realloc)")
+        j = i + 1 + int(later[0])
+        size, new = (int(v) for v in img.words[img.order[j], 2:4])
+        settled.add(j)
+        return _realloc(src, slots[owner], old, size, new, int(img.order[j]) + img.first_record,
+                        live, gone, new_id, drop, st)
     QUIET = {KIND[k] for k in ("start", "thread_exit", "fork", "exec", "end")}
     ALIGNED = {KIND[k] for k in ("memalign", "posix_memalign", "aligned_alloc")}
     PAGED = {KIND["valloc"], KIND["pvalloc"]}
+    RETURNS_A_BLOCK = {K_MALLOC, K_CALLOC, K_REALLOC} | ALIGNED | PAGED
     for i, k, t, f, a, r, rec in _rows(img):
         out: list[GlibcOp] = []
         if k == K_NEW:
             if a not in slots:
                 _, out = slot(a, rec)
-        elif k in QUIET:
+        elif k in QUIET or i in settled:
             pass
         elif f & F_IN_CREATE and k != K_OLD and k != K_REALLOC:
             if k == K_FREE:
@@ -132,6 +157,8 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
             st.skip("made by pthread_create (the replay's start makes it)")
         else:
             s, out = slot(t, rec)
+            if r in live and pending_old and k in RETURNS_A_BLOCK:
+                out += settle(r, t)
             if k == K_MALLOC or k == K_CALLOC:
                 if r:
                     out.append(GlibcOp(s, KINDS[k], (new_id(r, rec), a), rec))
@@ -144,12 +171,12 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
                 else:
                     out.append(GlibcOp(s, "free", (drop(a, rec, "free"),), rec))
             elif k == K_OLD:
-                pending_old[t] = (a, rec)
+                pending_old[t] = (a, rec, i)
             elif k == K_REALLOC:
                 if t not in pending_old:
                     raise ConvertError(src, rec, "realloc without its realloc_old record "
                                                  "(expected the pair from one thread)")
-                old, _ = pending_old.pop(t)
+                old, _, _ = pending_old.pop(t)
                 out += _realloc(src, s, old, a, r, rec, live, gone, new_id, drop, st)
             elif k in ALIGNED:
                 if not r:
