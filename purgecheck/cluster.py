@@ -27,6 +27,13 @@ class ClusterError(Exception):
     """No scheduler answered at the address given: bad usage, one line."""
 
 
+def add_scheduler_option(group, what: str) -> None:
+    """`--scheduler ADDRESS`, the same for every command that sends work to Dask."""
+    group.add_argument("--scheduler", metavar="ADDRESS",
+                       help=f"a running Dask scheduler (e.g. tcp://host:8786) to send {what} "
+                            f"to; default ${SCHEDULER_ENV}, else a cluster started here")
+
+
 def scheduler_address(given: str | None) -> str | None:
     """The address asked for: the option, else $PURGECHECK_SCHEDULER, else None (embedded)."""
     return given or os.environ.get(SCHEDULER_ENV) or None

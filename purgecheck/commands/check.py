@@ -7,6 +7,7 @@ import sys
 
 from model.invariants import load_registry
 from purgecheck.cli import UsageError
+from purgecheck.cluster import add_scheduler_option
 from purgecheck.engines import Budget, load_engines
 from purgecheck.reports.results import exit_code, print_table, to_json
 
@@ -37,9 +38,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--verbose", action="store_true",
                    help="the long form: each invariant's statement in the table (and in --json)")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDRESS",
-                       help="a running Dask scheduler to send the engines to (default "
-                            "$PURGECHECK_SCHEDULER, else a cluster started here)")
+    add_scheduler_option(where, "the engines")
     where.add_argument("--in-process", action="store_true",
                        help="run the engines one after another in this process")
     p.add_argument("--workers", type=int, metavar="N",

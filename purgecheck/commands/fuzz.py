@@ -11,6 +11,7 @@ import time
 import orjson
 
 from purgecheck.cli import UsageError
+from purgecheck.cluster import add_scheduler_option
 
 EXAMPLE = """examples:
   purgecheck fuzz                               every machine, the epoch design, dev profile
@@ -87,9 +88,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                            "on Dask workers until --time is up")
     camp.add_argument("--time", metavar="DURATION",
                       help="how long the campaign searches: 90s, 10m, 2h (default 5m)")
-    camp.add_argument("--scheduler", metavar="ADDRESS",
-                      help="a running Dask scheduler (default $PURGECHECK_SCHEDULER, else a "
-                           "cluster started here)")
+    add_scheduler_option(camp, "the campaign's batches")
     camp.add_argument("--workers", type=int, metavar="N",
                       help="worker processes of the cluster started here (default: one per "
                            "core)")

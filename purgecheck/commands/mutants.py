@@ -8,7 +8,7 @@ import sys
 import orjson
 
 from purgecheck.cli import UsageError
-from purgecheck.cluster import SCHEDULER_ENV
+from purgecheck.cluster import add_scheduler_option
 
 EXAMPLE = """examples:
   purgecheck mutants --quick                     every mutant x every engine, small budgets
@@ -53,9 +53,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="stop each mutant at the first engine that kills it, cheapest engines "
                         "first; the other cells show '-'")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDRESS",
-                       help="a running Dask scheduler (e.g. tcp://host:8786) to send the cells "
-                            f"to; default ${SCHEDULER_ENV}, else a cluster started here")
+    add_scheduler_option(where, "the cells")
     where.add_argument("--pool", action="store_true",
                        help="no Dask: a pool of forked runs on this machine")
     return p
