@@ -143,22 +143,48 @@ def cell(m, e, verdict):
 def test_first_kill_plan_orders_engines_cheapest_first_and_stops_at_a_judged_kill():
     plan = Plan([A, B], ["prove", "scenarios", "validate"], first_kill=True)
     start = plan.initial()
-    assert [(m.name if m else None, e) for m, e in start] == [
-        (None, "prove"), (None, "scenarios"), (None, "validate"),
-        ("age-lt-1", "validate"), ("unit-os-page", "validate")]
+    assert [(m.name if m else None, e, part) for m, e, part in start] == [
+        (None, "prove", None), (None, "scenarios", None), (None, "validate", None),
+        ("age-lt-1", "validate", None), ("unit-os-page", "validate", None)]
     assert plan.after(cell(None, "validate", HELD)) == []
     assert plan.after(cell(A, "validate", KILLED)) == []  # a judged kill ends A's chain
-    assert plan.after(cell(B, "validate", SURVIVED)) == [(B, "scenarios")]
+    assert plan.after(cell(B, "validate", SURVIVED)) == [(B, "scenarios", None)]
     # a kill by an engine whose baseline is not in yet waits for it ...
     assert plan.after(cell(B, "scenarios", KILLED)) == []
     # ... and a failing baseline means the kill does not count: B goes on to prove
-    assert plan.after(cell(None, "scenarios", FAILED)) == [(B, "prove")]
+    assert plan.after(cell(None, "scenarios", FAILED)) == [(B, "prove", None)]
     assert plan.after(cell(B, "prove", SURVIVED)) == []
     assert plan.total(done=9, queued=0) == 9
 
 
+def killed_at(m, e, part):
+    return Cell(m.name, e, KILLED, part=part)
+
+
+def test_first_kill_runs_an_engine_of_parts_clean_only_at_the_parts_a_kill_needs():
+    """The prove engine is not run clean up front: a kill at part P asks for P alone, once,
+    and a mutant killed at a part that held clean is done; one killed at a part that fails
+    clean goes on down its chain."""
+    C = MUTANTS["unit-outside-area"]
+    plan = Plan([A, B, C], ["prove", "validate"], first_kill=True, parted={"prove"})
+    start = plan.initial()
+    assert [(m.name if m else None, e, p) for m, e, p in start] == [
+        (None, "validate", None), ("age-lt-1", "validate", None),
+        ("unit-os-page", "validate", None), ("unit-outside-area", "validate", None)]
+    plan.after(cell(None, "validate", HELD))
+    for m in (A, B, C):
+        assert plan.after(cell(m, "validate", SURVIVED)) == [(m, "prove", None)]
+    assert plan.after(killed_at(A, "prove", "proof:age")) == [(None, "prove", "proof:age")]
+    assert plan.after(killed_at(B, "prove", "proof:age")) == []  # asked for already
+    assert plan.after(killed_at(C, "prove", "twin:x")) == [(None, "prove", "twin:x")]
+    assert plan.after(Cell(None, "prove", HELD, part="proof:age")) == []
+    assert {"age-lt-1", "unit-os-page"} <= plan.done_chains
+    assert plan.after(Cell(None, "prove", FAILED, part="twin:x")) == []  # C's chain ends
+    assert "unit-outside-area" in plan.done_chains
+
+
 def test_without_first_kill_every_cell_is_planned_at_once():
-    plan = Plan([A, B], ["scenarios", "validate"])
+    plan = Plan([A, B], ["scenarios", "validate"], parted={"scenarios"})
     assert len(plan.initial()) == 6 and plan.total(0, 6) == 6
     assert plan.after(cell(A, "scenarios", KILLED)) == []
 
@@ -236,9 +262,12 @@ def test_first_kill_stops_an_engine_with_parts_at_its_first_failing_part(monkeyp
     monkeypatch.setitem(loaded, "parted", engines.Engine("parted", "three parts", run,
                                                          parts=lambda b: ["a", "b", "c"]))
     m = run_matrix([HARMLESS], ["parted"], quick=True, timeout=60, workers=1, first_kill=True)
+    # the clean run needed is of part b alone
     assert m.baseline["parted"].verdict == HELD
+    assert m.baseline["parted"].note.endswith("needed: b")
     cell = m.cells[("test-harmless", "parted")]
     assert cell.verdict == KILLED and "stopped at b (2 of 3 parts)" in cell.note
+    assert cell.part == "b" and m.killers("test-harmless") == ["parted"]
     assert cell.note.startswith("1 of 2 results failed")  # part c never ran
     whole = run_matrix([HARMLESS], ["parted"], quick=True, timeout=60, workers=1)
     assert whole.cells[("test-harmless", "parted")].note == "1 of 3 results failed"

@@ -46,6 +46,9 @@ class Cell:
     seconds: float = 0.0
     failures: list[dict] = field(default_factory=list)  # invariant, status, detail, replay, steps
     note: str = ""
+    # An engine of parts under first-kill: the part a mutant's run stopped at (the one that
+    # failed), or the one part a clean run ran; None: the whole engine ran.
+    part: str | None = None
 
 
 @dataclass
@@ -89,24 +92,27 @@ def _scenario_steps(result) -> list[dict]:
     return window(tl, first[0]) if first else []
 
 
-def _run_engine(engine, budget, stop_early: bool) -> tuple[list, str]:
+def _run_engine(engine, budget, stop_early: bool) -> tuple[list, str, str | None]:
     """The engine's results; with `stop_early` (first-kill, a mutant) an engine with parts
     runs them one by one and stops at the first that fails (the prove engine's twenty-odd
-    proofs, when one refutes the mutant). Returns the results and a note on what ran."""
+    proofs, when one refutes the mutant). Returns the results, a note on what ran and the
+    part it stopped at (None: it ran whole)."""
     from dataclasses import replace
 
     if not (stop_early and engine.parts and budget.mutant):
-        return engine.run(budget), ""
+        return engine.run(budget), "", None
     parts, results = engine.parts(budget), []
     for n, part in enumerate(parts, 1):
         results += engine.run(replace(budget, part=part))
         if any(not r.ok for r in results):
-            return results, f"; stopped at {part} ({n} of {len(parts)} parts)"
-    return results, ""
+            return results, f"; stopped at {part} ({n} of {len(parts)} parts)", part
+    return results, "", None
 
 
-def judge(mutant: Mutant | None, engine: str, quick: bool, stop_early: bool = False) -> Cell:
-    """Run `engine` with `mutant` applied, in this process. Call it in a child."""
+def judge(mutant: Mutant | None, engine: str, quick: bool, stop_early: bool = False,
+          part: str | None = None) -> Cell:
+    """Run `engine` with `mutant` applied, in this process. Call it in a child. `part`: run
+    that part of the engine alone (a clean run that a first-kill verdict needs)."""
     from purgecheck.engines import Budget, load_engines
     from purgecheck.mutants import applied
 
@@ -114,7 +120,8 @@ def judge(mutant: Mutant | None, engine: str, quick: bool, stop_early: bool = Fa
     name = mutant.name if mutant else None
     t0 = time.perf_counter()
     with applied(mutant):
-        results, ran = _run_engine(engines[engine], Budget(quick=quick, mutant=name), stop_early)
+        results, ran, stopped = _run_engine(
+            engines[engine], Budget(quick=quick, mutant=name, part=part), stop_early)
         seconds = time.perf_counter() - t0
         failing = [r for r in results if not r.ok]
         failures = []
@@ -123,30 +130,32 @@ def judge(mutant: Mutant | None, engine: str, quick: bool, stop_early: bool = Fa
             failures.append({"invariant": r.invariant, "status": r.status, "figure": r.figure,
                              "detail": r.detail, "replay": r.replay, "steps": steps})
     if mutant is None:
-        return Cell(None, engine, FAILED if failing else HELD, seconds, failures)
+        return Cell(None, engine, FAILED if failing else HELD, seconds, failures, part=part)
     return Cell(name, engine, KILLED if failing else SURVIVED, seconds, failures,
                 note=f"{len(failing)} of {len(results)} results failed{ran}" if failing else
-                f"all {len(results)} results passed")
+                f"all {len(results)} results passed", part=stopped)
 
 
-def _judged(mutant: Mutant | None, engine: str, quick: bool, stop_early: bool = False) -> Cell:
+def _judged(mutant: Mutant | None, engine: str, quick: bool, stop_early: bool = False,
+            part: str | None = None) -> Cell:
     """`judge`, with an exception of the run reported as its crash."""
     try:
-        return judge(mutant, engine, quick, stop_early)
+        return judge(mutant, engine, quick, stop_early, part)
     except BaseException as e:  # noqa: BLE001 - reported as a crash of this run
         return Cell(mutant.name if mutant else None, engine, CRASHED,
-                    note=f"{type(e).__name__}: {e}"[:300])
+                    note=f"{type(e).__name__}: {e}"[:300], part=part)
 
 
-def _child(mutant: Mutant | None, engine: str, quick: bool, conn, stop_early: bool = False
-           ) -> None:
+def _child(mutant: Mutant | None, engine: str, quick: bool, conn, stop_early: bool = False,
+           part: str | None = None) -> None:
     os.setsid()  # its own process group: a timeout kills whatever the engine started too
-    conn.send(_judged(mutant, engine, quick, stop_early))
+    conn.send(_judged(mutant, engine, quick, stop_early, part))
     conn.close()
 
 
 def isolated(mutant: Mutant | None, engine: str, quick: bool, timeout: float,
-             malloc_env: dict[str, str] | None = None, stop_early: bool = False) -> Cell:
+             malloc_env: dict[str, str] | None = None, stop_early: bool = False,
+             part: str | None = None) -> Cell:
     """One cell judged in a child forked off this process (a Dask worker's task): the child
     applies the mutant, a hang is killed with its process group at `timeout`, a crash is
     reported with its exit status, and this process never holds a patch. `os.fork` itself,
@@ -165,7 +174,7 @@ def isolated(mutant: Mutant | None, engine: str, quick: bool, timeout: float,
                 from purgecheck.cluster import use_malloc_environment
                 use_malloc_environment(malloc_env)
             with os.fdopen(write, "wb") as out:
-                out.write(pickle.dumps(_judged(mutant, engine, quick, stop_early)))
+                out.write(pickle.dumps(_judged(mutant, engine, quick, stop_early, part)))
         finally:
             os._exit(0)
     os.close(write)
@@ -186,9 +195,10 @@ def isolated(mutant: Mutant | None, engine: str, quick: bool, timeout: float,
     status = os.waitpid(pid, 0)[1]
     seconds = time.monotonic() - start
     if not ended:
-        return Cell(name, engine, TIMEOUT, seconds, note=f"no answer within {timeout:g} s; killed")
+        return Cell(name, engine, TIMEOUT, seconds, note=f"no answer within {timeout:g} s; killed",
+                    part=part)
     if not data:
-        return Cell(name, engine, CRASHED, seconds,
+        return Cell(name, engine, CRASHED, seconds, part=part,
                     note=f"the run died (exit code {os.waitstatus_to_exitcode(status)})")
     return pickle.loads(bytes(data))
 
@@ -214,32 +224,39 @@ def _kill(proc) -> None:
 # named here runs after these.
 CHEAP_FIRST = ("validate", "scenarios", "glibc", "sanitizers", "fuzz", "conformance", "prove")
 
-Task = tuple  # (Mutant | None, engine name)
+Task = tuple  # (Mutant | None, engine name, part or None)
 
 
 class Plan:
-    """Which cells run, given what came back. Every baseline runs; without `first_kill` every
-    cell too. With `first_kill` each mutant's engines run one at a time in CHEAP_FIRST order
+    """Which cells run, given what came back. Without `first_kill` every baseline and every
+    cell runs. With `first_kill` each mutant's engines run one at a time in CHEAP_FIRST order
     until one kills it with a held baseline (a kill by an engine whose baseline is not in yet
     waits for it; one that fails on the clean model does not stop the chain); the cells after
-    that are NOT_RUN."""
+    that are NOT_RUN. An engine of parts (`parted`: the prove engine) is then judged part by
+    part: a kill at part P needs only P to hold on the clean model, so P alone is run clean
+    when the first kill there asks for it, not the whole engine up front (the prove engine's
+    clean run is most of a first-kill matrix's time, and few mutants get that far)."""
 
-    def __init__(self, mutants: list[Mutant], engines: list[str], first_kill: bool = False):
+    def __init__(self, mutants: list[Mutant], engines: list[str], first_kill: bool = False,
+                 parted: set[str] | frozenset[str] = frozenset()):
         self.mutants, self.engines, self.first_kill = mutants, list(engines), first_kill
+        self.parted = set(parted) & set(engines) if first_kill else set()
         rank = {e: i for i, e in enumerate(CHEAP_FIRST)}
         self.order = sorted(self.engines, key=lambda e: rank.get(e, len(rank)))
-        self.baseline: dict[str, str] = {}  # engine -> verdict, as they come in
+        self.baseline: dict[tuple, str] = {}  # (engine, part) -> verdict, as they come in
+        self.asked: set[tuple] = set()  # the (engine, part) clean runs submitted
         self.next: dict[str, int] = {}  # mutant -> index in order of its next engine
-        self.waiting: dict[str, str] = {}  # mutant -> killing engine whose baseline is out
+        self.waiting: dict[str, tuple] = {}  # mutant -> (killer, part) whose clean run is out
         self.by_name = {m.name: m for m in mutants}
         self.done_chains: set[str] = set()
 
     def initial(self) -> list[Task]:
-        tasks: list[Task] = [(None, e) for e in self.engines]
+        tasks: list[Task] = [(None, e, None) for e in self.engines if e not in self.parted]
+        self.asked.update((e, None) for _, e, _ in tasks)
         if not self.first_kill:
-            return tasks + [(m, e) for m in self.mutants for e in self.engines]
+            return tasks + [(m, e, None) for m in self.mutants for e in self.engines]
         self.next = {m.name: 1 for m in self.mutants}
-        return tasks + [(m, self.order[0]) for m in self.mutants]
+        return tasks + [(m, self.order[0], None) for m in self.mutants]
 
     def total(self, done: int, queued: int) -> int:
         """Cells in all as far as known now, given `done` cells back and `queued` submitted
@@ -254,10 +271,11 @@ class Plan:
         if not self.first_kill:
             return []
         if cell.mutant is None:
-            self.baseline[cell.engine] = cell.verdict
+            key = (cell.engine, cell.part)
+            self.baseline[key] = cell.verdict
             out = []
             for name, killer in list(self.waiting.items()):
-                if killer == cell.engine:
+                if killer == key:
                     del self.waiting[name]
                     if cell.verdict == HELD:
                         self.done_chains.add(name)
@@ -265,12 +283,16 @@ class Plan:
                         out += self._advance(name)
             return out
         if cell.verdict == KILLED:
-            if self.baseline.get(cell.engine) == HELD:
+            key = (cell.engine, cell.part if cell.engine in self.parted else None)
+            if self.baseline.get(key) == HELD:
                 self.done_chains.add(cell.mutant)
                 return []
-            if cell.engine not in self.baseline:
-                self.waiting[cell.mutant] = cell.engine
-                return []
+            if key not in self.baseline:
+                self.waiting[cell.mutant] = key
+                if key in self.asked:
+                    return []
+                self.asked.add(key)
+                return [(None, *key)]
         return self._advance(cell.mutant)
 
     def _advance(self, name: str) -> list[Task]:
@@ -279,15 +301,31 @@ class Plan:
             self.done_chains.add(name)
             return []
         self.next[name] = i + 1
-        return [(self.by_name[name], self.order[i])]
+        return [(self.by_name[name], self.order[i], None)]
 
 
 def _not_run(name: str, engine: str) -> Cell:
     return Cell(name, engine, NOT_RUN, note="not run: a cheaper engine killed this mutant")
 
 
-def _matrix_of(done: list[Cell], mutants: list[Mutant], engines: list[str]) -> Matrix:
-    baseline = {c.engine: c for c in done if c.mutant is None}
+def _parts_baseline(engine: str, runs: list[Cell]) -> Cell:
+    """One baseline for an engine judged part by part: failed if a part failed on the clean
+    model, held if every part a kill needed held, NOT_RUN if no kill needed any."""
+    if not runs:
+        return Cell(None, engine, NOT_RUN,
+                    note="not run on the clean model: no mutant's run failed in it")
+    names = ", ".join(c.part for c in runs)
+    bad = [c for c in runs if c.verdict != HELD]
+    return Cell(None, engine, bad[0].verdict if bad else HELD, sum(c.seconds for c in runs),
+                [f for c in bad for f in c.failures],
+                note=f"clean runs of the parts a kill needed: {names}")
+
+
+def _matrix_of(done: list[Cell], mutants: list[Mutant], engines: list[str],
+               parted: set[str]) -> Matrix:
+    baseline = {c.engine: c for c in done if c.mutant is None and c.engine not in parted}
+    for e in parted:
+        baseline[e] = _parts_baseline(e, [c for c in done if c.mutant is None and c.engine == e])
     cells = {(c.mutant, c.engine): c for c in done if c.mutant is not None}
     ordered = {(m.name, e): cells.get((m.name, e)) or _not_run(m.name, e)
                for m in mutants for e in engines}
@@ -299,12 +337,16 @@ def run_matrix(mutants: list[Mutant], engines: list[str], quick: bool, timeout: 
                client=None, first_kill: bool = False) -> Matrix:
     """The kill matrix of `mutants` x `engines`: on the Dask `client`'s cluster when given,
     else in this machine's pool of at most `workers` forked runs at a time."""
-    plan = Plan(mutants, engines, first_kill)
+    from purgecheck.engines import load_engines
+
+    loaded = load_engines()
+    plan = Plan(mutants, engines, first_kill,
+                parted={e for e in engines if e in loaded and loaded[e].parts})
     if client is not None:
         done = _run_on_dask(client, plan, quick, timeout, progress)
     else:
         done = _run_in_pool(plan, quick, timeout, workers, progress)
-    return _matrix_of(done, mutants, engines)
+    return _matrix_of(done, mutants, engines, plan.parted)
 
 
 def _run_on_dask(client, plan: Plan, quick: bool, timeout: float,
@@ -320,24 +362,25 @@ def _run_on_dask(client, plan: Plan, quick: bool, timeout: float,
     env = malloc_environment()
 
     def submit(tasks: list[Task]) -> list:
-        futures = [client.submit(isolated, m, e, quick, timeout, env, plan.first_kill,
+        futures = [client.submit(isolated, m, e, quick, timeout, env, plan.first_kill, part,
                                  pure=False)
-                   for m, e in tasks]
+                   for m, e, part in tasks]
         which.update(zip(futures, tasks))
         return futures
 
     done: list[Cell] = []
     pending = as_completed(submit(plan.initial()))
     for future in pending:
-        m, e = which.pop(future)
+        m, e, part = which.pop(future)
         name = m.name if m else None
         try:
             cell = future.result()
         except KilledWorker as err:
-            cell = Cell(name, e, CRASHED, note=f"the {err.allowed_failures + 1} workers that ran "
+            cell = Cell(name, e, CRASHED, part=part,
+                        note=f"the {err.allowed_failures + 1} workers that ran "
                         f"it died (the run killed its worker, or it ran out of memory)")
         except Exception as err:  # noqa: BLE001 - the task failed outside the run
-            cell = Cell(name, e, CRASHED, note=f"{type(err).__name__}: {err}"[:300])
+            cell = Cell(name, e, CRASHED, note=f"{type(err).__name__}: {err}"[:300], part=part)
         done.append(cell)
         for f in submit(plan.after(cell)):
             pending.add(f)
@@ -351,7 +394,7 @@ def _run_in_pool(plan: Plan, quick: bool, timeout: float, workers: int,
     """The home-made pool: a forked child per cell, at most `workers` at a time."""
     ctx = multiprocessing.get_context("fork")
     tasks = deque(plan.initial())
-    running: dict = {}  # connection -> (process, mutant, engine, start)
+    running: dict = {}  # connection -> (process, mutant, engine, part, start)
     done: list[Cell] = []
 
     def finish(conn, cell: Cell) -> None:
@@ -367,27 +410,27 @@ def _run_in_pool(plan: Plan, quick: bool, timeout: float, workers: int,
 
     while tasks or running:
         while tasks and len(running) < workers:
-            m, e = tasks.popleft()
+            m, e, part = tasks.popleft()
             recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(m, e, quick, send, plan.first_kill),
+            proc = ctx.Process(target=_child, args=(m, e, quick, send, plan.first_kill, part),
                                daemon=True)
             proc.start()
             send.close()
-            running[recv] = (proc, m, e, time.monotonic())
+            running[recv] = (proc, m, e, part, time.monotonic())
         ready = wait(list(running) + [p.sentinel for p, *_ in running.values()], timeout=0.5)
         for conn in list(running):
-            proc, m, e, start = running[conn]
+            proc, m, e, part, start = running[conn]
             name = m.name if m else None
             if conn in ready or proc.sentinel in ready:
                 try:
                     cell = conn.recv()
                 except (EOFError, OSError):
                     proc.join(5)  # the pipe closes before the exit status is known
-                    cell = Cell(name, e, CRASHED, time.monotonic() - start,
+                    cell = Cell(name, e, CRASHED, time.monotonic() - start, part=part,
                                 note=f"the worker died (exit code {proc.exitcode})")
                 finish(conn, cell)
             elif time.monotonic() - start > timeout:
                 _kill(proc)
-                finish(conn, Cell(name, e, TIMEOUT, time.monotonic() - start,
+                finish(conn, Cell(name, e, TIMEOUT, time.monotonic() - start, part=part,
                                   note=f"no answer within {timeout:g} s; killed"))
     return done

@@ -42,7 +42,7 @@ def print_matrix(matrix: Matrix, file=None) -> None:
         table.add_row(*row)
     console.print(table)
     for e, c in matrix.baseline.items():
-        if e not in matrix.judges():
+        if e not in matrix.judges() and c.verdict != NOT_RUN:
             console.print(f"[yellow]WARNING[/] engine {e} does not hold on the clean model "
                           f"({c.verdict}: {c.note or c.failures[:1]}); its kills are not "
                           f"counted")
@@ -70,6 +70,7 @@ def save_matrix(matrix: Matrix, quick: bool):
         cells[(c.mutant, c.engine)] = {**asdict(c), "date": date, "quick": quick}
     baseline = dict(old.get("baseline", {}))
     for e, c in matrix.baseline.items():
-        baseline[e] = {**asdict(c), "date": date, "quick": quick}
+        if c.verdict != NOT_RUN:  # first-kill: no kill needed the engine's clean run
+            baseline[e] = {**asdict(c), "date": date, "quick": quick}
     return store.save(store.MUTANTS, {"saved": date, "baseline": baseline,
                                       "cells": list(cells.values())})
