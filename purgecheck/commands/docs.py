@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import contextlib
+import multiprocessing
 import sys
 from pathlib import Path
 
@@ -51,7 +54,12 @@ def run(args) -> int:
             raise UsageError(f"--out {out}: cannot make that directory: {e.strerror or e}")
     print("generating the invariant docs (running the designs and the advance graphs) ...",
           file=sys.stderr)
-    files = docs.deterministic()
+    with _beside(None if args.check else _simulated) as simulated:
+        files = docs.deterministic()
+        if not args.check:
+            files.update(_dated(docs, args, out))
+            print("simulating the seeds' workloads for docs/simulate.md ...", file=sys.stderr)
+            files.update(simulated.result())
     if args.check:
         stale = docs.stale(files, out)
         for rel in stale:
@@ -60,23 +68,46 @@ def run(args) -> int:
             print("regenerate with `purgecheck docs` (or `make check`) and commit docs/",
                   file=sys.stderr)
         return 1 if stale else 0
-    try:
-        dated = docs.from_results()
-    except store.StoreError as e:
-        raise UsageError(str(e))
-    if args.results:
-        files.update(dated)
-    elif dated:  # per run, with dates and times: kept out of version control
-        where = store.state_dir() / "docs"
-        docs.write(dated, where)
-        print(f"the last runs' pages: {', '.join(str(where / k) for k in sorted(dated))} "
-              f"(`purgecheck docs --results` puts them in {out})", file=sys.stderr)
-    print("simulating the seeds' workloads for docs/simulate.md ...", file=sys.stderr)
-    from purgecheck.docs.simulate_page import simulate_files
-    files.update(simulate_files())
     written = docs.write(files, out)
     for rel in docs.stale(files, out):  # designs or pictures nothing generates any more
         (out / rel).unlink()
         print(f"removed {out / rel}", file=sys.stderr)
     print(f"{len(files)} files in {out}, {len(written)} changed", file=sys.stderr)
     return 0
+
+
+def _dated(docs, args, out: Path) -> dict[str, str]:
+    """The dated pages of the last runs: {path: text} to write into `out` with --results;
+    otherwise written under .purgecheck/docs/ here and {} returned."""
+    from purgecheck.reports import store
+
+    try:
+        dated = docs.from_results()
+    except store.StoreError as e:
+        raise UsageError(str(e))
+    if args.results:
+        return dated
+    if dated:  # per run, with dates and times: kept out of version control
+        where = store.state_dir() / "docs"
+        docs.write(dated, where)
+        print(f"the last runs' pages: {', '.join(str(where / k) for k in sorted(dated))} "
+              f"(`purgecheck docs --results` puts them in {out})", file=sys.stderr)
+    return {}
+
+
+def _simulated() -> dict[str, str]:
+    from purgecheck.docs.simulate_page import simulate_files
+    return simulate_files()
+
+
+@contextlib.contextmanager
+def _beside(fn):
+    """`fn()` in a forked process while this one goes on (the simulator's pages and the
+    invariant pages share nothing, and each is about half of the work: two cores give the
+    docs in about the time of the larger), as a future; None: nothing to run."""
+    if fn is None:
+        yield None
+        return
+    ctx = multiprocessing.get_context("fork")
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=ctx) as pool:
+        yield pool.submit(fn)
