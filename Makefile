@@ -39,7 +39,7 @@ nightly: setup
 	$(BIN)/python -m pytest --no-header -q -m slow tests/test_replay.py  # real programs, full scale (docs/record.md)
 
 test: setup
-	$(BIN)/python -m pytest --no-header -rfE  # a line per test module with its progress; failures listed at the end
+	$(BIN)/python -m pytest --no-header -rfE -n auto --dist loadfile  # a process per core, each module's tests in one of them (its fixtures, e.g. a Dask cluster, shared); failures listed at the end
 
 bench: setup
 	$(BIN)/python -m purgecheck.bench
