@@ -683,6 +683,63 @@ def _tail(v: TraceView) -> list[str]:
     return out[:5]
 
 
+# -- the unit arithmetic over the real tests' grids (purgecheck/arith.py) ---------------------------
+
+def _grid_problems(v: TraceView, grid: str) -> list[str]:
+    """Each `unit_blocks` line of the grid against the definition: unit k of base
+    align_down(offset, unit) lies inside when [lo, hi) is within [offset, offset + capacity *
+    block_size); then [first, last] is exactly the blocks that overlap [lo, hi), else first =
+    last = 0. Blocks are consecutive intervals, so the blocks over an interval are one run:
+    [first, last] is exactly that run when first and last overlap it, first is block 0 or its
+    left neighbour does not overlap, and last is the last block or its right neighbour does
+    not (which is what the real test's enumeration of every block finds)."""
+    out: list[str] = []
+    seen = 0
+    for ev in v.events:
+        if ev["ev"] != "unit_blocks" or ev["grid"] != grid:
+            continue
+        seen += 1
+        unit, bs, off, cap, k = (ev[x] for x in ("unit", "block_size", "offset", "capacity", "k"))
+        lo = off - off % unit + k * unit
+        hi = lo + unit
+
+        def overlaps(i: int) -> bool:
+            return off + i * bs < hi and lo < off + (i + 1) * bs
+
+        where = f"unit {unit}, block {bs}, offset {off}, capacity {cap}, k {k}"
+        want_inside = lo >= off and hi <= off + cap * bs
+        first, last = ev["first"], ev["last"]
+        if ev["inside"] != want_inside:
+            out.append(f"{where}: inside is {ev['inside']}, the unit [{lo}, {hi}) says "
+                       f"{want_inside}")
+        elif not want_inside:
+            if first or last:
+                out.append(f"{where}: outside the blocks but [{first}, {last}], not [0, 0]")
+        elif not (0 <= first <= last < cap and overlaps(first) and overlaps(last)
+                  and (first == 0 or not overlaps(first - 1))
+                  and (last == cap - 1 or not overlaps(last + 1))):
+            out.append(f"{where}: blocks [{first}, {last}] are not exactly the blocks over "
+                       f"[{lo}, {hi})")
+    if not seen:
+        out.append(f"no line of the {grid} grid: the check would hold vacuously")
+    return out[:5]
+
+
+@case_check("unit-blocks-grid", "over the large-page grid (units of 8, 16 and 64 KiB; blocks of "
+            "80 to 512 KiB; offsets 0, 4 KiB and 192 B; a full 4 MiB capacity) a unit is "
+            "inside exactly when it lies wholly inside the formed blocks, and its first and last "
+            "block are exactly the blocks that overlap it")
+def _unit_grid(v: TraceView) -> list[str]:
+    return _grid_problems(v, "large")
+
+
+@case_check("os-page-blocks-grid", "over the small-page grid (OS pages of 4 and 16 KiB as the "
+            "unit; blocks of 16 B to 64 KiB; seven offsets; capacities 0, 1, 64 and 512 KiB "
+            "worth) the same, and a unit outside the blocks gives first = last = 0")
+def _os_page_grid(v: TraceView) -> list[str]:
+    return _grid_problems(v, "small")
+
+
 def run_checks(names: tuple[str, ...], header: dict, events: list[dict]) -> dict[str, list[str]]:
     """{check: what it found wrong} for the named checks over one trace."""
     view = TraceView(header, events)

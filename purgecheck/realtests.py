@@ -32,6 +32,7 @@ class RealCase:
     scenario: str | None = None  # the named scenario that re-expresses it
     unmodelled: str = ""  # what the case asserts that no check here states (said, not hidden)
     out_of_scope: str = ""  # why the case is not reproduced at all
+    grid: str | None = None  # a grid of purgecheck.arith that re-expresses it (no scenario)
 
 
 CASES: tuple[RealCase, ...] = (
@@ -44,9 +45,7 @@ CASES: tuple[RealCase, ...] = (
              "offsets 0, 4 KiB, 192 B; a full 4 MiB capacity",
              "for every unit index: inside the block area or not, and the first and last "
              "overlapping block, against a direct enumeration",
-             ("unit-blocks-grid",), None,
-             unmodelled="pure arithmetic: tests/test_geometry.py checks the model's "
-                        "blocks_of_unit against brute force (model only, not a scenario)"),
+             ("unit-blocks-grid",), None, grid="large"),
     *(RealCase(LARGE, f"discard-{which}-class", f"40 blocks of the {which} large class "
                f"({size} KiB), every third kept; interval 0",
                "one idle sweep",
@@ -118,11 +117,13 @@ CASES: tuple[RealCase, ...] = (
              "(mi_purge_holes_stats_get: discards, reuses, ineligible pages)",
              ("nothing-left-at-end",), "lifecycle-small"),
     # -- test-purge-holes.c ------------------------------------------------------------------------
-    RealCase(SMALL, "run-arithmetic", "OS pages 4 and 16 KiB, ten block sizes 64 B..64 KiB, "
-             "seven offsets, capacity 128", "every run [start, start+len): the discarded range",
-             ("run-range-grid",), None,
-             unmodelled="pure arithmetic (the pre-bitmap run range): no model function "
-                        "computes it"),
+    RealCase(SMALL, "run-arithmetic", "OS pages of 4 and 16 KiB, blocks of 16 B..64 KiB, "
+             "seven offsets, capacities 0, 1, 64 and 512 KiB worth (the file's later form, "
+             "os-page-arithmetic: d445051's run range belongs to its per-block bitmap, which "
+             "the unit bitmap of seed 000 replaced)",
+             "for every OS page index: inside the block area or not, and the first and last "
+             "overlapping block; outside means first = last = 0",
+             ("os-page-blocks-grid",), None, grid="small"),
     *(RealCase(SMALL, f"survivors-{bs}", f"{count} blocks of {bs} B, every {keep}th kept",
                "mi_purge_holes", ("survivors-intact", "something-purged"),
                "survivors-small") for bs, count, keep in
@@ -208,23 +209,32 @@ def assess(case: RealCase, results: dict) -> Assessment:
 
     if case.out_of_scope:
         return Assessment(case, "OUT OF SCOPE", (), (), case.out_of_scope)
-    sc = SCENARIOS.get(case.scenario) if case.scenario else None
-    if sc is None:
-        return Assessment(case, "MISSING", (), (), case.unmodelled or "no scenario")
-    runs = results.get(sc.name, {})
+    if case.grid is not None:
+        from purgecheck.arith import GRIDS
+        key, checks = f"grid:{case.grid}", (GRIDS[case.grid].check,)
+    else:
+        sc = SCENARIOS.get(case.scenario) if case.scenario else None
+        if sc is None:
+            return Assessment(case, "MISSING", (), (), case.unmodelled or "no scenario")
+        key, checks = sc.name, sc.checks
+    runs = results.get(key, {})
     engines = tuple(e for e in ("model", "C") if e in runs
-                    and not any(runs[e].get(c) for c in sc.checks))
-    declared = [a for a in case.asserts if a in sc.checks]
+                    and not any(runs[e].get(c) for c in checks))
+    if runs.get("diff"):  # a grid: the C reference's lines must be the model's
+        engines = ()
+    declared = [a for a in case.asserts if a in checks]
     checked = tuple(declared) if len(engines) == 2 else ()
     gaps = []
-    undeclared = [a for a in case.asserts if a not in sc.checks]
+    if runs.get("diff"):
+        gaps.append(f"C differs from the model at {runs['diff']}")
+    undeclared = [a for a in case.asserts if a not in checks]
     if undeclared:
         gaps.append("not checked: " + ", ".join(undeclared))
     for e in ("model", "C"):
         if e not in runs:
             gaps.append(f"not run on {e}")
-        elif e not in engines:
-            failing = [c for c in sc.checks if runs[e].get(c)]
+        elif e not in engines and any(runs[e].get(c) for c in checks):
+            failing = [c for c in checks if runs[e].get(c)]
             gaps.append(f"fails on {e}: " + ", ".join(failing))
     if case.unmodelled:
         gaps.append(case.unmodelled)
@@ -235,8 +245,12 @@ def assess(case: RealCase, results: dict) -> Assessment:
 def assess_all(driver=None) -> list[Assessment]:
     from purgecheck.scenarios import SCENARIOS
 
+    from purgecheck.arith import run_grid
+
     names = {c.scenario for c in CASES if c.scenario in SCENARIOS}
     results = run_scenario_checks(names, driver)
+    for grid in {c.grid for c in CASES if c.grid}:
+        results[f"grid:{grid}"] = run_grid(grid, driver is not None)
     return [assess(c, results) for c in CASES]
 
 
@@ -251,8 +265,10 @@ def real_tests_page(assessments: list[Assessment]) -> str:
              "`test/test-purge-holes.c` (at d445051), and the cases digest section 11 and issue "
              "21 name that those commits do not hold. The status is computed: the scenario runs "
              "on the model and on the C reference, and its declared checks "
-             "(`purgecheck/casechecks.py`) are run on both traces. FULL: every assertion of the "
-             "case is a check of its scenario and held on both engines.", "",
+             "(`purgecheck/casechecks.py`) are run on both traces; the two arithmetic cases run "
+             "their grid (`purgecheck/arith.py`) through the model's and the C reference's unit "
+             "arithmetic, whose lines must be equal. FULL: every assertion of the case is a "
+             "check of its scenario and held on both engines.", "",
              "Totals: " + ", ".join(f"{k} {counts[k]}" for k in
                                     ("FULL", "PARTIAL", "MISSING", "OUT OF SCOPE")), "",
              "| source | case | scenario | engines | assertions checked | status | missing |",
@@ -260,7 +276,8 @@ def real_tests_page(assessments: list[Assessment]) -> str:
     for a in assessments:
         c = a.case
         cell = lambda s: s.replace("|", "\\|")  # noqa: E731
-        lines.append(f"| {c.source} | {c.name} | {c.scenario or '-'} | "
+        where = c.scenario or (f"grid {c.grid} (`driver --arith {c.grid}`)" if c.grid else "-")
+        lines.append(f"| {c.source} | {c.name} | {where} | "
                      f"{', '.join(a.engines) or '-'} | {', '.join(a.checked) or '-'} | "
                      f"{a.status} | {cell(a.missing)} |")
     lines += ["", "## The cases", ""]

@@ -50,7 +50,8 @@ static const char *USAGE =
     "  --interval MS  --os-page BYTES  --arch 32|64  --offset BYTES  --full-every N\n"
     "  --purge-delay N  --no-purge-holes  --stale-epochs N  --sweep-ms MS  --non-monotone\n"
     "  --clock-start MS  --observe sweeps|all  --quiet (no trace)\n"
-    "  --list-mutants  --list-ops  --bench-stamp N (N malloc+free pairs of 128 KiB, no trace)\n\n"
+    "  --list-mutants  --list-ops  --bench-stamp N (N malloc+free pairs of 128 KiB, no trace)\n"
+    "  --arith large|small    the unit arithmetic of the real tests' grid, a line per unit\n\n"
     "examples:\n"
     "  purgecheck scenario park-handoff --script | reference_c/build/driver\n"
     "  printf '1 malloc a 262144\\n1 free a\\n---\\n%%options variant=no-hold\\n1 idle\\n' | driver\n";
@@ -1011,7 +1012,7 @@ int main(int argc, char **argv) {
     config_t c;
     memset(&c, 0, sizeof c);
     mi_options_default(&c.opt);
-    const char *path = NULL;
+    const char *path = NULL, *arith = NULL;
     static const struct { const char *flag, *key; } VALUED[] = {
         {"--clock", "clock"}, {"--variant", "variant"}, {"--mutant", "mutant"},
         {"--interval", "interval"}, {"--os-page", "os_page"}, {"--arch", "arch"},
@@ -1052,9 +1053,16 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--bench-stamp")) {
             if (i + 1 == argc) return usage_error("%s needs a count", a);
             return bench_stamp(atol(argv[++i]));
+        } else if (!strcmp(a, "--arith")) {
+            if (i + 1 == argc) return usage_error("%s needs a grid: large or small", a);
+            arith = argv[++i];
         } else if (a[0] == '-' && a[1]) return usage_error("unknown option %s", a);
         else if (path) return usage_error("one SCRIPT at most (got a second: %s)", a);
         else path = a;
+    }
+    if (arith) {   /* the grid on the C reference's arithmetic, under --mutant if given */
+        mi_mutant = (mi_mutant_t)c.mutant;
+        return mi_arith_grid(arith);
     }
     base_config = c;
     FILE *in = stdin;

@@ -305,11 +305,15 @@ typedef enum {
     M_REBUILD_KEEPS_ORDER,   /* issue 20: the walk's rebuild keeps the free list's order */
     M_FORK_CHILD_KEEPS_MOVING, M_CLOCK_BACK_NOT_DUE,   /* issue 20: the rare paths of the advance */
     M_PURGED_STRADDLER_LIVE, M_AGE_SIGNED32,   /* issue 20: found only by long fuzzing before */
+    M_UNIT_LAST_BLOCK_SHORT,   /* issue 21: the blocks over a unit miss the last one (arith.c) */
     M_COUNT
 } mi_mutant_t;
 extern mi_mutant_t mi_mutant;
 extern const char *const mi_mutant_names[M_COUNT];
 int mi_mutant_by_name(const char *name);                /* -1: unknown */
+
+/* -- the real tests' unit arithmetic grids (arith.c; purgecheck/arith.py) ------------------- */
+int mi_arith_grid(const char *grid);                    /* `driver --arith large|small` */
 
 /* -- trace output (docs/trace-format.md) ---------------------------------------------------- */
 extern bool tr_enabled;

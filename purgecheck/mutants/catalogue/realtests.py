@@ -7,6 +7,7 @@ tests/test_realtests.py shows the case check that catches it on the model and on
 from __future__ import annotations
 
 from model import alloc, holes
+from model.geometry import UnitMap
 from purgecheck.mutants.patching import TRACE_INVARIANT, Patch, mutant
 
 _ORIGINAL = {"mi_page_free_collect": alloc.mi_page_free_collect}
@@ -48,6 +49,16 @@ def _unpurge_without_reuse(page):
     return holes.mi_page_unpurge_range(page, *runs[0], reuse=False) if runs else 0
 
 
+class _UnitMapLastBlockShort(UnitMap):
+    """Broken: the blocks over a unit miss the last one whenever there are two or more (the
+    real test's comment: "getting last one block short is a silent over-discard of a live
+    block"): the walk then takes a unit whose last block is live."""
+
+    def blocks_of_unit(self, k: int, capacity: int) -> range:
+        blocks = super().blocks_of_unit(k, capacity)
+        return range(blocks.start, blocks.stop - 1) if len(blocks) > 1 else blocks
+
+
 mutant("full-sweep-never", "no sweep is a full one (purge_holes_full_every is ignored)",
        (TRACE_INVARIANT,), Patch("model.drivers", "is_full_sweep", _full_sweep_never),
        c_switch="full_sweep_never")
@@ -63,3 +74,6 @@ mutant("tail-from-last-block", "the unformed tail starts at the last formed bloc
 mutant("unpurge-without-reuse", "the allocation path unpurges a run without the reuse call",
        (TRACE_INVARIANT,), Patch("model.holes", "mi_page_unpurge_run", _unpurge_without_reuse),
        c_switch="unpurge_without_reuse")
+mutant("unit-last-block-short", "the blocks over a unit miss the last one (blocks_of_unit)",
+       (TRACE_INVARIANT,), Patch("model.geometry", "UnitMap", _UnitMapLastBlockShort),
+       c_switch="unit_last_block_short")
