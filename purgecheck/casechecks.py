@@ -683,6 +683,74 @@ def _tail(v: TraceView) -> list[str]:
     return out[:5]
 
 
+# -- sweepers at the same time (test-purge-holes-large.c), on the virtual clock ---------------------
+
+SHAPE_INTERVALS, SHAPE_EPOCH_MOVES = 12, 4  # the real test runs this long at least
+
+
+@case_check("epoch-not-shorter", "no epoch is shorter than the interval: each advance begins an "
+            "epoch at least purge_holes_min_interval after the one before began, and moves the "
+            "epoch by one; the run lasts 12 intervals and sees 4 epoch moves at least (the real "
+            "test's shape)")
+def _epoch_not_shorter(v: TraceView) -> list[str]:
+    out: list[str] = []
+    interval = v.config["interval_ms"]
+    last: dict | None = None  # the last advance
+    moves, now = 0, v.config.get("clock_start_ms", 0)
+    start = now
+    for ev in v.events:
+        kind = ev["ev"]
+        if kind == "clock":
+            now = ev["now"]
+        elif kind == "epoch_skip":
+            last = None  # the skipped epochs are the script's, not an advance's
+        elif kind == "epoch_advance":
+            moves += 1
+            if last is not None:
+                if ev["epoch"] != last["epoch"] + 1:
+                    out.append(f"an advance moved the epoch from {last['epoch']} to "
+                               f"{ev['epoch']}")
+                elif ev["start"] - last["start"] < interval:
+                    out.append(f"epoch {last['epoch']} began at {last['start']} and lasted "
+                               f"{ev['start'] - last['start']} ms, less than the interval of "
+                               f"{interval} ms")
+            last = ev
+    span = now - start
+    if interval <= 0 or moves < SHAPE_EPOCH_MOVES or span < SHAPE_INTERVALS * interval:
+        out.append(f"the run saw {moves} epoch moves in {span} ms at an interval of {interval} "
+                   f"ms: less than the real test's {SHAPE_EPOCH_MOVES} moves in "
+                   f"{SHAPE_INTERVALS} intervals")
+    return out[:5]
+
+
+@case_check("busy-page-keeps", "a large page allocated from less than the interval before a "
+            "sweep keeps its free blocks in that sweep (the busy page's purged count does not "
+            "change), on the virtual clock to the millisecond")
+def _busy_page_keeps(v: TraceView) -> list[str]:
+    out: list[str] = []
+    interval = v.config["interval_ms"]
+    large = {p for p, g in v.pages.items() if g.kind == "large"}
+    allocated_at: dict[int, int] = {}  # page -> clock of its last allocation
+    now, busy_sweeps = v.config.get("clock_start_ms", 0), 0
+    for ev in v.events:
+        kind = ev["ev"]
+        if kind == "clock":
+            now = ev["now"]
+        elif kind == "malloc" and ev["page"] in large:
+            allocated_at[ev["page"]] = now
+        elif kind == "sweep_page" and now - allocated_at.get(ev["page"], -interval) < interval:
+            busy_sweeps += 1
+        elif kind == "discard" and ev["ok"] and ev["page"] in allocated_at \
+                and now - allocated_at[ev["page"]] < interval:
+            out.append(f"page {ev['page']}, allocated from at {allocated_at[ev['page']]}, lost "
+                       f"units [{ev['k0']}, {ev['k1']}) at {now}, less than the interval of "
+                       f"{interval} ms later")
+    if interval <= 0 or not busy_sweeps:
+        out.append("no sweep came upon a large page allocated from less than the interval "
+                   "before: the check would hold vacuously")
+    return out[:5]
+
+
 # -- the unit arithmetic over the real tests' grids (purgecheck/arith.py) ---------------------------
 
 def _grid_problems(v: TraceView, grid: str) -> list[str]:

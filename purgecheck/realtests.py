@@ -96,12 +96,12 @@ CASES: tuple[RealCase, ...] = (
              "class, frees the odd ones, exits", "another thread's sweep, and one an interval "
              "later",
              ("hold-first-keeps", "something-purged", "survivors-intact"), "abandoned-young"),
-    RealCase(LARGE, "sweepers-at-the-same-time", "interval 50 ms; 12 blocks of the middle class; "
-             "4 threads that allocate and sweep without pause",
-             "this thread touches a page and sweeps, for 12 intervals and 4 epoch moves",
-             ("epoch-not-shorter", "busy-page-keeps", "survivors-intact"), None,
-             unmodelled="real threads and the real clock: the stress runs of "
-                        "tests/test_concurrent.py and `validate`, not a named scenario"),
+    RealCase(LARGE, "sweepers-at-the-same-time", "interval 50 ms; 12 blocks of the middle "
+             "class, the odd ones freed; 4 threads, each with a page of the first class with two "
+             "standing holes, that allocate and sweep without pause",
+             "this thread touches a page and sweeps, for 12 intervals and 4 epoch moves (on "
+             "real threads: `stress --scenario real`, tests/test_sweepers_real.py)",
+             ("epoch-not-shorter", "busy-page-keeps", "survivors-intact"), "sweepers-real"),
     RealCase(LARGE, "floor", "", "", (), None,
              out_of_scope="purge_holes_large_floor is a later version's rule (digest 6.3), "
                           "optional for issue 21"),
