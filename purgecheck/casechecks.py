@@ -683,6 +683,31 @@ def _tail(v: TraceView) -> list[str]:
     return out[:5]
 
 
+@case_check("pages-freed-with-holes", "a forced collect (mi_collect(true)) gives back the pages "
+            "that other threads' frees emptied, holes and all: each goes back to the arena with "
+            "its discarded runs reused (unpurge all), and no page is left with no live block")
+def _pages_freed(v: TraceView) -> list[str]:
+    out: list[str] = []
+    with_holes = 0
+    for op, ev in v.events_in_ops(frozenset({"collect_force"})):
+        if ev["ev"] == "unpurge_all" and ev["runs"]:
+            with_holes += 1
+    retired = {ev["page"] for op, ev in v.events_in_ops(frozenset({"collect_force"}))
+               if ev["ev"] == "retire"}
+    if not with_holes:
+        out.append("no page with holes went back at a forced collect: the check would hold "
+                   "vacuously")
+    for page in retired:
+        runs = [ev for op, ev in v.events_in_ops(frozenset({"collect_force"}))
+                if ev["ev"] == "unpurge_all" and ev["page"] == page]
+        if not runs:
+            out.append(f"page {page} went back at a forced collect without an unpurge all")
+    final = v.final()
+    out += [f"at the end: page {p} has no live block but did not go back" for p, s in
+            final.states.items() if s["capacity"] and s["used"] == 0]
+    return out[:5]
+
+
 # -- sweepers at the same time (test-purge-holes-large.c), on the virtual clock ---------------------
 
 SHAPE_INTERVALS, SHAPE_EPOCH_MOVES = 12, 4  # the real test runs this long at least

@@ -77,8 +77,9 @@ def _reuse_idle() -> str:
 
 @scenario("xthread-idle", "60 blocks of the first class; the owner frees 3k+2; a sweep; another "
           "thread frees 3k+1 into the pages with holes; a sweep takes them too; the other "
-          "thread frees the rest and a collect folds those frees.", NO_HOLD,
-          checks=("purged-grows", "survivors-intact", "stats-agree"))
+          "thread frees the rest and a forced collect (mi_collect(true)) gives the pages they "
+          "emptied back to the arena, holes and all.", NO_HOLD,
+          checks=("purged-grows", "survivors-intact", "stats-agree", "pages-freed-with-holes"))
 def _xthread_idle() -> str:
     size = LARGE_REQUESTS[96]
     lines = allocate(1, "x", 60, size) + [f"1 free x{i}" for i in range(60) if i % 3 == 2]
@@ -86,7 +87,7 @@ def _xthread_idle() -> str:
     lines += [f"2 free x{i}" for i in range(60) if i % 3 == 1]
     lines.append("1 idle")
     lines += [f"2 free x{i}" for i in range(60) if i % 3 == 0]
-    return "\n".join(lines + ["1 collect"])
+    return "\n".join(lines + ["1 collect_force"])
 
 
 @scenario("realloc-idle", "16 blocks of the middle class, the odd ones freed; a sweep; each even "

@@ -59,10 +59,8 @@ CASES: tuple[RealCase, ...] = (
     RealCase(LARGE, "cross-thread-free", "60 blocks of the first class; the owner frees 3k+2; "
              "a sweep",
              "another thread frees 3k+1 into the pages with holes; a sweep; the other thread "
-             "frees the rest; a collect",
-             ("purged-grows", "survivors-intact", "pages-freed-with-holes"), "xthread-idle",
-             unmodelled="the pages left all free on xthread_free are not given back: the model "
-                         "has no forced collect (mi_collect(true)) that frees them"),
+             "frees the rest; a forced collect (the op collect_force: mi_collect(true))",
+             ("purged-grows", "survivors-intact", "pages-freed-with-holes"), "xthread-idle"),
     RealCase(LARGE, "realloc", "16 blocks of the middle class, odd ones freed; a sweep",
              "each even block: shrink by 4 KiB (in place), grow to twice, shrink to half, a "
              "sweep after each",

@@ -101,6 +101,17 @@ def _collect(run: Run, op: Op) -> None:
         mi_page_free_collect(page)
 
 
+@handles("collect_force")
+def _collect_force(run: Run, op: Op) -> None:
+    """mi_collect(true) (the real tests' forced collect): the frees of other threads are
+    folded in, and a page whose blocks are then all free goes back to the arena."""
+    from model.heap import mi_page_retire
+    for page in run.heap_pages(op.thread):
+        mi_page_free_collect(page)
+        if page.is_all_free():
+            mi_page_retire(run.world, page)
+
+
 @handles("walk")
 def _walk(run: Run, op: Op) -> None:
     from model.geometry import mi_page_can_purge_holes

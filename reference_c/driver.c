@@ -71,7 +71,7 @@ enum {
     OP_MALLOC, OP_ZALLOC, OP_FREE, OP_REALLOC, OP_COLLECT, OP_WALK, OP_HEAP_DESTROY,
     OP_HEAP_DELETE, OP_FAIL_DISCARD, OP_CLOCK, OP_IDLE, OP_PENDING, OP_PARK, OP_UNPARK,
     OP_SCAVENGE, OP_SCAVENGER, OP_ABANDON, OP_RECLAIM, OP_FORK, OP_EPOCH_SKIP,
-    OP_FORK_AT, OP_CLOCK_AT, OP_COUNT
+    OP_FORK_AT, OP_CLOCK_AT, OP_COLLECT_FORCE, OP_COUNT
 };
 
 static const opspec_t SPECS[OP_COUNT] = {
@@ -81,6 +81,7 @@ static const opspec_t SPECS[OP_COUNT] = {
     [OP_REALLOC] = {"realloc", true, 3, {A_STR, A_STR, A_COUNT}, {"name", "new", "size"}},
     [OP_COLLECT] = {"collect", true, 0, {0}, {0}},
     [OP_WALK] = {"walk", true, 0, {0}, {0}},
+    [OP_COLLECT_FORCE] = {"collect_force", true, 0, {0}, {0}},
     [OP_HEAP_DESTROY] = {"heap_destroy", true, 0, {0}, {0}},
     [OP_HEAP_DELETE] = {"heap_delete", true, 0, {0}, {0}},
     [OP_FAIL_DISCARD] = {"fail_discard", false, 1, {A_COUNT}, {"count"}},
@@ -110,7 +111,7 @@ static const char *const ADVANCE_STEPS[] = {"load_start", "read_clock", "compare
 static bool is_observed(int spec) {
     switch (spec) {
     case OP_COLLECT: case OP_WALK: case OP_HEAP_DESTROY: case OP_HEAP_DELETE: case OP_IDLE:
-    case OP_SCAVENGE: case OP_SCAVENGER: case OP_ABANDON: case OP_RECLAIM:
+    case OP_SCAVENGE: case OP_SCAVENGER: case OP_ABANDON: case OP_RECLAIM: case OP_COLLECT_FORCE:
         return true;
     default:
         return false;
@@ -656,6 +657,17 @@ static bool exec_op(const op_t *op) {
             mi_page_t *pg = mi_page_of(ids[i]);
             mi_page_free_collect(pg);
             if (op->spec == OP_WALK && mi_page_can_purge_holes(&pg->geom)) mi_page_purge_holes_walk(pg);
+        }
+        free(ids);
+        return true;
+    }
+    case OP_COLLECT_FORCE: {   /* mi_collect(true): a page with no live block goes back */
+        int *ids;
+        int n = mi_heap_page_ids(t, &ids);
+        for (int i = 0; i < n; i++) {
+            mi_page_t *pg = mi_page_of(ids[i]);
+            mi_page_free_collect(pg);
+            if (mi_page_is_all_free(pg)) mi_page_retire(pg);
         }
         free(ids);
         return true;

@@ -217,7 +217,10 @@ def _draw_op(draw, s: ScriptState, n: int, sizes: tuple[int, ...]) -> None:
     elif kind == "unpark":
         s.lines.append(f"{t} unpark")
         s.parked.discard(t)
-    elif kind in ("walk", "collect", "idle", "pending", "fork"):
+    elif kind == "collect":  # mi_collect(false), or every other time mi_collect(true) (issue
+        # 21; chosen without a draw, so that the scripts a seed gives stay the same otherwise)
+        s.lines.append(f"{t} {'collect_force' if len(s.lines) % 2 else 'collect'}")
+    elif kind in ("walk", "idle", "pending", "fork"):
         s.lines.append(f"{t} {kind}")
 
 

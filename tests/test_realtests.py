@@ -125,6 +125,7 @@ KILLS = [
     ("double-free-reported", "double-free-purged", "double-free-absorbed"),
     ("survivors-intact", "double-free-purged", "unit-next-to-live"),
     ("nothing-left-at-end", "heap-destroy", "unpurge-all-skipped"),
+    ("pages-freed-with-holes", "xthread-idle", "unpurge-all-skipped"),
     ("stats-agree", "every-third", "accounting-skipped"),
 ]
 

@@ -84,6 +84,8 @@ op_spec("zalloc", "name:str size:size", help="allocate SIZE zeroed bytes")
 op_spec("free", "name:str", help="free NAME (owner: local_free; other thread: xthread_free)")
 op_spec("realloc", "name:str new:str size:size", help="realloc NAME to SIZE, result named NEW")
 op_spec("collect", help="collect the thread's pages without unpurge")
+op_spec("collect_force", help="mi_collect(true): collect the thread's pages without unpurge; "
+                               "a page left with no live block goes back to the arena")
 op_spec("walk", help="collect and run the holes walk on every page of the thread's heap")
 op_spec("heap_destroy", help="mi_heap_destroy of the thread's heap")
 op_spec("heap_delete", help="mi_heap_delete of the thread's heap into heap 0's thread")
