@@ -708,6 +708,19 @@ def _pages_freed(v: TraceView) -> list[str]:
     return out[:5]
 
 
+@case_check("each-size-purged", "every block size of the run purges: for each, a discard "
+            "succeeded in a page of that size (the later test-purge-holes.c: 16, 64, 256 and "
+            "1024-byte blocks are eligible, whatever their number per page)")
+def _each_size(v: TraceView) -> list[str]:
+    purged = {v.pages[e["page"]].block_size for e in v.events if e["ev"] == "discard" and e["ok"]}
+    sizes = sorted({g.block_size for g in v.pages.values()})
+    out = [f"nothing was discarded in the pages of {bs}-byte blocks" for bs in sizes
+           if bs not in purged]
+    if not sizes:
+        out.append("no page in the run: the check would hold vacuously")
+    return out[:5]
+
+
 # -- sweepers at the same time (test-purge-holes-large.c), on the virtual clock ---------------------
 
 SHAPE_INTERVALS, SHAPE_EPOCH_MOVES = 12, 4  # the real test runs this long at least

@@ -346,3 +346,33 @@ def sweepers_script(rounds: int = 90) -> str:
           checks=("epoch-not-shorter", "busy-page-keeps", "survivors-intact", "stats-agree"))
 def _sweepers_real() -> str:
     return sweepers_script()
+
+
+# -- the later test-purge-holes.c: every small size class purges (small-blocks-are-eligible) ---------
+
+SIZES_SMALL = (16, 64, 256, 1024)
+SIZES_SURVIVORS = 2  # survivors per size in the named scenario; the real test keeps 32
+
+
+def sizes_script(survivors: int = SIZES_SURVIVORS, os_page: int = 4 * KiB) -> str:
+    """test_survivors of the later file: per block size, keep one block in every
+    ceil(2 OS pages / size) + 2 (so at least two OS pages of free blocks lie between two
+    survivors), 256 blocks at least; a sweep; then the survivors are freed."""
+    lines: list[str] = []
+    for bs in SIZES_SMALL:
+        keep = -(-2 * os_page // bs) + 2
+        count = max(keep * survivors, 256)
+        p = f"z{bs}_"
+        lines += allocate(1, p, count, bs) + free_where(1, p, count, lambda i, k=keep: i % k == 0)
+        lines.append("1 idle")
+        lines += [f"1 free {p}{i}" for i in range(0, count, keep)]
+    return "\n".join(lines)
+
+
+@scenario("survivors-sizes", "Blocks of 16, 64, 256 and 1024 B in small pages, one kept in "
+          "every ceil(2 OS pages / size) + 2 (two survivors of each; the real test: 32): a sweep "
+          "discards something in the pages of every size, 256 and 512 blocks a page included, "
+          "and every survivor keeps every byte.", NO_HOLD,
+          checks=("each-size-purged", "survivors-intact", "stats-agree"))
+def _survivors_sizes() -> str:
+    return sizes_script()

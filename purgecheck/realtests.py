@@ -20,6 +20,7 @@ from dataclasses import dataclass
 LARGE = "test-purge-holes-large.c@cb73f69"
 SMALL = "test-purge-holes.c@d445051"
 DIGEST = "digest 11 / issue 21"
+LATER = "test-purge-holes.c@02ea105"  # the file's later form (the unit bitmap of seed 000)
 
 
 @dataclass(frozen=True)
@@ -126,10 +127,17 @@ CASES: tuple[RealCase, ...] = (
                "mi_purge_holes", ("survivors-intact", "something-purged"),
                "survivors-small") for bs, count, keep in
       ((1024, 2048, 32), (4096, 1024, 16), (8192, 512, 8), (16384, 256, 4))),
-    RealCase(SMALL, "survivors-256-ineligible", "4096 blocks of 256 B, every 32nd kept",
-             "mi_purge_holes", ("survivors-intact", "ineligible-untouched"), "survivors-small",
-             unmodelled="the real code caps the blocks of an eligible page "
-                        "(MI_PAGE_PURGE_MAX_BLOCKS); the model's eligibility is bits <= 256 only"),
+    RealCase(SMALL, "survivors-256-ineligible", "4096 blocks of 256 B, every 32nd kept; at "
+             "d445051 the bitmap had a bit per block and MI_PAGE_PURGE_MAX_BLOCKS capped an "
+             "eligible page below 256 blocks. The unit bitmap of seed 000 has no such cap "
+             "(internal.h mi_page_can_purge_holes: reserved > 1, not pinned, no custom commit, "
+             "bits <= 256; digest 2), and the file's later form asserts the opposite: 256-byte "
+             "pages purge (small-blocks-are-eligible). The cap is the mutant "
+             "purge-max-blocks-cap, which each-size-purged kills",
+             "mi_purge_holes", ("survivors-intact", "each-size-purged"), "survivors-sizes"),
+    RealCase(LATER, "small-blocks-are-eligible", "blocks of 16, 64, 256 and 1024 B, one kept "
+             "in every ceil(2 OS pages / size) + 2", "mi_on_thread_idle",
+             ("each-size-purged", "survivors-intact"), "survivors-sizes"),
     RealCase(SMALL, "purging-actually-happened", "the survivors cases", "",
              ("something-purged",), "survivors-small"),
     RealCase(SMALL, "churn-no-aliasing", "20,000 random steps: 55% allocate one of 11 sizes "

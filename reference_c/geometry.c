@@ -84,5 +84,6 @@ int64_t mi_compute_purge_bits(const mi_geom_t *g, int64_t unit) {
 bool mi_page_can_purge_holes(const mi_geom_t *g) {
     if (mi_mutant == M_HUGE_PURGES) return true;
     if (g->reserved <= 1) return false;
+    if (mi_mutant == M_PURGE_MAX_BLOCKS_CAP && g->reserved > MI_OLD_PURGE_MAX_BLOCKS) return false;
     return mi_compute_purge_bits(g, mi_compute_purge_unit(g)) <= MI_PAGE_PURGE_BITS;
 }

@@ -46,6 +46,7 @@ const char *const mi_mutant_names[M_COUNT] = {
     [M_PURGED_STRADDLER_LIVE] = "purged_straddler_live",
     [M_AGE_SIGNED32] = "age_signed32",
     [M_UNIT_LAST_BLOCK_SHORT] = "unit_last_block_short",
+    [M_PURGE_MAX_BLOCKS_CAP] = "purge_max_blocks_cap",
 };
 
 int mi_mutant_by_name(const char *name) {

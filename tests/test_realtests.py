@@ -126,6 +126,7 @@ KILLS = [
     ("survivors-intact", "double-free-purged", "unit-next-to-live"),
     ("nothing-left-at-end", "heap-destroy", "unpurge-all-skipped"),
     ("pages-freed-with-holes", "xthread-idle", "unpurge-all-skipped"),
+    ("each-size-purged", "survivors-sizes", "purge-max-blocks-cap"),
     ("stats-agree", "every-third", "accounting-skipped"),
 ]
 
@@ -162,12 +163,14 @@ def _full_sizes():
     from purgecheck import realscenarios as rs
     return {"churn": (rs.churn_script(20_000), SCENARIOS["churn"]),
             "survivors-small": (rs.survivors_script(rs.SURVIVORS), SCENARIOS["survivors-small"]),
+            "survivors-sizes": (rs.sizes_script(32), SCENARIOS["survivors-sizes"]),
             "lifecycle-small": (rs.lifecycle_script(512), SCENARIOS["lifecycle-small"]),
             "abandoned-small": (rs.abandoned_small_script(256), SCENARIOS["abandoned-small"])}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["churn", "survivors-small", "lifecycle-small", "abandoned-small"])
+@pytest.mark.parametrize("name", ["churn", "survivors-small", "lifecycle-small", "abandoned-small",
+                                  "survivors-sizes"])
 def test_the_real_sizes_hold_on_the_model_and_on_c(name, driver):
     """The real test's counts (churn: 20,000 steps, a sweep every 97): the scenario's checks on
     both traces, and the traces equal."""

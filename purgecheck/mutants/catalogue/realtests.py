@@ -6,11 +6,15 @@ tests/test_realtests.py shows the case check that catches it on the model and on
 
 from __future__ import annotations
 
-from model import alloc, holes
+from model import alloc, geometry, holes
 from model.geometry import UnitMap
 from purgecheck.mutants.patching import TRACE_INVARIANT, Patch, mutant
 
-_ORIGINAL = {"mi_page_free_collect": alloc.mi_page_free_collect}
+_ORIGINAL = {"mi_page_free_collect": alloc.mi_page_free_collect,
+             "mi_page_can_purge_holes": geometry.mi_page_can_purge_holes}
+# test-purge-holes.c at d445051 (the per-block bitmap): "256-byte blocks give 256 blocks per
+# 64KB page: too many for the bitmap", while 64 blocks of 1 KiB fit; a cap between the two
+OLD_PURGE_MAX_BLOCKS = 128
 
 
 def _full_sweep_never(seq, full_every):
@@ -59,6 +63,15 @@ class _UnitMapLastBlockShort(UnitMap):
         return range(blocks.start, blocks.stop - 1) if len(blocks) > 1 else blocks
 
 
+def _purge_max_blocks_cap(geom):
+    """Broken (the rule of the replaced per-block bitmap, MI_PAGE_PURGE_MAX_BLOCKS): a page of
+    more blocks than the cap cannot purge holes. The unit bitmap of seed 000 has no such cap
+    (internal.h, mi_page_can_purge_holes: reserved > 1, not pinned, no custom commit, at most
+    256 bits; digest 2), and the later test-purge-holes.c asserts that pages of 16, 64 and
+    256-byte blocks purge."""
+    return geom.reserved <= OLD_PURGE_MAX_BLOCKS and _ORIGINAL["mi_page_can_purge_holes"](geom)
+
+
 mutant("full-sweep-never", "no sweep is a full one (purge_holes_full_every is ignored)",
        (TRACE_INVARIANT,), Patch("model.drivers", "is_full_sweep", _full_sweep_never),
        c_switch="full_sweep_never")
@@ -77,3 +90,7 @@ mutant("unpurge-without-reuse", "the allocation path unpurges a run without the 
 mutant("unit-last-block-short", "the blocks over a unit miss the last one (blocks_of_unit)",
        (TRACE_INVARIANT,), Patch("model.geometry", "UnitMap", _UnitMapLastBlockShort),
        c_switch="unit_last_block_short")
+mutant("purge-max-blocks-cap", "a page of more than 128 blocks cannot purge holes (the cap of "
+       "the replaced per-block bitmap)", (TRACE_INVARIANT,),
+       Patch("model.geometry", "mi_page_can_purge_holes", _purge_max_blocks_cap),
+       c_switch="purge_max_blocks_cap")
