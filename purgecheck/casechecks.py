@@ -104,11 +104,16 @@ class TraceView:
                     self.problems.append(f"line {op['line']}: block {blk[1]} of page {blk[0]} "
                                          f"handed out while it is live (aliasing)")
                 live_blocks.add(blk)
-                if op["op"] in ("malloc", "zalloc"):
-                    name, size = op["args"]
+                if op["op"] in ("malloc", "zalloc", "malloc_aligned"):
+                    name, size = op["args"][:2]
                     self._bind(name, blk, size, op)
                     if op["op"] == "zalloc":
                         self.unwritten.add(name)
+            elif kind == "aligned" and op is not None and op["op"] == "malloc_aligned":
+                room = self.pages[ev["page"]].block_size - ev["offset"]
+                if room < op["args"][1]:
+                    self.problems.append(f"line {op['line']}: {op['args'][0]}: usable size "
+                                         f"{room} < requested {op['args'][1]}")
             elif kind == "realloc" and op is not None:
                 name, new, size = op["args"]
                 old = (ev["page"], ev["block"])
@@ -218,22 +223,25 @@ def _aligned(v: TraceView) -> list[str]:
 ALIGN_16K = 16 * 1024  # JSC's MarkedBlock: 16 KiB at 16 KiB alignment
 
 
-@case_check("aligned-16k", "every block handed out for a 16 KiB request is 16 KiB aligned, "
-            "the ones an allocation takes back from a purged run included")
+@case_check("aligned-16k", "every block handed out for a request of 16 KiB at 16 KiB alignment "
+            "(malloc_aligned, mi_malloc_aligned) is 16 KiB aligned, the ones an allocation takes "
+            "back from a purged run included")
 def _aligned_16k(v: TraceView) -> list[str]:
-    out, op, seen = [], None, 0
+    out, op, seen, taken = [], None, 0, None
     for ev in v.events:
         if ev["ev"] == "op":
-            op = ev
-        elif ev["ev"] == "malloc" and op is not None and op["op"] in ("malloc", "zalloc") \
-                and op["args"][1] == ALIGN_16K:
+            op, taken = ev, None
+        elif ev["ev"] == "malloc" and op is not None and op["op"] == "malloc_aligned" \
+                and op["args"][1:] == [ALIGN_16K, ALIGN_16K]:
+            taken = ev
+        elif ev["ev"] == "aligned" and taken is not None:
             seen += 1
-            lo, _ = v.pages[ev["page"]].block_bytes(ev["block"])
+            lo = v.pages[ev["page"]].block_bytes(ev["block"])[0] + ev["offset"]
             if lo % ALIGN_16K:
-                out.append(f"line {op['line']}: {op['args'][0]} at offset {lo} ({ev['src']}) is "
-                           f"not 16 KiB aligned")
+                out.append(f"line {op['line']}: {op['args'][0]} at offset {lo} "
+                           f"({taken['src']}) is not 16 KiB aligned")
     if not seen:
-        out.append("no 16 KiB request: the check would hold vacuously")
+        out.append("no 16 KiB request at 16 KiB alignment: the check would hold vacuously")
     return out[:5]
 
 

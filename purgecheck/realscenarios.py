@@ -299,15 +299,31 @@ def _recent_allocation() -> str:
     return "\n".join(lines)
 
 
-@scenario("aligned-16k", "128 blocks of 16 KiB (JSC's MarkedBlock), the odd ones freed; a sweep "
-          "discards them; the odd ones taken again stay 16 KiB aligned and the survivors keep "
-          "every byte. (No op allocates at an alignment: the 16 KiB class gives it here.)",
+@scenario("aligned-16k", "128 blocks of 16 KiB at 16 KiB alignment (mi_malloc_aligned; JSC's "
+          "MarkedBlock), the odd ones freed; a sweep discards them; the odd ones taken again "
+          "at the same alignment stay 16 KiB aligned after the unpurge and the survivors keep "
+          "every byte.",
           NO_HOLD, checks=("something-purged", "aligned-16k", "survivors-intact", "reuse-rises",
                            "stats-agree"))
 def _aligned() -> str:
-    lines = allocate(1, "j", 128, 16384) + free_where(1, "j", 128, lambda i: i % 2 == 0)
+    return aligned_script()
+
+
+@scenario("aligned-16k-offset", "As aligned-16k with the block area 192 bytes into the page (the "
+          "offset of the real unit-arithmetic test): no block of the 16 KiB class is aligned, "
+          "so each request takes a larger block and hands out the aligned address in it; those "
+          "stay aligned after the unpurge too.",
+          Options(purge_holes_min_interval=0, first_block_offset=192),
+          checks=("aligned-16k", "survivors-intact", "usable-size", "stats-agree"))
+def _aligned_offset() -> str:
+    return aligned_script()
+
+
+def aligned_script() -> str:
+    lines = [f"1 malloc_aligned j{i} 16384 16384" for i in range(128)]
+    lines += free_where(1, "j", 128, lambda i: i % 2 == 0)
     lines.append("1 idle")
-    lines += [f"1 malloc k{i} 16384" for i in range(1, 128, 2)]
+    lines += [f"1 malloc_aligned k{i} 16384 16384" for i in range(1, 128, 2)]
     return "\n".join(lines + ["1 collect"])
 
 

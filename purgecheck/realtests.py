@@ -146,10 +146,7 @@ CASES: tuple[RealCase, ...] = (
              ("no-aliasing", "usable-size", "aligned", "survivors-intact"), "churn"),
     RealCase(SMALL, "aligned-16k", "128 blocks of 16 KiB at 16 KiB alignment, odd ones freed",
              "mi_purge_holes; the odd ones taken again aligned",
-             ("something-purged", "aligned-16k", "survivors-intact"), "aligned-16k",
-             unmodelled="no op allocates at an alignment (mi_malloc_aligned): the 16 KiB class "
-                        "gives the alignment; an over-allocated aligned block (an interior "
-                        "pointer) is not modelled"),
+             ("something-purged", "aligned-16k", "survivors-intact"), "aligned-16k"),
     RealCase(SMALL, "page-lifecycle", "512 blocks of 8 KiB, every 8th kept",
              "mi_purge_holes; free the rest; collect; 512 blocks again, written",
              ("something-purged", "survivors-intact", "no-aliasing", "nothing-left-at-end"),

@@ -71,7 +71,7 @@ enum {
     OP_MALLOC, OP_ZALLOC, OP_FREE, OP_REALLOC, OP_COLLECT, OP_WALK, OP_HEAP_DESTROY,
     OP_HEAP_DELETE, OP_FAIL_DISCARD, OP_CLOCK, OP_IDLE, OP_PENDING, OP_PARK, OP_UNPARK,
     OP_SCAVENGE, OP_SCAVENGER, OP_ABANDON, OP_RECLAIM, OP_FORK, OP_EPOCH_SKIP,
-    OP_FORK_AT, OP_CLOCK_AT, OP_COLLECT_FORCE, OP_COUNT
+    OP_FORK_AT, OP_CLOCK_AT, OP_COLLECT_FORCE, OP_MALLOC_ALIGNED, OP_COUNT
 };
 
 static const opspec_t SPECS[OP_COUNT] = {
@@ -82,6 +82,7 @@ static const opspec_t SPECS[OP_COUNT] = {
     [OP_COLLECT] = {"collect", true, 0, {0}, {0}},
     [OP_WALK] = {"walk", true, 0, {0}, {0}},
     [OP_COLLECT_FORCE] = {"collect_force", true, 0, {0}, {0}},
+    [OP_MALLOC_ALIGNED] = {"malloc_aligned", true, 3, {A_STR, A_COUNT, A_COUNT}, {"name", "size", "align"}},
     [OP_HEAP_DESTROY] = {"heap_destroy", true, 0, {0}, {0}},
     [OP_HEAP_DELETE] = {"heap_delete", true, 0, {0}, {0}},
     [OP_FAIL_DISCARD] = {"fail_discard", false, 1, {A_COUNT}, {"count"}},
@@ -108,6 +109,8 @@ static const char *const ADVANCE_STEPS[] = {"load_start", "read_clock", "compare
 
 /* Ops after which the pages are observed (residency and state): those that sweep, walk or
  * move pages. With `observe=all`, after every op. */
+#define MI_ALIGN_MAX (4 * (int64_t)MiB)   /* the regions' alignment (runner.py MI_ALIGN_MAX) */
+
 static bool is_observed(int spec) {
     switch (spec) {
     case OP_COLLECT: case OP_WALK: case OP_HEAP_DESTROY: case OP_HEAP_DELETE: case OP_IDLE:
@@ -620,6 +623,28 @@ static bool exec_op(const op_t *op) {
         p = mi_heap_malloc(t, op->ival[1], op->spec == OP_ZALLOC, op->spec == OP_MALLOC);
         bind_live(op->sval[0], p);
         return true;
+    case OP_MALLOC_ALIGNED: {   /* purgecheck/runner.py _malloc_aligned */
+        int64_t a = 1, align = op->ival[2], size = op->ival[1];
+        while (a < align && a < MI_ALIGN_MAX) a *= 2;
+        bool whole = mi_compute_block_size(size, mi_world->opt.arch_bits) % a == 0
+                     && mi_world->opt.first_block_offset % a == 0;
+        if (size + a - 1 > MAX_SIZE) {
+            emit_error(op->line, "%s: size %lld is above the driver's limit of 1 GiB",
+                       SPECS[op->spec].name, (long long)(size + a - 1));
+            return false;
+        }
+        p = mi_heap_malloc(t, whole ? size : size + a - 1, false, true);
+        mi_page_t *pg = mi_page_of(p.page);
+        int64_t addr = pg->geom.offset + p.block * pg->geom.block_size;   /* in a 4 MiB region */
+        tr_begin("aligned");
+        tr_int("page", p.page);
+        tr_int("block", p.block);
+        /* the mutant aligned_at_block_start hands out the block itself */
+        tr_int("offset", mi_mutant == M_ALIGNED_AT_BLOCK_START ? 0 : ((-addr) % a + a) % a);
+        tr_end();
+        bind_live(op->sval[0], p);
+        return true;
+    }
     case OP_FREE:
         if (!lookup(op, op->sval[0], &p)) return false;
         if (mi_free(p, op->thread)) {

@@ -35,6 +35,8 @@ EVENTS: dict[str, tuple[str, ...]] = {
     "page_new": ("page", "page_kind", "block_size", "reserved", "unit"),
     "extend": ("page", "first", "count"),
     "malloc": ("page", "block", "zero", "src"),
+    # after the malloc of a malloc_aligned op: the aligned address is OFFSET into the block
+    "aligned": ("page", "block", "offset"),
     "free": ("page", "block", "thread"),
     "double_free": ("page", "block"),
     "realloc": ("page", "block", "inplace"),

@@ -72,6 +72,12 @@ def _purge_max_blocks_cap(geom):
     return geom.reserved <= OLD_PURGE_MAX_BLOCKS and _ORIGINAL["mi_page_can_purge_holes"](geom)
 
 
+def _aligned_at_block_start(page, block, a):
+    """Broken: malloc_aligned hands out the start of the over-allocated block, not the first
+    aligned address in it."""
+    return 0
+
+
 mutant("full-sweep-never", "no sweep is a full one (purge_holes_full_every is ignored)",
        (TRACE_INVARIANT,), Patch("model.drivers", "is_full_sweep", _full_sweep_never),
        c_switch="full_sweep_never")
@@ -94,3 +100,7 @@ mutant("purge-max-blocks-cap", "a page of more than 128 blocks cannot purge hole
        "the replaced per-block bitmap)", (TRACE_INVARIANT,),
        Patch("model.geometry", "mi_page_can_purge_holes", _purge_max_blocks_cap),
        c_switch="purge_max_blocks_cap")
+mutant("aligned-at-block-start", "malloc_aligned hands out the block it over-allocated, not "
+       "the aligned address in it", (TRACE_INVARIANT,),
+       Patch("purgecheck.runner", "aligned_offset", _aligned_at_block_start),
+       c_switch="aligned_at_block_start")
