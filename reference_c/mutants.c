@@ -48,6 +48,7 @@ const char *const mi_mutant_names[M_COUNT] = {
     [M_UNIT_LAST_BLOCK_SHORT] = "unit_last_block_short",
     [M_PURGE_MAX_BLOCKS_CAP] = "purge_max_blocks_cap",
     [M_ALIGNED_AT_BLOCK_START] = "aligned_at_block_start",
+    [M_SIZE_CLASS_WORD_LESS] = "size_class_word_less",
 };
 
 int mi_mutant_by_name(const char *name) {

@@ -309,6 +309,7 @@ typedef enum {
     M_UNIT_LAST_BLOCK_SHORT,   /* issue 21: the blocks over a unit miss the last one (arith.c) */
     M_PURGE_MAX_BLOCKS_CAP,    /* issue 21: the per-block bitmap's cap of d445051 */
     M_ALIGNED_AT_BLOCK_START,  /* issue 21: malloc_aligned hands out the block, not the address */
+    M_SIZE_CLASS_WORD_LESS,    /* issue 21: size classes above 8 words are a word short */
     M_COUNT
 } mi_mutant_t;
 extern mi_mutant_t mi_mutant;

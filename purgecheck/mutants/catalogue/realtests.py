@@ -11,6 +11,7 @@ from model.geometry import UnitMap
 from purgecheck.mutants.patching import TRACE_INVARIANT, Patch, mutant
 
 _ORIGINAL = {"mi_page_free_collect": alloc.mi_page_free_collect,
+             "compute_block_size": geometry.compute_block_size,
              "mi_page_can_purge_holes": geometry.mi_page_can_purge_holes}
 # test-purge-holes.c at d445051 (the per-block bitmap): "256-byte blocks give 256 blocks per
 # 64KB page: too many for the bitmap", while 64 blocks of 1 KiB fit; a cap between the two
@@ -72,6 +73,13 @@ def _purge_max_blocks_cap(geom):
     return geom.reserved <= OLD_PURGE_MAX_BLOCKS and _ORIGINAL["mi_page_can_purge_holes"](geom)
 
 
+def _size_class_word_less(size, arch=geometry.ARCH64):
+    """Broken: every size class above 8 words is one word short, so a request of a class's
+    size gets less than it asked for, on an 8-byte boundary (breaks usable-size and aligned)."""
+    bs = _ORIGINAL["compute_block_size"](size, arch)
+    return bs - arch.bits // 8 if bs > 8 * (arch.bits // 8) else bs
+
+
 def _aligned_at_block_start(page, block, a):
     """Broken: malloc_aligned hands out the start of the over-allocated block, not the first
     aligned address in it."""
@@ -104,3 +112,6 @@ mutant("aligned-at-block-start", "malloc_aligned hands out the block it over-all
        "the aligned address in it", (TRACE_INVARIANT,),
        Patch("purgecheck.runner", "aligned_offset", _aligned_at_block_start),
        c_switch="aligned_at_block_start")
+mutant("size-class-word-less", "size classes above 8 words are one word short",
+       (TRACE_INVARIANT,), Patch("model.geometry", "compute_block_size", _size_class_word_less),
+       c_switch="size_class_word_less")
