@@ -336,8 +336,9 @@ static int parse_line(char *text, int line, op_t *op, char *err, size_t errlen) 
         if (!strcmp(SPECS[s].name, words[w])) spec = s;
     if (spec < 0) {
         snprintf(err, errlen, "unknown operation '%s'; expected one of abandon, clock, clock_at, collect, "
-                 "epoch_skip, fail_discard, fork, fork_at, free, heap_delete, heap_destroy, idle, malloc, "
-                 "park, pending, realloc, reclaim, scavenge, scavenger, unpark, walk, zalloc", words[w]);
+                 "collect_force, epoch_skip, fail_discard, fork, fork_at, free, heap_delete, heap_destroy, "
+                 "idle, malloc, malloc_aligned, park, pending, realloc, reclaim, scavenge, scavenger, "
+                 "unpark, walk, zalloc", words[w]);
         return -1;
     }
     const opspec_t *sp = &SPECS[spec];
