@@ -332,15 +332,15 @@ def aligned_script() -> str:
 FIRST = LARGE_REQUESTS[96]
 SHAPE_INTERVAL_MS = 50  # the real test's purge_holes_min_interval
 SHAPE_SWEEPERS = 4
-SHAPE_ROUND_MS = 7  # the virtual time a round of every thread's allocation and sweep takes
+SHAPE_ROUND_MS = 12  # the virtual time a round of every thread's allocation and sweep takes
 
 
-def sweepers_script(rounds: int = 90) -> str:
+def sweepers_script(rounds: int = 52) -> str:
     """The real test's sweepers: thread 1 keeps 12 blocks of the middle class with the odd
     ones freed; threads 2..5 each keep a page of the first class with two standing holes
     (blocks 1 and 3 of 4 freed); then each round every sweeper allocates, frees and sweeps,
     and thread 1 allocates from its page with holes, frees and sweeps; the clock moves
-    SHAPE_ROUND_MS a round (90 rounds: 630 ms, 12.6 intervals)."""
+    SHAPE_ROUND_MS a round (52 rounds: 624 ms, 12.5 intervals)."""
     lines = allocate(1, "r", 12, MIDDLE) + free_where(1, "r", 12, lambda i: i % 2 == 0)
     sweepers = range(2, 2 + SHAPE_SWEEPERS)
     for t in sweepers:
@@ -355,7 +355,7 @@ def sweepers_script(rounds: int = 90) -> str:
 @scenario("sweepers-real", "The real test's sweepers at the same time, on the virtual clock: "
           "interval 50 ms; thread 1 keeps 12 blocks of the middle class, the odd ones freed; "
           "four sweepers each keep a page of the first class with two standing holes; each "
-          "round every thread allocates, frees and sweeps, 7 ms a round for 90 rounds (12.6 "
+          "round every thread allocates, frees and sweeps, 12 ms a round for 52 rounds (12.5 "
           "intervals; the C reference's `stress --scenario real` runs it on real threads). No epoch is shorter than the interval, a page allocated from less than "
           "an interval before a sweep keeps its blocks, the survivors keep every byte.",
           Options(purge_holes_min_interval=SHAPE_INTERVAL_MS), tags=("epoch", "inline"),
