@@ -34,6 +34,7 @@ class RealCase:
     unmodelled: str = ""  # what the case asserts that no check here states (said, not hidden)
     out_of_scope: str = ""  # why the case is not reproduced at all
     grid: str | None = None  # a grid of purgecheck.arith that re-expresses it (no scenario)
+    threads: str | None = None  # a scenario of reference_c/stress.c that runs it on real threads
 
 
 CASES: tuple[RealCase, ...] = (
@@ -100,7 +101,8 @@ CASES: tuple[RealCase, ...] = (
              "standing holes, that allocate and sweep without pause",
              "this thread touches a page and sweeps, for 12 intervals and 4 epoch moves (on "
              "real threads: `stress --scenario real`, tests/test_sweepers_real.py)",
-             ("epoch-not-shorter", "busy-page-keeps", "survivors-intact"), "sweepers-real"),
+             ("epoch-not-shorter", "busy-page-keeps", "survivors-intact"), "sweepers-real",
+             threads="real"),
     RealCase(LARGE, "floor", "", "", (), None,
              out_of_scope="purge_holes_large_floor is a later version's rule (digest 6.3), "
                           "optional for issue 21"),
@@ -184,7 +186,7 @@ CASES: tuple[RealCase, ...] = (
 class Assessment:
     case: RealCase
     status: str  # FULL, PARTIAL, MISSING, OUT OF SCOPE
-    engines: tuple[str, ...]  # where the scenario ran with its checks held: model, C
+    engines: tuple[str, ...]  # where the scenario ran with its checks held: model, C, C threads
     checked: tuple[str, ...]  # the case's assertions its scenario declares and both engines held
     missing: str  # what is missing, in words
 
@@ -239,6 +241,14 @@ def assess(case: RealCase, results: dict) -> Assessment:
         elif e not in engines and any(runs[e].get(c) for c in checks):
             failing = [c for c in checks if runs[e].get(c)]
             gaps.append(f"fails on {e}: " + ", ".join(failing))
+    if case.threads:  # the same case on the C reference's real threads and clock
+        run = results.get(f"threads:{case.threads}")
+        if run is None:
+            gaps.append("not run on C's real threads")
+        elif run["failed"]:
+            gaps.append(f"fails on C's real threads: {', '.join(run['failed'])}")
+        elif len(engines) == 2:
+            engines += ("C threads",)
     if case.unmodelled:
         gaps.append(case.unmodelled)
     status = "FULL" if not gaps else "PARTIAL"
@@ -254,7 +264,28 @@ def assess_all(driver=None) -> list[Assessment]:
     results = run_scenario_checks(names, driver)
     for grid in {c.grid for c in CASES if c.grid}:
         results[f"grid:{grid}"] = run_grid(grid, driver is not None)
+    if driver is not None:
+        for scenario in {c.threads for c in CASES if c.threads}:
+            results[f"threads:{scenario}"] = run_threads(scenario)
     return [assess(c, results) for c in CASES]
+
+
+def run_threads(scenario: str) -> dict:
+    """{"failed": the C checks that failed, "figures": ...} of one run of `stress --scenario
+    SCENARIO` at its own interval (lower bounds only: they hold at any load)."""
+    import tempfile
+    from pathlib import Path
+
+    from purgecheck.engines.validate import run_stress
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run = run_stress(Path(tmp), scenario=scenario, interval=REAL_INTERVAL_MS, ms=0,
+                         traced=False)
+    failed = run.failed_checks or ([] if run.returncode == 0 else [f"exit {run.returncode}"])
+    return {"failed": failed, "figures": run.summary.get("real", {})}
+
+
+REAL_INTERVAL_MS = 50  # the interval of the fork's sweepers test (reference_c/stress.c)
 
 
 def real_tests_page(assessments: list[Assessment]) -> str:

@@ -60,3 +60,19 @@ def test_the_shape_is_not_vacuous():
     assert run_checks(("epoch-not-shorter",), header, events)["epoch-not-shorter"]
     header, events = model_trace(parse_script("1 malloc a 8\n1 idle\n"), sc.options)
     assert run_checks(("busy-page-keeps",), header, events)["busy-page-keeps"]
+
+
+def test_the_case_says_where_the_real_threads_failed():
+    """The table's case needs the real-thread run as well: held, it adds "C threads" to the
+    engines; failed or not run, the case is PARTIAL and says so."""
+    from purgecheck.realtests import CASES, assess
+
+    case = next(c for c in CASES if c.threads == "real")
+    sc = SCENARIOS[case.scenario]
+    held = {c: [] for c in sc.checks}
+    both = {sc.name: {"model": held, "C": held}}
+    full = assess(case, {**both, "threads:real": {"failed": [], "figures": {}}})
+    assert full.status == "FULL" and full.engines == ("model", "C", "C threads")
+    failed = assess(case, {**both, "threads:real": {"failed": ["e"], "figures": {}}})
+    assert failed.status == "PARTIAL" and "fails on C's real threads: e" in failed.missing
+    assert assess(case, both).status == "PARTIAL"
