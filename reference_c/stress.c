@@ -125,9 +125,13 @@ static bool block_resident(mi_ptr_t b) {
     mi_page_t *p = mi_page_of(b.page);
     uint8_t *a = mi_block_addr(p, b.block);
     int64_t real = mi_world->real_page_size;
-    size_t n = (size_t)((p->geom.block_size + real - 1) / real);
-    unsigned char vec[BLOCK / 4096 + 1];
-    if (n > sizeof vec || mincore(a, (size_t)p->geom.block_size, vec) != 0) mi_corrupt("mincore failed");
+    /* mincore takes a page-aligned start: from the OS page the block begins in (a block of
+     * a broken size class, as under size_class_word_less, does not begin on one) */
+    int64_t lead = (int64_t)((uintptr_t)a % (uintptr_t)real);
+    size_t n = (size_t)((lead + p->geom.block_size + real - 1) / real);
+    unsigned char vec[BLOCK / 4096 + 2];
+    if (n > sizeof vec || mincore(a - lead, (size_t)(lead + p->geom.block_size), vec) != 0)
+        mi_corrupt("mincore failed");
     for (size_t i = 0; i < n; i++)
         if (vec[i] & 1) return true;
     return false;
