@@ -115,7 +115,9 @@ def large_size_classes(arch: Arch = ARCH64) -> list[int]:
         bs = compute_block_size(size, arch)
         if compute_page_kind(bs, arch) is PageKind.LARGE and bs not in out:
             out.append(bs)
-        size = bs + 1
+        # past the class and past the request: a broken size class smaller than its request
+        # (a mutant) must not send the walk back to a size it has seen (it looped for ever)
+        size = max(bs, size) + 1
     return out
 
 

@@ -104,11 +104,16 @@ class TraceView:
                     self.problems.append(f"line {op['line']}: block {blk[1]} of page {blk[0]} "
                                          f"handed out while it is live (aliasing)")
                 live_blocks.add(blk)
-                if op["op"] in ("malloc", "zalloc"):
-                    name, size = op["args"]
+                if op["op"] in ("malloc", "zalloc", "malloc_aligned"):
+                    name, size = op["args"][:2]
                     self._bind(name, blk, size, op)
                     if op["op"] == "zalloc":
                         self.unwritten.add(name)
+            elif kind == "aligned" and op is not None and op["op"] == "malloc_aligned":
+                room = self.pages[ev["page"]].block_size - ev["offset"]
+                if room < op["args"][1]:
+                    self.problems.append(f"line {op['line']}: {op['args'][0]}: usable size "
+                                         f"{room} < requested {op['args'][1]}")
             elif kind == "realloc" and op is not None:
                 name, new, size = op["args"]
                 old = (ev["page"], ev["block"])
@@ -218,22 +223,25 @@ def _aligned(v: TraceView) -> list[str]:
 ALIGN_16K = 16 * 1024  # JSC's MarkedBlock: 16 KiB at 16 KiB alignment
 
 
-@case_check("aligned-16k", "every block handed out for a 16 KiB request is 16 KiB aligned, "
-            "the ones an allocation takes back from a purged run included")
+@case_check("aligned-16k", "every block handed out for a request of 16 KiB at 16 KiB alignment "
+            "(malloc_aligned, mi_malloc_aligned) is 16 KiB aligned, the ones an allocation takes "
+            "back from a purged run included")
 def _aligned_16k(v: TraceView) -> list[str]:
-    out, op, seen = [], None, 0
+    out, op, seen, taken = [], None, 0, None
     for ev in v.events:
         if ev["ev"] == "op":
-            op = ev
-        elif ev["ev"] == "malloc" and op is not None and op["op"] in ("malloc", "zalloc") \
-                and op["args"][1] == ALIGN_16K:
+            op, taken = ev, None
+        elif ev["ev"] == "malloc" and op is not None and op["op"] == "malloc_aligned" \
+                and op["args"][1:] == [ALIGN_16K, ALIGN_16K]:
+            taken = ev
+        elif ev["ev"] == "aligned" and taken is not None:
             seen += 1
-            lo, _ = v.pages[ev["page"]].block_bytes(ev["block"])
+            lo = v.pages[ev["page"]].block_bytes(ev["block"])[0] + ev["offset"]
             if lo % ALIGN_16K:
-                out.append(f"line {op['line']}: {op['args'][0]} at offset {lo} ({ev['src']}) is "
-                           f"not 16 KiB aligned")
+                out.append(f"line {op['line']}: {op['args'][0]} at offset {lo} "
+                           f"({taken['src']}) is not 16 KiB aligned")
     if not seen:
-        out.append("no 16 KiB request: the check would hold vacuously")
+        out.append("no 16 KiB request at 16 KiB alignment: the check would hold vacuously")
     return out[:5]
 
 
@@ -681,6 +689,169 @@ def _tail(v: TraceView) -> list[str]:
         if s["capacity"] == s["reserved"] and tail.get(p):
             out.append(f"page {p} is fully formed and still has a discarded tail")
     return out[:5]
+
+
+@case_check("pages-freed-with-holes", "a forced collect (mi_collect(true)) gives back the pages "
+            "that other threads' frees emptied, holes and all: each goes back to the arena with "
+            "its discarded runs reused (unpurge all), and no page is left with no live block")
+def _pages_freed(v: TraceView) -> list[str]:
+    out: list[str] = []
+    with_holes = 0
+    for op, ev in v.events_in_ops(frozenset({"collect_force"})):
+        if ev["ev"] == "unpurge_all" and ev["runs"]:
+            with_holes += 1
+    retired = {ev["page"] for op, ev in v.events_in_ops(frozenset({"collect_force"}))
+               if ev["ev"] == "retire"}
+    if not with_holes:
+        out.append("no page with holes went back at a forced collect: the check would hold "
+                   "vacuously")
+    for page in retired:
+        runs = [ev for op, ev in v.events_in_ops(frozenset({"collect_force"}))
+                if ev["ev"] == "unpurge_all" and ev["page"] == page]
+        if not runs:
+            out.append(f"page {page} went back at a forced collect without an unpurge all")
+    final = v.final()
+    out += [f"at the end: page {p} has no live block but did not go back" for p, s in
+            final.states.items() if s["capacity"] and s["used"] == 0]
+    return out[:5]
+
+
+@case_check("each-size-purged", "every block size of the run purges: for each, a discard "
+            "succeeded in a page of that size (the later test-purge-holes.c: 16, 64, 256 and "
+            "1024-byte blocks are eligible, whatever their number per page)")
+def _each_size(v: TraceView) -> list[str]:
+    purged = {v.pages[e["page"]].block_size for e in v.events if e["ev"] == "discard" and e["ok"]}
+    sizes = sorted({g.block_size for g in v.pages.values()})
+    out = [f"nothing was discarded in the pages of {bs}-byte blocks" for bs in sizes
+           if bs not in purged]
+    if not sizes:
+        out.append("no page in the run: the check would hold vacuously")
+    return out[:5]
+
+
+# -- sweepers at the same time (test-purge-holes-large.c), on the virtual clock ---------------------
+
+SHAPE_INTERVALS, SHAPE_EPOCH_MOVES = 12, 4  # the real test runs this long at least
+
+
+@case_check("epoch-not-shorter", "no epoch is shorter than the interval: each advance begins an "
+            "epoch at least purge_holes_min_interval after the one before began, and moves the "
+            "epoch by one; the run lasts 12 intervals and sees 4 epoch moves at least (the real "
+            "test's shape)")
+def _epoch_not_shorter(v: TraceView) -> list[str]:
+    out: list[str] = []
+    interval = v.config["interval_ms"]
+    last: dict | None = None  # the last advance
+    moves, now = 0, v.config.get("clock_start_ms", 0)
+    start = now
+    for ev in v.events:
+        kind = ev["ev"]
+        if kind == "clock":
+            now = ev["now"]
+        elif kind == "epoch_skip":
+            last = None  # the skipped epochs are the script's, not an advance's
+        elif kind == "epoch_advance":
+            moves += 1
+            if last is not None:
+                if ev["epoch"] != last["epoch"] + 1:
+                    out.append(f"an advance moved the epoch from {last['epoch']} to "
+                               f"{ev['epoch']}")
+                elif ev["start"] - last["start"] < interval:
+                    out.append(f"epoch {last['epoch']} began at {last['start']} and lasted "
+                               f"{ev['start'] - last['start']} ms, less than the interval of "
+                               f"{interval} ms")
+            last = ev
+    span = now - start
+    if interval <= 0 or moves < SHAPE_EPOCH_MOVES or span < SHAPE_INTERVALS * interval:
+        out.append(f"the run saw {moves} epoch moves in {span} ms at an interval of {interval} "
+                   f"ms: less than the real test's {SHAPE_EPOCH_MOVES} moves in "
+                   f"{SHAPE_INTERVALS} intervals")
+    return out[:5]
+
+
+@case_check("busy-page-keeps", "a large page allocated from less than the interval before a "
+            "sweep keeps its free blocks in that sweep (the busy page's purged count does not "
+            "change), on the virtual clock to the millisecond")
+def _busy_page_keeps(v: TraceView) -> list[str]:
+    out: list[str] = []
+    interval = v.config["interval_ms"]
+    large = {p for p, g in v.pages.items() if g.kind == "large"}
+    allocated_at: dict[int, int] = {}  # page -> clock of its last allocation
+    now, busy_sweeps = v.config.get("clock_start_ms", 0), 0
+    for ev in v.events:
+        kind = ev["ev"]
+        if kind == "clock":
+            now = ev["now"]
+        elif kind == "malloc" and ev["page"] in large:
+            allocated_at[ev["page"]] = now
+        elif kind == "sweep_page" and now - allocated_at.get(ev["page"], -interval) < interval:
+            busy_sweeps += 1
+        elif kind == "discard" and ev["ok"] and ev["page"] in allocated_at \
+                and now - allocated_at[ev["page"]] < interval:
+            out.append(f"page {ev['page']}, allocated from at {allocated_at[ev['page']]}, lost "
+                       f"units [{ev['k0']}, {ev['k1']}) at {now}, less than the interval of "
+                       f"{interval} ms later")
+    if interval <= 0 or not busy_sweeps:
+        out.append("no sweep came upon a large page allocated from less than the interval "
+                   "before: the check would hold vacuously")
+    return out[:5]
+
+
+# -- the unit arithmetic over the real tests' grids (purgecheck/arith.py) ---------------------------
+
+def _grid_problems(v: TraceView, grid: str) -> list[str]:
+    """Each `unit_blocks` line of the grid against the definition: unit k of base
+    align_down(offset, unit) lies inside when [lo, hi) is within [offset, offset + capacity *
+    block_size); then [first, last] is exactly the blocks that overlap [lo, hi), else first =
+    last = 0. Blocks are consecutive intervals, so the blocks over an interval are one run:
+    [first, last] is exactly that run when first and last overlap it, first is block 0 or its
+    left neighbour does not overlap, and last is the last block or its right neighbour does
+    not (which is what the real test's enumeration of every block finds)."""
+    out: list[str] = []
+    seen = 0
+    for ev in v.events:
+        if ev["ev"] != "unit_blocks" or ev["grid"] != grid:
+            continue
+        seen += 1
+        unit, bs, off, cap, k = (ev[x] for x in ("unit", "block_size", "offset", "capacity", "k"))
+        lo = off - off % unit + k * unit
+        hi = lo + unit
+
+        def overlaps(i: int) -> bool:
+            return off + i * bs < hi and lo < off + (i + 1) * bs
+
+        where = f"unit {unit}, block {bs}, offset {off}, capacity {cap}, k {k}"
+        want_inside = lo >= off and hi <= off + cap * bs
+        first, last = ev["first"], ev["last"]
+        if ev["inside"] != want_inside:
+            out.append(f"{where}: inside is {ev['inside']}, the unit [{lo}, {hi}) says "
+                       f"{want_inside}")
+        elif not want_inside:
+            if first or last:
+                out.append(f"{where}: outside the blocks but [{first}, {last}], not [0, 0]")
+        elif not (0 <= first <= last < cap and overlaps(first) and overlaps(last)
+                  and (first == 0 or not overlaps(first - 1))
+                  and (last == cap - 1 or not overlaps(last + 1))):
+            out.append(f"{where}: blocks [{first}, {last}] are not exactly the blocks over "
+                       f"[{lo}, {hi})")
+    if not seen:
+        out.append(f"no line of the {grid} grid: the check would hold vacuously")
+    return out[:5]
+
+
+@case_check("unit-blocks-grid", "over the large-page grid (units of 8, 16 and 64 KiB; blocks of "
+            "80 to 512 KiB; offsets 0, 4 KiB and 192 B; a full 4 MiB capacity) a unit is "
+            "inside exactly when it lies wholly inside the formed blocks, and its first and last "
+            "block are exactly the blocks that overlap it")
+def _unit_grid(v: TraceView) -> list[str]:
+    return _grid_problems(v, "large")
+
+
+@case_check("os-page-blocks-grid", "over the small-page grid (OS pages of 4 and 16 KiB as the "
+            "unit; blocks of 16 B to 64 KiB; seven offsets; capacities 0, 1, 64 and 512 KiB "
+            "worth) the same, and a unit outside the blocks gives first = last = 0")
+def _os_page_grid(v: TraceView) -> list[str]:
+    return _grid_problems(v, "small")
 
 
 def run_checks(names: tuple[str, ...], header: dict, events: list[dict]) -> dict[str, list[str]]:

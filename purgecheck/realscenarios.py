@@ -77,8 +77,9 @@ def _reuse_idle() -> str:
 
 @scenario("xthread-idle", "60 blocks of the first class; the owner frees 3k+2; a sweep; another "
           "thread frees 3k+1 into the pages with holes; a sweep takes them too; the other "
-          "thread frees the rest and a collect folds those frees.", NO_HOLD,
-          checks=("purged-grows", "survivors-intact", "stats-agree"))
+          "thread frees the rest and a forced collect (mi_collect(true)) gives the pages they "
+          "emptied back to the arena, holes and all.", NO_HOLD,
+          checks=("purged-grows", "survivors-intact", "stats-agree", "pages-freed-with-holes"))
 def _xthread_idle() -> str:
     size = LARGE_REQUESTS[96]
     lines = allocate(1, "x", 60, size) + [f"1 free x{i}" for i in range(60) if i % 3 == 2]
@@ -86,7 +87,7 @@ def _xthread_idle() -> str:
     lines += [f"2 free x{i}" for i in range(60) if i % 3 == 1]
     lines.append("1 idle")
     lines += [f"2 free x{i}" for i in range(60) if i % 3 == 0]
-    return "\n".join(lines + ["1 collect"])
+    return "\n".join(lines + ["1 collect_force"])
 
 
 @scenario("realloc-idle", "16 blocks of the middle class, the odd ones freed; a sweep; each even "
@@ -298,13 +299,96 @@ def _recent_allocation() -> str:
     return "\n".join(lines)
 
 
-@scenario("aligned-16k", "128 blocks of 16 KiB (JSC's MarkedBlock), the odd ones freed; a sweep "
-          "discards them; the odd ones taken again stay 16 KiB aligned and the survivors keep "
-          "every byte. (No op allocates at an alignment: the 16 KiB class gives it here.)",
+@scenario("aligned-16k", "128 blocks of 16 KiB at 16 KiB alignment (mi_malloc_aligned; JSC's "
+          "MarkedBlock), the odd ones freed; a sweep discards them; the odd ones taken again "
+          "at the same alignment stay 16 KiB aligned after the unpurge and the survivors keep "
+          "every byte.",
           NO_HOLD, checks=("something-purged", "aligned-16k", "survivors-intact", "reuse-rises",
                            "stats-agree"))
 def _aligned() -> str:
-    lines = allocate(1, "j", 128, 16384) + free_where(1, "j", 128, lambda i: i % 2 == 0)
+    return aligned_script()
+
+
+@scenario("aligned-16k-offset", "As aligned-16k with the block area 192 bytes into the page (the "
+          "offset of the real unit-arithmetic test): no block of the 16 KiB class is aligned, "
+          "so each request takes a larger block and hands out the aligned address in it; those "
+          "stay aligned after the unpurge too.",
+          Options(purge_holes_min_interval=0, first_block_offset=192),
+          checks=("aligned-16k", "survivors-intact", "usable-size", "stats-agree"))
+def _aligned_offset() -> str:
+    return aligned_script()
+
+
+def aligned_script() -> str:
+    lines = [f"1 malloc_aligned j{i} 16384 16384" for i in range(128)]
+    lines += free_where(1, "j", 128, lambda i: i % 2 == 0)
     lines.append("1 idle")
-    lines += [f"1 malloc k{i} 16384" for i in range(1, 128, 2)]
+    lines += [f"1 malloc_aligned k{i} 16384 16384" for i in range(1, 128, 2)]
     return "\n".join(lines + ["1 collect"])
+
+
+# -- sweepers at the same time, in the real test's shape, on the virtual clock ----------------------
+
+FIRST = LARGE_REQUESTS[96]
+SHAPE_INTERVAL_MS = 50  # the real test's purge_holes_min_interval
+SHAPE_SWEEPERS = 4
+SHAPE_ROUND_MS = 12  # the virtual time a round of every thread's allocation and sweep takes
+
+
+def sweepers_script(rounds: int = 52) -> str:
+    """The real test's sweepers: thread 1 keeps 12 blocks of the middle class with the odd
+    ones freed; threads 2..5 each keep a page of the first class with two standing holes
+    (blocks 1 and 3 of 4 freed); then each round every sweeper allocates, frees and sweeps,
+    and thread 1 allocates from its page with holes, frees and sweeps; the clock moves
+    SHAPE_ROUND_MS a round (52 rounds: 624 ms, 12.5 intervals)."""
+    lines = allocate(1, "r", 12, MIDDLE) + free_where(1, "r", 12, lambda i: i % 2 == 0)
+    sweepers = range(2, 2 + SHAPE_SWEEPERS)
+    for t in sweepers:
+        lines += allocate(t, f"own{t}_", 4, FIRST) + [f"{t} free own{t}_1", f"{t} free own{t}_3"]
+    for n in range(rounds):
+        for t in sweepers:
+            lines += [f"{t} malloc p{t}_{n} {FIRST}", f"{t} free p{t}_{n}", f"{t} idle"]
+        lines += [f"1 malloc b{n} {MIDDLE}", f"1 free b{n}", "1 idle", f"clock {SHAPE_ROUND_MS}"]
+    return "\n".join(lines)
+
+
+@scenario("sweepers-real", "The real test's sweepers at the same time, on the virtual clock: "
+          "interval 50 ms; thread 1 keeps 12 blocks of the middle class, the odd ones freed; "
+          "four sweepers each keep a page of the first class with two standing holes; each "
+          "round every thread allocates, frees and sweeps, 12 ms a round for 52 rounds (12.5 "
+          "intervals; the C reference's `stress --scenario real` runs it on real threads). No epoch is shorter than the interval, a page allocated from less than "
+          "an interval before a sweep keeps its blocks, the survivors keep every byte.",
+          Options(purge_holes_min_interval=SHAPE_INTERVAL_MS), tags=("epoch", "inline"),
+          checks=("epoch-not-shorter", "busy-page-keeps", "survivors-intact", "stats-agree"))
+def _sweepers_real() -> str:
+    return sweepers_script()
+
+
+# -- the later test-purge-holes.c: every small size class purges (small-blocks-are-eligible) ---------
+
+SIZES_SMALL = (16, 64, 256, 1024)
+SIZES_SURVIVORS = 2  # survivors per size in the named scenario; the real test keeps 32
+
+
+def sizes_script(survivors: int = SIZES_SURVIVORS, os_page: int = 4 * KiB) -> str:
+    """test_survivors of the later file: per block size, keep one block in every
+    ceil(2 OS pages / size) + 2 (so at least two OS pages of free blocks lie between two
+    survivors), 256 blocks at least; a sweep; then the survivors are freed."""
+    lines: list[str] = []
+    for bs in SIZES_SMALL:
+        keep = -(-2 * os_page // bs) + 2
+        count = max(keep * survivors, 256)
+        p = f"z{bs}_"
+        lines += allocate(1, p, count, bs) + free_where(1, p, count, lambda i, k=keep: i % k == 0)
+        lines.append("1 idle")
+        lines += [f"1 free {p}{i}" for i in range(0, count, keep)]
+    return "\n".join(lines)
+
+
+@scenario("survivors-sizes", "Blocks of 16, 64, 256 and 1024 B in small pages, one kept in "
+          "every ceil(2 OS pages / size) + 2 (two survivors of each; the real test: 32): a sweep "
+          "discards something in the pages of every size, 256 and 512 blocks a page included, "
+          "and every survivor keeps every byte.", NO_HOLD,
+          checks=("each-size-purged", "survivors-intact", "stats-agree"))
+def _survivors_sizes() -> str:
+    return sizes_script()

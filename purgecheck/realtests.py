@@ -20,6 +20,7 @@ from dataclasses import dataclass
 LARGE = "test-purge-holes-large.c@cb73f69"
 SMALL = "test-purge-holes.c@d445051"
 DIGEST = "digest 11 / issue 21"
+LATER = "test-purge-holes.c@02ea105"  # the file's later form (the unit bitmap of seed 000)
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class RealCase:
     scenario: str | None = None  # the named scenario that re-expresses it
     unmodelled: str = ""  # what the case asserts that no check here states (said, not hidden)
     out_of_scope: str = ""  # why the case is not reproduced at all
+    grid: str | None = None  # a grid of purgecheck.arith that re-expresses it (no scenario)
+    threads: str | None = None  # a scenario of reference_c/stress.c that runs it on real threads
 
 
 CASES: tuple[RealCase, ...] = (
@@ -44,9 +47,7 @@ CASES: tuple[RealCase, ...] = (
              "offsets 0, 4 KiB, 192 B; a full 4 MiB capacity",
              "for every unit index: inside the block area or not, and the first and last "
              "overlapping block, against a direct enumeration",
-             ("unit-blocks-grid",), None,
-             unmodelled="pure arithmetic: tests/test_geometry.py checks the model's "
-                        "blocks_of_unit against brute force (model only, not a scenario)"),
+             ("unit-blocks-grid",), None, grid="large"),
     *(RealCase(LARGE, f"discard-{which}-class", f"40 blocks of the {which} large class "
                f"({size} KiB), every third kept; interval 0",
                "one idle sweep",
@@ -60,10 +61,8 @@ CASES: tuple[RealCase, ...] = (
     RealCase(LARGE, "cross-thread-free", "60 blocks of the first class; the owner frees 3k+2; "
              "a sweep",
              "another thread frees 3k+1 into the pages with holes; a sweep; the other thread "
-             "frees the rest; a collect",
-             ("purged-grows", "survivors-intact", "pages-freed-with-holes"), "xthread-idle",
-             unmodelled="the pages left all free on xthread_free are not given back: the model "
-                         "has no forced collect (mi_collect(true)) that frees them"),
+             "frees the rest; a forced collect (the op collect_force: mi_collect(true))",
+             ("purged-grows", "survivors-intact", "pages-freed-with-holes"), "xthread-idle"),
     RealCase(LARGE, "realloc", "16 blocks of the middle class, odd ones freed; a sweep",
              "each even block: shrink by 4 KiB (in place), grow to twice, shrink to half, a "
              "sweep after each",
@@ -97,12 +96,13 @@ CASES: tuple[RealCase, ...] = (
              "class, frees the odd ones, exits", "another thread's sweep, and one an interval "
              "later",
              ("hold-first-keeps", "something-purged", "survivors-intact"), "abandoned-young"),
-    RealCase(LARGE, "sweepers-at-the-same-time", "interval 50 ms; 12 blocks of the middle class; "
-             "4 threads that allocate and sweep without pause",
-             "this thread touches a page and sweeps, for 12 intervals and 4 epoch moves",
-             ("epoch-not-shorter", "busy-page-keeps", "survivors-intact"), None,
-             unmodelled="real threads and the real clock: the stress runs of "
-                        "tests/test_concurrent.py and `validate`, not a named scenario"),
+    RealCase(LARGE, "sweepers-at-the-same-time", "interval 50 ms; 12 blocks of the middle "
+             "class, the odd ones freed; 4 threads, each with a page of the first class with two "
+             "standing holes, that allocate and sweep without pause",
+             "this thread touches a page and sweeps, for 12 intervals and 4 epoch moves (on "
+             "real threads: `stress --scenario real`, tests/test_sweepers_real.py)",
+             ("epoch-not-shorter", "busy-page-keeps", "survivors-intact"), "sweepers-real",
+             threads="real"),
     RealCase(LARGE, "floor", "", "", (), None,
              out_of_scope="purge_holes_large_floor is a later version's rule (digest 6.3), "
                           "optional for issue 21"),
@@ -118,19 +118,28 @@ CASES: tuple[RealCase, ...] = (
              "(mi_purge_holes_stats_get: discards, reuses, ineligible pages)",
              ("nothing-left-at-end",), "lifecycle-small"),
     # -- test-purge-holes.c ------------------------------------------------------------------------
-    RealCase(SMALL, "run-arithmetic", "OS pages 4 and 16 KiB, ten block sizes 64 B..64 KiB, "
-             "seven offsets, capacity 128", "every run [start, start+len): the discarded range",
-             ("run-range-grid",), None,
-             unmodelled="pure arithmetic (the pre-bitmap run range): no model function "
-                        "computes it"),
+    RealCase(SMALL, "run-arithmetic", "OS pages of 4 and 16 KiB, blocks of 16 B..64 KiB, "
+             "seven offsets, capacities 0, 1, 64 and 512 KiB worth (the file's later form, "
+             "os-page-arithmetic: d445051's run range belongs to its per-block bitmap, which "
+             "the unit bitmap of seed 000 replaced)",
+             "for every OS page index: inside the block area or not, and the first and last "
+             "overlapping block; outside means first = last = 0",
+             ("os-page-blocks-grid",), None, grid="small"),
     *(RealCase(SMALL, f"survivors-{bs}", f"{count} blocks of {bs} B, every {keep}th kept",
                "mi_purge_holes", ("survivors-intact", "something-purged"),
                "survivors-small") for bs, count, keep in
       ((1024, 2048, 32), (4096, 1024, 16), (8192, 512, 8), (16384, 256, 4))),
-    RealCase(SMALL, "survivors-256-ineligible", "4096 blocks of 256 B, every 32nd kept",
-             "mi_purge_holes", ("survivors-intact", "ineligible-untouched"), "survivors-small",
-             unmodelled="the real code caps the blocks of an eligible page "
-                        "(MI_PAGE_PURGE_MAX_BLOCKS); the model's eligibility is bits <= 256 only"),
+    RealCase(SMALL, "survivors-256-ineligible", "4096 blocks of 256 B, every 32nd kept; at "
+             "d445051 the bitmap had a bit per block and MI_PAGE_PURGE_MAX_BLOCKS capped an "
+             "eligible page below 256 blocks. The unit bitmap of seed 000 has no such cap "
+             "(internal.h mi_page_can_purge_holes: reserved > 1, not pinned, no custom commit, "
+             "bits <= 256; digest 2), and the file's later form asserts the opposite: 256-byte "
+             "pages purge (small-blocks-are-eligible). The cap is the mutant "
+             "purge-max-blocks-cap, which each-size-purged kills",
+             "mi_purge_holes", ("survivors-intact", "each-size-purged"), "survivors-sizes"),
+    RealCase(LATER, "small-blocks-are-eligible", "blocks of 16, 64, 256 and 1024 B, one kept "
+             "in every ceil(2 OS pages / size) + 2", "mi_on_thread_idle",
+             ("each-size-purged", "survivors-intact"), "survivors-sizes"),
     RealCase(SMALL, "purging-actually-happened", "the survivors cases", "",
              ("something-purged",), "survivors-small"),
     RealCase(SMALL, "churn-no-aliasing", "20,000 random steps: 55% allocate one of 11 sizes "
@@ -139,10 +148,7 @@ CASES: tuple[RealCase, ...] = (
              ("no-aliasing", "usable-size", "aligned", "survivors-intact"), "churn"),
     RealCase(SMALL, "aligned-16k", "128 blocks of 16 KiB at 16 KiB alignment, odd ones freed",
              "mi_purge_holes; the odd ones taken again aligned",
-             ("something-purged", "aligned-16k", "survivors-intact"), "aligned-16k",
-             unmodelled="no op allocates at an alignment (mi_malloc_aligned): the 16 KiB class "
-                        "gives the alignment; an over-allocated aligned block (an interior "
-                        "pointer) is not modelled"),
+             ("something-purged", "aligned-16k", "survivors-intact"), "aligned-16k"),
     RealCase(SMALL, "page-lifecycle", "512 blocks of 8 KiB, every 8th kept",
              "mi_purge_holes; free the rest; collect; 512 blocks again, written",
              ("something-purged", "survivors-intact", "no-aliasing", "nothing-left-at-end"),
@@ -180,7 +186,7 @@ CASES: tuple[RealCase, ...] = (
 class Assessment:
     case: RealCase
     status: str  # FULL, PARTIAL, MISSING, OUT OF SCOPE
-    engines: tuple[str, ...]  # where the scenario ran with its checks held: model, C
+    engines: tuple[str, ...]  # where the scenario ran with its checks held: model, C, C threads
     checked: tuple[str, ...]  # the case's assertions its scenario declares and both engines held
     missing: str  # what is missing, in words
 
@@ -208,24 +214,41 @@ def assess(case: RealCase, results: dict) -> Assessment:
 
     if case.out_of_scope:
         return Assessment(case, "OUT OF SCOPE", (), (), case.out_of_scope)
-    sc = SCENARIOS.get(case.scenario) if case.scenario else None
-    if sc is None:
-        return Assessment(case, "MISSING", (), (), case.unmodelled or "no scenario")
-    runs = results.get(sc.name, {})
+    if case.grid is not None:
+        from purgecheck.arith import GRIDS
+        key, checks = f"grid:{case.grid}", (GRIDS[case.grid].check,)
+    else:
+        sc = SCENARIOS.get(case.scenario) if case.scenario else None
+        if sc is None:
+            return Assessment(case, "MISSING", (), (), case.unmodelled or "no scenario")
+        key, checks = sc.name, sc.checks
+    runs = results.get(key, {})
     engines = tuple(e for e in ("model", "C") if e in runs
-                    and not any(runs[e].get(c) for c in sc.checks))
-    declared = [a for a in case.asserts if a in sc.checks]
+                    and not any(runs[e].get(c) for c in checks))
+    if runs.get("diff"):  # a grid: the C reference's lines must be the model's
+        engines = ()
+    declared = [a for a in case.asserts if a in checks]
     checked = tuple(declared) if len(engines) == 2 else ()
     gaps = []
-    undeclared = [a for a in case.asserts if a not in sc.checks]
+    if runs.get("diff"):
+        gaps.append(f"C differs from the model at {runs['diff']}")
+    undeclared = [a for a in case.asserts if a not in checks]
     if undeclared:
         gaps.append("not checked: " + ", ".join(undeclared))
     for e in ("model", "C"):
         if e not in runs:
             gaps.append(f"not run on {e}")
-        elif e not in engines:
-            failing = [c for c in sc.checks if runs[e].get(c)]
+        elif e not in engines and any(runs[e].get(c) for c in checks):
+            failing = [c for c in checks if runs[e].get(c)]
             gaps.append(f"fails on {e}: " + ", ".join(failing))
+    if case.threads:  # the same case on the C reference's real threads and clock
+        run = results.get(f"threads:{case.threads}")
+        if run is None:
+            gaps.append("not run on C's real threads")
+        elif run["failed"]:
+            gaps.append(f"fails on C's real threads: {', '.join(run['failed'])}")
+        elif len(engines) == 2:
+            engines += ("C threads",)
     if case.unmodelled:
         gaps.append(case.unmodelled)
     status = "FULL" if not gaps else "PARTIAL"
@@ -235,9 +258,34 @@ def assess(case: RealCase, results: dict) -> Assessment:
 def assess_all(driver=None) -> list[Assessment]:
     from purgecheck.scenarios import SCENARIOS
 
+    from purgecheck.arith import run_grid
+
     names = {c.scenario for c in CASES if c.scenario in SCENARIOS}
     results = run_scenario_checks(names, driver)
+    for grid in {c.grid for c in CASES if c.grid}:
+        results[f"grid:{grid}"] = run_grid(grid, driver is not None)
+    if driver is not None:
+        for scenario in {c.threads for c in CASES if c.threads}:
+            results[f"threads:{scenario}"] = run_threads(scenario)
     return [assess(c, results) for c in CASES]
+
+
+def run_threads(scenario: str) -> dict:
+    """{"failed": the C checks that failed, "figures": ...} of one run of `stress --scenario
+    SCENARIO` at its own interval (lower bounds only: they hold at any load)."""
+    import tempfile
+    from pathlib import Path
+
+    from purgecheck.engines.validate import run_stress
+
+    with tempfile.TemporaryDirectory() as tmp:
+        run = run_stress(Path(tmp), scenario=scenario, interval=REAL_INTERVAL_MS, ms=0,
+                         traced=False)
+    failed = run.failed_checks or ([] if run.returncode == 0 else [f"exit {run.returncode}"])
+    return {"failed": failed, "figures": run.summary.get("real", {})}
+
+
+REAL_INTERVAL_MS = 50  # the interval of the fork's sweepers test (reference_c/stress.c)
 
 
 def real_tests_page(assessments: list[Assessment]) -> str:
@@ -251,8 +299,10 @@ def real_tests_page(assessments: list[Assessment]) -> str:
              "`test/test-purge-holes.c` (at d445051), and the cases digest section 11 and issue "
              "21 name that those commits do not hold. The status is computed: the scenario runs "
              "on the model and on the C reference, and its declared checks "
-             "(`purgecheck/casechecks.py`) are run on both traces. FULL: every assertion of the "
-             "case is a check of its scenario and held on both engines.", "",
+             "(`purgecheck/casechecks.py`) are run on both traces; the two arithmetic cases run "
+             "their grid (`purgecheck/arith.py`) through the model's and the C reference's unit "
+             "arithmetic, whose lines must be equal. FULL: every assertion of the case is a "
+             "check of its scenario and held on both engines.", "",
              "Totals: " + ", ".join(f"{k} {counts[k]}" for k in
                                     ("FULL", "PARTIAL", "MISSING", "OUT OF SCOPE")), "",
              "| source | case | scenario | engines | assertions checked | status | missing |",
@@ -260,7 +310,8 @@ def real_tests_page(assessments: list[Assessment]) -> str:
     for a in assessments:
         c = a.case
         cell = lambda s: s.replace("|", "\\|")  # noqa: E731
-        lines.append(f"| {c.source} | {c.name} | {c.scenario or '-'} | "
+        where = c.scenario or (f"grid {c.grid} (`driver --arith {c.grid}`)" if c.grid else "-")
+        lines.append(f"| {c.source} | {c.name} | {where} | "
                      f"{', '.join(a.engines) or '-'} | {', '.join(a.checked) or '-'} | "
                      f"{a.status} | {cell(a.missing)} |")
     lines += ["", "## The cases", ""]

@@ -71,6 +71,39 @@ def _zalloc(run: Run, op: Op) -> None:
     run.freed.pop(name, None)
 
 
+@handles("malloc_aligned")
+def _malloc_aligned(run: Run, op: Op) -> None:
+    """mi_malloc_aligned (the real test's 16 KiB at 16 KiB, JSC's MarkedBlock): when every
+    block of the size class lies at a multiple of the alignment (the block size and the offset
+    of the first block are multiples of it; pages are 4 MiB-aligned regions) a plain
+    allocation; otherwise SIZE + ALIGN - 1 bytes and the first aligned address in the block (an
+    interior pointer; the real code takes an aligned free block as it comes as well)."""
+    from model.geometry import compute_block_size
+    name, size, align = op.args
+    a = mi_alignment(align)
+    opts = run.world.options
+    whole = (compute_block_size(size, opts.arch) % a == 0 and opts.first_block_offset % a == 0)
+    ptr = mi_heap_malloc(run.world, run.world.heap(op.thread), size if whole else size + a - 1)
+    page = run.world.pages[ptr.page]
+    run.log("aligned", page=ptr.page, block=ptr.block, offset=aligned_offset(page, ptr.block, a))
+    run.names[name] = ptr
+    run.freed.pop(name, None)
+
+
+def aligned_offset(page, block: int, a: int) -> int:
+    """How far into the block the first address at a multiple of `a` lies."""
+    return -page.geom.block_addr(block) % a
+
+
+MI_ALIGN_MAX = 4 << 20  # the regions' alignment: the largest the reference can give
+
+
+def mi_alignment(align: int) -> int:
+    """The op's ALIGN as the alignment used: the next power of two, 4 MiB at most (the real
+    mi_malloc_aligned refuses an alignment that is not a power of two)."""
+    return min(1 << max(0, align - 1).bit_length(), MI_ALIGN_MAX)
+
+
 @handles("free")
 def _free(run: Run, op: Op) -> None:
     (name,) = op.args
@@ -99,6 +132,17 @@ def _realloc(run: Run, op: Op) -> None:
 def _collect(run: Run, op: Op) -> None:
     for page in run.heap_pages(op.thread):
         mi_page_free_collect(page)
+
+
+@handles("collect_force")
+def _collect_force(run: Run, op: Op) -> None:
+    """mi_collect(true) (the real tests' forced collect): the frees of other threads are
+    folded in, and a page whose blocks are then all free goes back to the arena."""
+    from model.heap import mi_page_retire
+    for page in run.heap_pages(op.thread):
+        mi_page_free_collect(page)
+        if page.is_all_free():
+            mi_page_retire(run.world, page)
 
 
 @handles("walk")

@@ -50,7 +50,8 @@ static const char *USAGE =
     "  --interval MS  --os-page BYTES  --arch 32|64  --offset BYTES  --full-every N\n"
     "  --purge-delay N  --no-purge-holes  --stale-epochs N  --sweep-ms MS  --non-monotone\n"
     "  --clock-start MS  --observe sweeps|all  --quiet (no trace)\n"
-    "  --list-mutants  --list-ops  --bench-stamp N (N malloc+free pairs of 128 KiB, no trace)\n\n"
+    "  --list-mutants  --list-ops  --bench-stamp N (N malloc+free pairs of 128 KiB, no trace)\n"
+    "  --arith large|small    the unit arithmetic of the real tests' grid, a line per unit\n\n"
     "examples:\n"
     "  purgecheck scenario park-handoff --script | reference_c/build/driver\n"
     "  printf '1 malloc a 262144\\n1 free a\\n---\\n%%options variant=no-hold\\n1 idle\\n' | driver\n";
@@ -70,7 +71,7 @@ enum {
     OP_MALLOC, OP_ZALLOC, OP_FREE, OP_REALLOC, OP_COLLECT, OP_WALK, OP_HEAP_DESTROY,
     OP_HEAP_DELETE, OP_FAIL_DISCARD, OP_CLOCK, OP_IDLE, OP_PENDING, OP_PARK, OP_UNPARK,
     OP_SCAVENGE, OP_SCAVENGER, OP_ABANDON, OP_RECLAIM, OP_FORK, OP_EPOCH_SKIP,
-    OP_FORK_AT, OP_CLOCK_AT, OP_COUNT
+    OP_FORK_AT, OP_CLOCK_AT, OP_COLLECT_FORCE, OP_MALLOC_ALIGNED, OP_COUNT
 };
 
 static const opspec_t SPECS[OP_COUNT] = {
@@ -80,6 +81,8 @@ static const opspec_t SPECS[OP_COUNT] = {
     [OP_REALLOC] = {"realloc", true, 3, {A_STR, A_STR, A_COUNT}, {"name", "new", "size"}},
     [OP_COLLECT] = {"collect", true, 0, {0}, {0}},
     [OP_WALK] = {"walk", true, 0, {0}, {0}},
+    [OP_COLLECT_FORCE] = {"collect_force", true, 0, {0}, {0}},
+    [OP_MALLOC_ALIGNED] = {"malloc_aligned", true, 3, {A_STR, A_COUNT, A_COUNT}, {"name", "size", "align"}},
     [OP_HEAP_DESTROY] = {"heap_destroy", true, 0, {0}, {0}},
     [OP_HEAP_DELETE] = {"heap_delete", true, 0, {0}, {0}},
     [OP_FAIL_DISCARD] = {"fail_discard", false, 1, {A_COUNT}, {"count"}},
@@ -106,10 +109,12 @@ static const char *const ADVANCE_STEPS[] = {"load_start", "read_clock", "compare
 
 /* Ops after which the pages are observed (residency and state): those that sweep, walk or
  * move pages. With `observe=all`, after every op. */
+#define MI_ALIGN_MAX (4 * (int64_t)MiB)   /* the regions' alignment (runner.py MI_ALIGN_MAX) */
+
 static bool is_observed(int spec) {
     switch (spec) {
     case OP_COLLECT: case OP_WALK: case OP_HEAP_DESTROY: case OP_HEAP_DELETE: case OP_IDLE:
-    case OP_SCAVENGE: case OP_SCAVENGER: case OP_ABANDON: case OP_RECLAIM:
+    case OP_SCAVENGE: case OP_SCAVENGER: case OP_ABANDON: case OP_RECLAIM: case OP_COLLECT_FORCE:
         return true;
     default:
         return false;
@@ -331,8 +336,9 @@ static int parse_line(char *text, int line, op_t *op, char *err, size_t errlen) 
         if (!strcmp(SPECS[s].name, words[w])) spec = s;
     if (spec < 0) {
         snprintf(err, errlen, "unknown operation '%s'; expected one of abandon, clock, clock_at, collect, "
-                 "epoch_skip, fail_discard, fork, fork_at, free, heap_delete, heap_destroy, idle, malloc, "
-                 "park, pending, realloc, reclaim, scavenge, scavenger, unpark, walk, zalloc", words[w]);
+                 "collect_force, epoch_skip, fail_discard, fork, fork_at, free, heap_delete, heap_destroy, "
+                 "idle, malloc, malloc_aligned, park, pending, realloc, reclaim, scavenge, scavenger, "
+                 "unpark, walk, zalloc", words[w]);
         return -1;
     }
     const opspec_t *sp = &SPECS[spec];
@@ -618,6 +624,28 @@ static bool exec_op(const op_t *op) {
         p = mi_heap_malloc(t, op->ival[1], op->spec == OP_ZALLOC, op->spec == OP_MALLOC);
         bind_live(op->sval[0], p);
         return true;
+    case OP_MALLOC_ALIGNED: {   /* purgecheck/runner.py _malloc_aligned */
+        int64_t a = 1, align = op->ival[2], size = op->ival[1];
+        while (a < align && a < MI_ALIGN_MAX) a *= 2;
+        bool whole = mi_compute_block_size(size, mi_world->opt.arch_bits) % a == 0
+                     && mi_world->opt.first_block_offset % a == 0;
+        if (size + a - 1 > MAX_SIZE) {
+            emit_error(op->line, "%s: size %lld is above the driver's limit of 1 GiB",
+                       SPECS[op->spec].name, (long long)(size + a - 1));
+            return false;
+        }
+        p = mi_heap_malloc(t, whole ? size : size + a - 1, false, true);
+        mi_page_t *pg = mi_page_of(p.page);
+        int64_t addr = pg->geom.offset + p.block * pg->geom.block_size;   /* in a 4 MiB region */
+        tr_begin("aligned");
+        tr_int("page", p.page);
+        tr_int("block", p.block);
+        /* the mutant aligned_at_block_start hands out the block itself */
+        tr_int("offset", mi_mutant == M_ALIGNED_AT_BLOCK_START ? 0 : ((-addr) % a + a) % a);
+        tr_end();
+        bind_live(op->sval[0], p);
+        return true;
+    }
     case OP_FREE:
         if (!lookup(op, op->sval[0], &p)) return false;
         if (mi_free(p, op->thread)) {
@@ -655,6 +683,17 @@ static bool exec_op(const op_t *op) {
             mi_page_t *pg = mi_page_of(ids[i]);
             mi_page_free_collect(pg);
             if (op->spec == OP_WALK && mi_page_can_purge_holes(&pg->geom)) mi_page_purge_holes_walk(pg);
+        }
+        free(ids);
+        return true;
+    }
+    case OP_COLLECT_FORCE: {   /* mi_collect(true): a page with no live block goes back */
+        int *ids;
+        int n = mi_heap_page_ids(t, &ids);
+        for (int i = 0; i < n; i++) {
+            mi_page_t *pg = mi_page_of(ids[i]);
+            mi_page_free_collect(pg);
+            if (mi_page_is_all_free(pg)) mi_page_retire(pg);
         }
         free(ids);
         return true;
@@ -1011,7 +1050,7 @@ int main(int argc, char **argv) {
     config_t c;
     memset(&c, 0, sizeof c);
     mi_options_default(&c.opt);
-    const char *path = NULL;
+    const char *path = NULL, *arith = NULL;
     static const struct { const char *flag, *key; } VALUED[] = {
         {"--clock", "clock"}, {"--variant", "variant"}, {"--mutant", "mutant"},
         {"--interval", "interval"}, {"--os-page", "os_page"}, {"--arch", "arch"},
@@ -1052,9 +1091,16 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--bench-stamp")) {
             if (i + 1 == argc) return usage_error("%s needs a count", a);
             return bench_stamp(atol(argv[++i]));
+        } else if (!strcmp(a, "--arith")) {
+            if (i + 1 == argc) return usage_error("%s needs a grid: large or small", a);
+            arith = argv[++i];
         } else if (a[0] == '-' && a[1]) return usage_error("unknown option %s", a);
         else if (path) return usage_error("one SCRIPT at most (got a second: %s)", a);
         else path = a;
+    }
+    if (arith) {   /* the grid on the C reference's arithmetic, under --mutant if given */
+        mi_mutant = (mi_mutant_t)c.mutant;
+        return mi_arith_grid(arith);
     }
     base_config = c;
     FILE *in = stdin;

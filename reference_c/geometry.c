@@ -47,7 +47,8 @@ int64_t mi_compute_block_size(int64_t size, int arch_bits) {
     int64_t w = wsize - 1;
     int b = 63 - __builtin_clzll((unsigned long long)w);
     int64_t step = (int64_t)1 << (b - 2);
-    return ((w >> (b - 2)) + 1) * step * word;
+    int64_t bs = ((w >> (b - 2)) + 1) * step * word;
+    return mi_mutant == M_SIZE_CLASS_WORD_LESS ? bs - word : bs;   /* broken: a word short */
 }
 
 mi_page_kind_t mi_compute_page_kind(int64_t block_size, int arch_bits) {
@@ -84,5 +85,6 @@ int64_t mi_compute_purge_bits(const mi_geom_t *g, int64_t unit) {
 bool mi_page_can_purge_holes(const mi_geom_t *g) {
     if (mi_mutant == M_HUGE_PURGES) return true;
     if (g->reserved <= 1) return false;
+    if (mi_mutant == M_PURGE_MAX_BLOCKS_CAP && g->reserved > MI_OLD_PURGE_MAX_BLOCKS) return false;
     return mi_compute_purge_bits(g, mi_compute_purge_unit(g)) <= MI_PAGE_PURGE_BITS;
 }

@@ -45,6 +45,10 @@ const char *const mi_mutant_names[M_COUNT] = {
     [M_CLOCK_BACK_NOT_DUE] = "clock_back_not_due",
     [M_PURGED_STRADDLER_LIVE] = "purged_straddler_live",
     [M_AGE_SIGNED32] = "age_signed32",
+    [M_UNIT_LAST_BLOCK_SHORT] = "unit_last_block_short",
+    [M_PURGE_MAX_BLOCKS_CAP] = "purge_max_blocks_cap",
+    [M_ALIGNED_AT_BLOCK_START] = "aligned_at_block_start",
+    [M_SIZE_CLASS_WORD_LESS] = "size_class_word_less",
 };
 
 int mi_mutant_by_name(const char *name) {

@@ -81,6 +81,7 @@ void mi_blocks_of_unit(const mi_page_t *p, int64_t k, int64_t capacity, int64_t 
     int64_t last = mi_floordiv(hi - 1 - start, p->geom.block_size);
     if (first < 0) first = 0;
     if (last > capacity - 1) last = capacity - 1;
+    if (mi_mutant == M_UNIT_LAST_BLOCK_SHORT && last > first) last--;   /* one block short */
     *i0 = first;
     *i1 = (hi <= start || last < first) ? first : last + 1;
 }

@@ -22,6 +22,7 @@
 #define KiB ((size_t)1024)
 #define MiB (1024 * KiB)
 #define MI_PAGE_PURGE_BITS 256                  /* seed 000 (1): page->purged has 256 bits */
+#define MI_OLD_PURGE_MAX_BLOCKS 128             /* the mutant purge_max_blocks_cap only */
 #define MI_MIN_EXTEND_BLOCKS 4                  /* mi_page_extend_free forms at least 4 */
 #define MI_MAX_EXTEND_SIZE_BYTES (4 * KiB)      /* ... or 4 KiB worth of blocks */
 #define MI_PAGE_OSPAGE_BLOCK_ALIGN2_BYTES (4 * KiB)
@@ -305,11 +306,18 @@ typedef enum {
     M_REBUILD_KEEPS_ORDER,   /* issue 20: the walk's rebuild keeps the free list's order */
     M_FORK_CHILD_KEEPS_MOVING, M_CLOCK_BACK_NOT_DUE,   /* issue 20: the rare paths of the advance */
     M_PURGED_STRADDLER_LIVE, M_AGE_SIGNED32,   /* issue 20: found only by long fuzzing before */
+    M_UNIT_LAST_BLOCK_SHORT,   /* issue 21: the blocks over a unit miss the last one (arith.c) */
+    M_PURGE_MAX_BLOCKS_CAP,    /* issue 21: the per-block bitmap's cap of d445051 */
+    M_ALIGNED_AT_BLOCK_START,  /* issue 21: malloc_aligned hands out the block, not the address */
+    M_SIZE_CLASS_WORD_LESS,    /* issue 21: size classes above 8 words are a word short */
     M_COUNT
 } mi_mutant_t;
 extern mi_mutant_t mi_mutant;
 extern const char *const mi_mutant_names[M_COUNT];
 int mi_mutant_by_name(const char *name);                /* -1: unknown */
+
+/* -- the real tests' unit arithmetic grids (arith.c; purgecheck/arith.py) ------------------- */
+int mi_arith_grid(const char *grid);                    /* `driver --arith large|small` */
 
 /* -- trace output (docs/trace-format.md) ---------------------------------------------------- */
 extern bool tr_enabled;

@@ -8,6 +8,19 @@
  * (b) that a page it allocated from before a sweep keeps its blocks in that sweep"), and a
  * watcher thread that only reads the clock and the epoch and checks (a) as well.
  *
+ * Scenario `real`: the fork's own test of sweepers at the same time (test-purge-holes-large.c,
+ * "sweepers-at-the-same-time"), in its shape: interval 50 ms unless --interval says otherwise;
+ * the thread under test keeps 12 blocks of the middle large class (320 KiB) with the odd ones
+ * freed; four sweepers each keep a page of the first large class (96 KiB) with two standing
+ * holes (blocks 1 and 3 of 4 freed) and then allocate, free and sweep without a pause. The
+ * thread under test runs for 12 intervals and until it has seen the epoch move 4 times
+ * (10 s at the most, --max-ms): each round it allocates from one of its pages with holes
+ * (until a block comes out of them) and frees what it took, then sweeps, and checks
+ * (e) the busy page's purged count did not change in that sweep when the round took less than
+ * the interval less 2 ms; (f) from the clock reading before a read of an epoch, to the one
+ * after a read of an epoch 2..7 later, the epochs in between lasted the interval less 1 ms at
+ * least on average; (g) the epoch moved 4 times; (h) the 6 live blocks keep every byte.
+ *
  * Scenario `park`: the park handoff with the real scavenger thread. Several threads allocate
  * from large pages, free most of it, park, and wait (bounded) until the scavenger has marked
  * their park done; (c) it does, and (d) then the blocks they freed are no longer resident,
@@ -42,8 +55,9 @@ static const char *USAGE =
     "usage: stress [OPTIONS]\n"
     "The seed's concurrent tests on real threads and CLOCK_MONOTONIC; writes a linearized\n"
     "trace for `purgecheck validate` with --trace.\n\n"
-    "  --scenario sweepers|park  four sweepers beside the thread under test (default), or the\n"
-    "                            park handoff with the scavenger thread\n"
+    "  --scenario sweepers|park|real  four sweepers beside the thread under test (default),\n"
+    "                            the park handoff with the scavenger thread, or the fork's\n"
+    "                            own sweepers test in its shape (interval 50 ms)\n"
     "  --interval MS          purge_holes_min_interval (default 10)\n"
     "  --ms MS                how long to run at least (default 300)\n"
     "  --max-ms MS            the bound of the liveness waits (default 10000)\n"
@@ -78,6 +92,8 @@ static struct {
 
 static _Atomic bool stop;
 static _Atomic int64_t violations_a, violations_b, violations_c, violations_d;
+static _Atomic int64_t violations_e, violations_f, violations_g, violations_h;
+static struct { int64_t epochs, rounds, checked, shortest, ran_ms; } real_figures = {0, 0, 0, -1, 0};
 static _Atomic int64_t observations, checked_b, sweeps, parks;
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -109,9 +125,13 @@ static bool block_resident(mi_ptr_t b) {
     mi_page_t *p = mi_page_of(b.page);
     uint8_t *a = mi_block_addr(p, b.block);
     int64_t real = mi_world->real_page_size;
-    size_t n = (size_t)((p->geom.block_size + real - 1) / real);
-    unsigned char vec[BLOCK / 4096 + 1];
-    if (n > sizeof vec || mincore(a, (size_t)p->geom.block_size, vec) != 0) mi_corrupt("mincore failed");
+    /* mincore takes a page-aligned start: from the OS page the block begins in (a block of
+     * a broken size class, as under size_class_word_less, does not begin on one) */
+    int64_t lead = (int64_t)((uintptr_t)a % (uintptr_t)real);
+    size_t n = (size_t)((lead + p->geom.block_size + real - 1) / real);
+    unsigned char vec[BLOCK / 4096 + 2];
+    if (n > sizeof vec || mincore(a - lead, (size_t)(lead + p->geom.block_size), vec) != 0)
+        mi_corrupt("mincore failed");
     for (size_t i = 0; i < n; i++)
         if (vec[i] & 1) return true;
     return false;
@@ -264,6 +284,141 @@ static void *parker_main(void *arg) {
     return NULL;
 }
 
+/* -- scenario real: the fork's sweepers test in its shape -------------------------------------- */
+
+#define REAL_INTERVAL_MS 50
+#define REAL_BLOCKS 12            /* the thread under test's blocks; the odd ones are freed */
+#define REAL_INTERVALS 12         /* it runs this many intervals at least */
+#define REAL_EPOCH_MOVES 4        /* and until it has seen the epoch move this often */
+
+static int64_t real_size(int which) {   /* the first (96 KiB) and the middle (320 KiB) class */
+    return which == 0 ? mi_medium_max_obj_size(64) + 1024
+                      : mi_page_size_of(MI_LARGE, 64) / 8 / 2 + 1024;
+}
+
+static uint8_t pattern(int64_t id, int64_t off) { return (uint8_t)(id * 131 ^ off * 7 ^ off >> 8); }
+
+/* A sweeper of the real test: a page of its own with two standing holes, then allocate, write
+ * a byte, free and sweep without a pause. */
+static void *real_sweeper_main(void *arg) {
+    int tid = (int)(intptr_t)arg;
+    tr_tid = tid;
+    mi_tld_t *t = mi_thread(tid);
+    mi_ptr_t own[4];
+    for (int i = 0; i < 4; i++) own[i] = mi_heap_malloc(t, real_size(0), false, true);
+    mi_free(own[1], tid);
+    mi_free(own[3], tid);
+    while (!atomic_load(&stop)) {
+        mi_ptr_t b = mi_heap_malloc(t, real_size(0), false, true);
+        mi_free(b, tid);
+        mi_on_thread_idle(tid, false);
+        atomic_fetch_add(&sweeps, 1);
+    }
+    tr_thread_exit();
+    return NULL;
+}
+
+static int64_t purged_in(const mi_ptr_t *freed, int n, int page) {
+    int64_t count = 0;
+    for (int i = 0; i < n; i++)
+        if (freed[i].page == page && mi_page_is_block_purged(mi_page_of(page), freed[i].block)) count++;
+    return count;
+}
+
+/* Take blocks until one comes out of `freed`, then give them all back: that block's page was
+ * allocated from now. Its page, or -1. */
+static int touch_one_page(mi_tld_t *t, int tid, const mi_ptr_t *freed, int n) {
+    mi_ptr_t extra[64];
+    int nextra = 0, hit = -1;
+    while (hit < 0 && nextra < 64) {
+        mi_ptr_t p = mi_heap_malloc(t, real_size(1), false, true);
+        extra[nextra++] = p;
+        for (int i = 0; i < n; i++)
+            if (freed[i].page == p.page && freed[i].block == p.block) hit = p.page;
+    }
+    for (int i = 0; i < nextra; i++) mi_free(extra[i], tid);
+    return hit;
+}
+
+static void *real_under_test_main(void *arg) {
+    int tid = (int)(intptr_t)arg;
+    tr_tid = tid;
+    mi_tld_t *t = mi_thread(tid);
+    mi_ptr_t live[REAL_BLOCKS], freed[REAL_BLOCKS];
+    int nlive = 0, nfreed = 0;
+    for (int i = 0; i < REAL_BLOCKS; i++) {
+        mi_ptr_t b = mi_heap_malloc(t, real_size(1), false, true);
+        mi_page_t *p = mi_page_of(b.page);
+        uint8_t *a = mi_block_addr(p, b.block);
+        for (int64_t o = 0; o < p->geom.block_size; o++) a[o] = pattern(i, o);
+        if (i % 2) freed[nfreed++] = b;
+        else live[nlive++] = b;
+    }
+    for (int i = 0; i < nfreed; i++) mi_free(freed[i], tid);
+    int64_t seen_at[8] = {0};
+    uint64_t seen_epoch[8] = {0};
+    uint64_t last = epoch_now();
+    int64_t t_start = mi_clock_now(), shortest = -1;
+    while (!atomic_load(&stop)) {
+        int64_t t0 = mi_clock_now();
+        if (t0 - t_start >= REAL_INTERVALS * cfg.interval
+            && (real_figures.epochs >= REAL_EPOCH_MOVES || t0 - t_start >= cfg.max_ms)) break;
+        int busy = touch_one_page(t, tid, freed, nfreed);
+        int64_t nb0 = busy >= 0 ? purged_in(freed, nfreed, busy) : 0;
+        mi_on_thread_idle(tid, false);
+        int64_t nb1 = busy >= 0 ? purged_in(freed, nfreed, busy) : 0;
+        uint64_t e = epoch_now();
+        int64_t t1 = mi_clock_now();
+        atomic_fetch_add(&sweeps, 1);
+        real_figures.rounds++;
+        if (busy >= 0 && t1 - t0 < cfg.interval - 2) {
+            real_figures.checked++;
+            if (nb1 != nb0)
+                violation(&violations_e, "(e) page %d, allocated from after clock %lld, lost %lld "
+                          "blocks in the sweep that ended at %lld, less than the interval of %lld "
+                          "ms less 2 later", busy, (long long)t0, (long long)(nb1 - nb0),
+                          (long long)t1, (long long)cfg.interval);
+        }
+        if (e != last) {   /* epochs 2..7 back, seen at a time T: the ones in between lay after T */
+            real_figures.epochs++;
+            for (uint64_t back = 2; back <= 7 && e >= back; back++) {
+                uint64_t old = e - back;
+                if (seen_epoch[old % 8] != old || !seen_at[old % 8]) continue;
+                int64_t len = (t1 - seen_at[old % 8]) / (int64_t)(back - 1);
+                if (shortest < 0 || len < shortest) shortest = len;
+                if (len < cfg.interval - 1)
+                    violation(&violations_f, "(f) the %llu epochs after epoch %llu lasted %lld ms "
+                              "on average, less than the interval of %lld ms less 1",
+                              (unsigned long long)(back - 1), (unsigned long long)old,
+                              (long long)len, (long long)cfg.interval);
+                break;
+            }
+            last = e;
+        }
+        seen_at[e % 8] = t0;   /* e was read after t0 */
+        seen_epoch[e % 8] = e;
+    }
+    real_figures.ran_ms = mi_clock_now() - t_start;
+    real_figures.shortest = shortest;
+    if (real_figures.epochs < REAL_EPOCH_MOVES)
+        violation(&violations_g, "(g) the epoch moved %lld times in %lld ms of sweeping (expected "
+                  "%d)", (long long)real_figures.epochs, (long long)real_figures.ran_ms,
+                  REAL_EPOCH_MOVES);
+    for (int i = 0; i < nlive; i++) {
+        mi_page_t *p = mi_page_of(live[i].page);
+        uint8_t *a = mi_block_addr(p, live[i].block);
+        for (int64_t o = 0; o < p->geom.block_size; o++)
+            if (a[o] != pattern(2 * i, o)) {
+                violation(&violations_h, "(h) live block %d (page %d, block %lld) differs at "
+                          "byte %lld", 2 * i, live[i].page, (long long)live[i].block, (long long)o);
+                break;
+            }
+    }
+    atomic_store(&stop, true);   /* the thread under test decides how long the run is */
+    tr_thread_exit();
+    return NULL;
+}
+
 /* -- the run ------------------------------------------------------------------------------------ */
 
 static void write_header(const mi_options_t *o, int nthreads) {
@@ -308,6 +463,7 @@ static int64_t parse_int(const char *flag, const char *v) {
 }
 
 static void parse_args(int argc, char **argv) {
+    bool interval_given = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -316,12 +472,12 @@ static void parse_args(int argc, char **argv) {
         else if (!strcmp(a, "--until-violation")) { cfg.until_violation = true; valued = false; }
         else if (!v) { fprintf(stderr, "stress: unknown option or missing value: %s\n%s", a, USAGE); exit(2); }
         else if (!strcmp(a, "--scenario")) {
-            if (strcmp(v, "sweepers") && strcmp(v, "park")) {
-                fprintf(stderr, "stress: --scenario: expected sweepers or park, got '%s'\n", v);
+            if (strcmp(v, "sweepers") && strcmp(v, "park") && strcmp(v, "real")) {
+                fprintf(stderr, "stress: --scenario: expected sweepers, park or real, got '%s'\n", v);
                 exit(2);
             }
             cfg.scenario = v;
-        } else if (!strcmp(a, "--interval")) cfg.interval = parse_int(a, v);
+        } else if (!strcmp(a, "--interval")) { cfg.interval = parse_int(a, v); interval_given = true; }
         else if (!strcmp(a, "--ms")) cfg.ms = parse_int(a, v);
         else if (!strcmp(a, "--max-ms")) cfg.max_ms = parse_int(a, v);
         else if (!strcmp(a, "--delay-us")) cfg.delay_us = parse_int(a, v);
@@ -349,6 +505,7 @@ static void parse_args(int argc, char **argv) {
         } else { fprintf(stderr, "stress: unknown option %s\n%s", a, USAGE); exit(2); }
         i += valued;
     }
+    if (!strcmp(cfg.scenario, "real") && !interval_given) cfg.interval = REAL_INTERVAL_MS;
     if (cfg.interval <= 0 || cfg.sweepers + cfg.parked + 1 >= 64) {
         fprintf(stderr, "stress: expected --interval > 0 and fewer than 63 threads\n");
         exit(2);
@@ -382,7 +539,7 @@ int main(int argc, char **argv) {
     atomic_store(&mi_advance_delay_at, cfg.delay_at);
     atomic_store(&mi_park_work_delay_us, cfg.park_work_us);
     mi_world = mi_world_new(&o);
-    bool park = !strcmp(cfg.scenario, "park");
+    bool park = !strcmp(cfg.scenario, "park"), real = !strcmp(cfg.scenario, "real");
     int nthreads = park ? cfg.parked + 1 : cfg.sweepers + 1;
     if (cfg.trace) write_header(&o, nthreads);
     tr_tid = 0;
@@ -392,16 +549,18 @@ int main(int argc, char **argv) {
     uint64_t e0 = epoch_now();
     for (int i = 0; i < nthreads; i++) {
         void *(*fn)(void *) = park ? (i < cfg.parked ? parker_main : sweeper_main)
-                                   : (i < cfg.sweepers ? sweeper_main : under_test_main);
+                              : real ? (i < cfg.sweepers ? real_sweeper_main : real_under_test_main)
+                                     : (i < cfg.sweepers ? sweeper_main : under_test_main);
         if (pthread_create(&th[i], NULL, fn, (void *)(intptr_t)(i + 1)) != 0) mi_corrupt("pthread_create failed");
     }
-    if (!park && pthread_create(&watcher, NULL, watcher_main, NULL) != 0) mi_corrupt("pthread_create failed");
+    if (!park && !real && pthread_create(&watcher, NULL, watcher_main, NULL) != 0) mi_corrupt("pthread_create failed");
     /* Run for --ms, and on until the epoch has moved (liveness), --max-ms at the most. */
     bool moved = false;
     while (!atomic_load(&stop)) {
         int64_t ran = mi_clock_now() - t0;
         moved = epoch_now() >= e0 + LIVENESS_EPOCHS;
         /* --until-violation runs until a check fails, --max-ms at the most */
+        if (real) { sleep_ms(1); continue; }   /* its thread under test ends the run (by --max-ms) */
         if ((ran >= cfg.ms && moved && !cfg.until_violation) || ran >= cfg.max_ms) break;
         sleep_ms(1);
     }
@@ -413,7 +572,7 @@ int main(int argc, char **argv) {
     } else {
         atomic_store(&stop, true);
         for (int i = 0; i < nthreads; i++) pthread_join(th[i], NULL);
-        pthread_join(watcher, NULL);
+        if (!real) pthread_join(watcher, NULL);
     }
     int64_t ran = mi_clock_now() - t0;
     uint64_t epochs = epoch_now() - e0;
@@ -428,7 +587,9 @@ int main(int argc, char **argv) {
         tr_flush();
     }
     int64_t failed = atomic_load(&violations_a) + atomic_load(&violations_b)
-                     + atomic_load(&violations_c) + atomic_load(&violations_d) + !live;
+                     + atomic_load(&violations_c) + atomic_load(&violations_d) + !live
+                     + atomic_load(&violations_e) + atomic_load(&violations_f)
+                     + atomic_load(&violations_g) + atomic_load(&violations_h);
     fprintf(stderr, "stress %s (%s%s%s): %llu epochs in %lld ms, interval %lld ms, %lld sweeps, "
             "(a) %lld epoch readings, (b) %lld sweeps checked, %lld parks: %s\n",
             cfg.scenario, BUILD_NAME, cfg.mutant ? ", mutant " : "",
@@ -442,13 +603,20 @@ int main(int argc, char **argv) {
         fprintf(f, "{\"scenario\":\"%s\",\"build\":\"%s\",\"mutant\":\"%s\",\"ms\":%lld,"
                 "\"interval_ms\":%lld,\"epochs\":%llu,\"sweeps\":%lld,\"observations\":%lld,"
                 "\"checked_b\":%lld,\"parks\":%lld,\"violations\":{\"a\":%lld,\"b\":%lld,\"c\":%lld,"
-                "\"d\":%lld,\"liveness\":%d},\"trace_events\":%lld}\n",
+                "\"d\":%lld,\"liveness\":%d,\"e\":%lld,\"f\":%lld,\"g\":%lld,\"h\":%lld},"
+                "\"real\":{\"ran_ms\":%lld,\"epoch_moves\":%lld,\"rounds\":%lld,\"checked\":%lld,"
+                "\"shortest_ms\":%lld},\"trace_events\":%lld}\n",
                 cfg.scenario, BUILD_NAME, mi_mutant_names[cfg.mutant], (long long)ran,
                 (long long)cfg.interval, (unsigned long long)epochs, (long long)atomic_load(&sweeps),
                 (long long)atomic_load(&observations), (long long)atomic_load(&checked_b),
                 (long long)atomic_load(&parks), (long long)atomic_load(&violations_a),
                 (long long)atomic_load(&violations_b), (long long)atomic_load(&violations_c),
-                (long long)atomic_load(&violations_d), !live, (long long)atomic_load(&tr_events));
+                (long long)atomic_load(&violations_d), !live, (long long)atomic_load(&violations_e),
+                (long long)atomic_load(&violations_f), (long long)atomic_load(&violations_g),
+                (long long)atomic_load(&violations_h), (long long)real_figures.ran_ms,
+                (long long)real_figures.epochs, (long long)real_figures.rounds,
+                (long long)real_figures.checked, (long long)real_figures.shortest,
+                (long long)atomic_load(&tr_events));
         fclose(f);
     }
     mi_world_free(mi_world);

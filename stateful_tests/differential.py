@@ -115,8 +115,12 @@ def _draw_op(draw, s: ScriptState, n: int, sizes: tuple[int, ...]) -> None:
     elif kind in ("malloc", "zalloc", "burst", "free_some") or (
             kind in ("free", "realloc") and not live):
         name = f"n{n}"
-        s.lines.append(f"{t} {'zalloc' if kind == 'zalloc' else 'malloc'} {name} "
-                       f"{_pick(draw, sizes)}")
+        size = _pick(draw, sizes)
+        if kind == "malloc" and len(s.lines) % 5 == 4:  # issue 21: one in five at 16 KiB
+            # alignment (JSC's MarkedBlock), chosen without a draw as collect_force is
+            s.lines.append(f"{t} malloc_aligned {name} {size} 16384")
+        else:
+            s.lines.append(f"{t} {'zalloc' if kind == 'zalloc' else 'malloc'} {name} {size}")
         s.owner[name] = t
     elif kind == "free":
         name = _pick(draw, live)
@@ -217,7 +221,10 @@ def _draw_op(draw, s: ScriptState, n: int, sizes: tuple[int, ...]) -> None:
     elif kind == "unpark":
         s.lines.append(f"{t} unpark")
         s.parked.discard(t)
-    elif kind in ("walk", "collect", "idle", "pending", "fork"):
+    elif kind == "collect":  # mi_collect(false), or every other time mi_collect(true) (issue
+        # 21; chosen without a draw, so that the scripts a seed gives stay the same otherwise)
+        s.lines.append(f"{t} {'collect_force' if len(s.lines) % 2 else 'collect'}")
+    elif kind in ("walk", "idle", "pending", "fork"):
         s.lines.append(f"{t} {kind}")
 
 

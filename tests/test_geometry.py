@@ -264,3 +264,18 @@ def test_purged_blocks_of_runs_of_units_are_the_union_over_each_unit():
                     want.update(page.units.blocks_of_unit(k, page.capacity))
                 assert page.purged_blocks() == want, (size, bin(page.purged))
             page.purged = 0
+
+
+def test_the_large_classes_are_listed_under_a_size_class_smaller_than_its_request():
+    """Regression (issue 21): under the mutant size-class-word-less a class is a word smaller
+    than the request that gave it, and the walk over the large classes went back to a size it
+    had seen, for ever; the differential fuzzer, which draws its sizes from it, hung (the
+    conformance engine "ran for minutes" in the kill matrix). It ends now, with classes that
+    are each a word short."""
+    from purgecheck.mutants import MUTANTS, applied
+    from stateful_tests.world_machine import request_sizes
+
+    with applied(MUTANTS["size-class-word-less"]):
+        short = large_size_classes()
+        assert request_sizes(ARCH64)
+    assert short == [bs - 8 for bs in large_size_classes()]

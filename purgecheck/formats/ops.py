@@ -81,9 +81,14 @@ def op_spec(name: str, args: str = "", threaded: bool = True, help: str = "") ->
 # The page-level ops (seed 000 change (1)); the epoch and driver ops are declared beside them.
 op_spec("malloc", "name:str size:size", help="allocate SIZE bytes, write the whole block")
 op_spec("zalloc", "name:str size:size", help="allocate SIZE zeroed bytes")
+op_spec("malloc_aligned", "name:str size:size align:size",
+        help="mi_malloc_aligned: SIZE bytes at a multiple of ALIGN (rounded up to a power of two, "
+             "4 MiB at most), written")
 op_spec("free", "name:str", help="free NAME (owner: local_free; other thread: xthread_free)")
 op_spec("realloc", "name:str new:str size:size", help="realloc NAME to SIZE, result named NEW")
 op_spec("collect", help="collect the thread's pages without unpurge")
+op_spec("collect_force", help="mi_collect(true): collect the thread's pages without unpurge; "
+                               "a page left with no live block goes back to the arena")
 op_spec("walk", help="collect and run the holes walk on every page of the thread's heap")
 op_spec("heap_destroy", help="mi_heap_destroy of the thread's heap")
 op_spec("heap_delete", help="mi_heap_delete of the thread's heap into heap 0's thread")
@@ -181,7 +186,7 @@ def parse_line(text: str, line: int = 0, source: str = "<script>") -> Op | None:
 # the ops that look a name up, and those that give one (docs/op-script.md: a freed name
 # stays known)
 NAME_USERS = {"free": 0, "realloc": 0, "reclaim": 0}
-NAME_GIVERS = {"malloc": 0, "zalloc": 0, "realloc": 1}
+NAME_GIVERS = {"malloc": 0, "zalloc": 0, "realloc": 1, "malloc_aligned": 0}
 
 
 def parse_script(text: str, source: str = "<script>") -> list[Op]:

@@ -35,6 +35,8 @@ EVENTS: dict[str, tuple[str, ...]] = {
     "page_new": ("page", "page_kind", "block_size", "reserved", "unit"),
     "extend": ("page", "first", "count"),
     "malloc": ("page", "block", "zero", "src"),
+    # after the malloc of a malloc_aligned op: the aligned address is OFFSET into the block
+    "aligned": ("page", "block", "offset"),
     "free": ("page", "block", "thread"),
     "double_free": ("page", "block"),
     "realloc": ("page", "block", "inplace"),
@@ -83,7 +85,7 @@ CONFIG_KEYS = ("page_kinds", "os_page_size", "arch", "first_block_offset", "inte
                "sweep_ms", "clock", "clock_monotone", "clock_start_ms", "observe")
 # Ops after which every live page is observed (page_state, resident); with observe "all",
 # after every op. The reference_c driver has the same list (driver.c: is_observed).
-OBSERVED_OPS = frozenset({"collect", "walk", "heap_destroy", "heap_delete", "idle", "scavenge",
+OBSERVED_OPS = frozenset({"collect", "collect_force", "walk", "heap_destroy", "heap_delete", "idle", "scavenge",
                           "scavenger", "abandon", "reclaim"})
 OBSERVE_MODES = ("sweeps", "all")
 _REQUIRED = {name: frozenset(fields) for name, fields in EVENTS.items()}
