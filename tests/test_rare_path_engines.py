@@ -1,0 +1,62 @@
+"""The broken rules of issue 20 are killed by the model's own engines too, not by the
+comparison with the C reference alone (issue 20, second round).
+
+Each mutant breaks a rule the model judges with an invariant over a ghost record, stated
+from the digest's words (model/walk_invariants.py, model/epoch_invariants.py):
+- rebuild-keeps-order: PG-WALK-REVERSES (digest 3, step 3: the kept blocks pushed on a new
+  head come out reversed);
+- purged-straddler-live: PG-WALK-TAKES-EVERY-FREE-UNIT (digest 3, step 2: free-listed or
+  purged);
+- fork-child-keeps-moving: EP-MOVING-HELD (no thread of a fork's child holds MOVING);
+- clock-back-not-due: EP-BACK-IS-DUE (a reading behind start makes the advance due).
+The scenarios engine reaches each through its named scenario, and the fuzz engine's machines
+through their alphabet (the epoch machine's fork and clock_back between the steps of an
+advance; the page machine's free beside a purged straddler; the park machine's sweeps), both
+at `make test`'s budget (quick: 20 examples a machine, seed 0, as purgecheck.engines.fuzz).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from purgecheck.engines.fuzz import budgets
+from purgecheck.engines.scenarios import scenario_checks
+from purgecheck.engines import Budget
+from purgecheck.fuzz import run_machine
+from purgecheck.mutants import MUTANTS, applied
+
+# mutant -> (the invariant it breaks, the scenario that reaches it, the machine that does)
+CASES = {
+    "rebuild-keeps-order": ("PG-WALK-REVERSES", "walk-order", "park"),
+    "purged-straddler-live": ("PG-WALK-TAKES-EVERY-FREE-UNIT", "purged-straddler", "page"),
+    "fork-child-keeps-moving": ("EP-MOVING-HELD", "fork-while-moving", "epoch"),
+    "clock-back-not-due": ("EP-BACK-IS-DUE", "clock-back", "epoch"),
+}
+QUICK_EXAMPLES = budgets(Budget(quick=True))[0]
+
+
+@pytest.mark.parametrize("mutant", CASES)
+def test_the_scenario_holds_clean_and_fails_the_invariant_under_the_mutant(mutant):
+    inv, scenario, _ = CASES[mutant]
+    counts, failures = scenario_checks([scenario])
+    assert counts[inv] > 0 and not failures, failures
+    with applied(MUTANTS[mutant]):
+        _, failures = scenario_checks([scenario])
+    assert inv in failures, sorted(failures)
+    assert f"scenario {scenario}" in failures[inv].detail
+
+
+@pytest.mark.parametrize("mutant", CASES)
+def test_a_fuzz_machine_kills_the_mutant_at_the_quick_budget(mutant):
+    inv, _, machine = CASES[mutant]
+    run = run_machine(machine, mutant=mutant, profile="ci", examples=QUICK_EXAMPLES, seed=0,
+                      shrink=False)
+    assert run.failure is not None and run.failure.invariant == inv, \
+        run.failure and (run.failure.invariant, run.failure.reason)
+    assert inv in MUTANTS[mutant].catches
+
+
+def test_each_mutant_names_the_model_invariant_that_catches_it_and_breaks_the_c_side_too():
+    for mutant, (inv, _, _) in CASES.items():
+        assert MUTANTS[mutant].catches == (inv,)
+        assert MUTANTS[mutant].c_switch  # CF-TRACE-EQUAL: the conformance engine's kill
