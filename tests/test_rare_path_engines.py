@@ -13,12 +13,17 @@ The scenarios engine reaches each through its named scenario, and the fuzz engin
 through their alphabet (the epoch machine's fork and clock_back between the steps of an
 advance; the page machine's free beside a purged straddler; the park machine's sweeps), both
 at `make test`'s budget (quick: 20 examples a machine, seed 0, as purgecheck.engines.fuzz).
+The explorer reaches the two epoch ones in its configurations fork-2 and clock-back-1 (in
+`prove --quick`), whose moves are opt-in so that the other configurations keep their spaces.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from proofs.explorer import Config, explore
+from proofs.explorer_configs import CONFIGS, compare_with_manifest
+from purgecheck import reach
 from purgecheck.engines.fuzz import budgets
 from purgecheck.engines.scenarios import scenario_checks
 from purgecheck.engines import Budget
@@ -60,3 +65,40 @@ def test_each_mutant_names_the_model_invariant_that_catches_it_and_breaks_the_c_
     for mutant, (inv, _, _) in CASES.items():
         assert MUTANTS[mutant].catches == (inv,)
         assert MUTANTS[mutant].c_switch  # CF-TRACE-EQUAL: the conformance engine's kill
+
+
+@pytest.mark.parametrize("config, mutant, inv", [
+    ("fork-2", "fork-child-keeps-moving", "EP-MOVING-HELD"),
+    ("clock-back-1", "clock-back-not-due", "EP-BACK-IS-DUE")])
+def test_the_explorer_holds_its_rare_path_configuration_and_refutes_the_mutant(
+        config, mutant, inv):
+    rep = explore(CONFIGS[config])
+    assert rep.ok and rep.complete and compare_with_manifest(rep) is None, rep.violations
+    assert inv in rep.checked
+    with applied(MUTANTS[mutant]):
+        broken = explore(CONFIGS[config], stop_at_first=True)
+    assert list(broken.violations) == [inv]
+    path = [action for action, _ in broken.violations[inv].path]
+    assert ("fork (the child)" if config == "fork-2" else "clock steps back") in path
+
+
+def test_the_rare_path_moves_are_opt_in_and_refused_where_unsound():
+    assert not any(c.fork or c.clock_back for n, c in CONFIGS.items()
+                   if not n.startswith(("fork-", "clock-back-")))
+    with pytest.raises(ValueError, match="sweepers only"):
+        Config("x", sweepers=1, owner=True, parked=True, fork=True)
+    with pytest.raises(ValueError, match="reduce_dead=False"):
+        Config("x", sweepers=1, clock_back=1)
+
+
+def test_the_reach_table_shows_the_explorer_reaching_the_rare_paths_and_not_under_mutants():
+    fork = "a fork while MOVING is held: the child records a new start"
+    back = "a clock that goes back makes the advance due"
+    counts = reach.explorer_reach()
+    assert counts[fork] > 0 and counts[back] > 0
+    assert counts["a clock reading between the steps of an advance"] > 0
+    assert counts["walk discards a run of free units"] is None  # not the explorer's
+    with applied(MUTANTS["fork-child-keeps-moving"]):
+        assert reach.explorer_reach(["fork-2"])[fork] == 0  # the child keeps MOVING
+    with applied(MUTANTS["clock-back-not-due"]):
+        assert reach.explorer_reach(["clock-back-1"])[back] == 0
