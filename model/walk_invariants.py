@@ -13,6 +13,26 @@ from model.invariants import invariant
 from model.page import Page
 
 
+# A walk's record never changes once made and is judged after every later step until the
+# next walk replaces it: each verdict is kept by the record's identity (the record itself is
+# kept with it, so that the id is not reused while the entry lives).
+_VERDICTS: dict[tuple[str, int], tuple[object, str | None]] = {}
+
+
+def _judged(name: str, page: Page, judge) -> str | None:
+    g = page.holes_walk
+    if g is None or not g.complete:
+        return None
+    hit = _VERDICTS.get((name, id(g)))
+    if hit is not None and hit[0] is g:
+        return hit[1]
+    if len(_VERDICTS) > 4096:
+        _VERDICTS.clear()
+    reason = judge(page, g)
+    _VERDICTS[(name, id(g))] = (g, reason)
+    return reason
+
+
 def _overlaps(page: Page, i: int, bitmap: int) -> bool:
     """Block i overlaps a unit whose bit is set in `bitmap`."""
     return any(bitmap >> k & 1 for k in page.units.units_of_block(i))
@@ -27,9 +47,10 @@ def _overlaps(page: Page, i: int, bitmap: int) -> bool:
            "back first and which stay discarded)",
            "model.holes.rebuild_free_list")
 def walk_reverses(page: Page) -> str | None:
-    g = page.holes_walk
-    if g is None or not g.complete:
-        return None
+    return _judged("reverses", page, _reverses)
+
+
+def _reverses(page: Page, g) -> str | None:
     new = g.purged_after & ~g.purged_before
     if new:
         want = tuple(reversed([i for i in g.free_before if not _overlaps(page, i, new)]))
@@ -50,9 +71,10 @@ def walk_reverses(page: Page) -> str | None:
            "the formed blocks and every block overlapping it is free-listed or purged",
            "model.holes.is_unit_todo")
 def walk_takes_every_free_unit(page: Page) -> str | None:
-    g = page.holes_walk
-    if g is None or not g.complete:
-        return None
+    return _judged("takes", page, _takes_every_free_unit)
+
+
+def _takes_every_free_unit(page: Page, g) -> str | None:
     free = set(g.free_before)
     for k in range(page.units.bits):
         if g.purged_after >> k & 1 or not page.units.is_unit_inside_blocks(k, g.capacity):
