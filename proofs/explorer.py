@@ -268,6 +268,12 @@ def judge_finished_call(cfg: Config, st: EpochState, f: AdvanceFrame):
 FINISHED_CALL_INVARIANTS = ("EP-ONE-PER-SWEEP", "EP-BACK-IS-DUE")
 
 
+def edge_verdict(why) -> tuple[str, str]:
+    """(invariant id, reason) of a transition's verdict: a reason alone is EP-EPOCH-MOVES's;
+    judge_finished_call's carry their id."""
+    return why if isinstance(why, tuple) else ("EP-EPOCH-MOVES", why)
+
+
 def begin_call(cfg: Config, s: tuple) -> tuple:
     """A new call of the advance (model.epoch.begin_advance) as the dead-locals reduction
     keeps it: a sweeper begins its next call when one ends, the scavenger with its claim."""
@@ -754,9 +760,7 @@ def _explore(cfg: Config, max_states, progress, stop_at_first, time_limit,
             for action, checked, ns, why in moves(cfg, s, memo):
                 rep.transitions += 1
                 if why:
-                    # an edge's verdict: EP-EPOCH-MOVES, or (id, reason) of an epoch
-                    # invariant on a call as it ended (judge_finished_call)
-                    inv_id, why = why if isinstance(why, tuple) else ("EP-EPOCH-MOVES", why)
+                    inv_id, why = edge_verdict(why)
                     if inv_id not in violations:
                         violations[inv_id] = Violation(
                             inv_id, why, path_to(parent, s) + [(action, checked)])

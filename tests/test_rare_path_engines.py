@@ -102,3 +102,22 @@ def test_the_reach_table_shows_the_explorer_reaching_the_rare_paths_and_not_unde
         assert reach.explorer_reach(["fork-2"])[fork] == 0  # the child keeps MOVING
     with applied(MUTANTS["clock-back-not-due"]):
         assert reach.explorer_reach(["clock-back-1"])[back] == 0
+
+
+@pytest.mark.slow
+def test_a_split_explorer_run_reports_the_rare_path_violations_as_the_single_one_does():
+    """The explorer over Dask (purgecheck.explorer_cluster) takes the edge verdicts of the
+    calls judged as they end (EP-BACK-IS-DUE) under their own id, as explore does."""
+    from purgecheck.cluster import dask_client
+    from purgecheck.explorer_cluster import explore_on
+
+    with dask_client(workers=2) as client:
+        for config, mutant, inv in (("clock-back-1", "clock-back-not-due", "EP-BACK-IS-DUE"),
+                                    ("fork-2", "fork-child-keeps-moving", "EP-MOVING-HELD")):
+            split = explore_on(client, CONFIGS[config], mutant=mutant)
+            with applied(MUTANTS[mutant]):
+                alone = explore(CONFIGS[config])
+            assert inv in alone.violations
+            assert {k: (v.reason, v.path) for k, v in split.violations.items()} == \
+                {k: (v.reason, v.path) for k, v in alone.violations.items()}
+            assert (split.states, split.transitions) == (alone.states, alone.transitions)
