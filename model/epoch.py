@@ -63,6 +63,7 @@ class AdvanceFrame:
     spins: int = 0
     increments: int = 0  # ghost: how many times this call moved the epoch
     advanced: bool = False
+    due: bool | None = None  # ghost: the compare's verdict (None: not compared yet)
 
     @property
     def done(self) -> bool:
@@ -101,7 +102,8 @@ def step_read_clock(st: EpochState, f: AdvanceFrame, now: int, interval: int) ->
 
 
 def step_compare(st: EpochState, f: AdvanceFrame, now: int, interval: int) -> None:
-    f.pc = PC_CAS if is_epoch_due(f.start, f.now, interval) else PC_DONE
+    f.due = is_epoch_due(f.start, f.now, interval)
+    f.pc = PC_CAS if f.due else PC_DONE
 
 
 def step_cas(st: EpochState, f: AdvanceFrame, now: int, interval: int) -> None:

@@ -20,6 +20,20 @@ class WalkResult:
     dropped_blocks: int
 
 
+@dataclass(frozen=True)
+class HolesWalkGhost:
+    """Ghost record of a page's last holes walk: the free list (head first) and the bitmap
+    before and after it, for the invariants that judge what the walk did (model.walk_invariants)
+    without calling the rules they judge."""
+
+    free_before: tuple[int, ...]
+    purged_before: int
+    free_after: tuple[int, ...]
+    purged_after: int
+    complete: bool
+    capacity: int
+
+
 def compute_runs(units: list[int]) -> list[tuple[int, int]]:
     """Maximal runs [k0, k1) of consecutive unit indices, lowest first."""
     runs: list[tuple[int, int]] = []
@@ -72,6 +86,7 @@ def mi_page_purge_holes_walk(page: Page) -> WalkResult:
     unpurge). A complete walk overwrites swept_state with (capacity, used), which replaces an
     allocation stamp (digest 9.1).
     """
+    free_before, purged_before = tuple(page.free), page.purged
     free_set = set(page.free)
     page.mem.holes.blocks_visited += len(free_set)
     todo = {k for k in range(page.units.bits) if is_unit_todo(page, k, free_set)}
@@ -98,6 +113,8 @@ def mi_page_purge_holes_walk(page: Page) -> WalkResult:
     # block the next malloc takes (which units come back first), so the trace carries it.
     page.emit("walk", complete=complete, runs=[list(r) for r in runs],
               dropped=dropped_total, free=list(page.free))
+    page.holes_walk = HolesWalkGhost(free_before, purged_before, tuple(page.free), page.purged,
+                                     complete, page.capacity)
     return WalkResult(complete, tuple(runs), dropped_total)
 
 

@@ -34,6 +34,7 @@ INVARIANT_MODULES = [
     "model.epoch_invariants",
     "model.glibc.invariants",
     "model.hold_invariants",
+    "model.walk_invariants",
 ]
 
 
@@ -69,7 +70,8 @@ def check_world(world) -> list[tuple[str, str]]:
 
     view = EpochView(world.epoch, world.options.purge_holes_min_interval,
                      world.options.clock_monotone,
-                     [t.last_advance for t in world.threads.values() if t.last_advance])
+                     [t.last_advance for t in world.threads.values() if t.last_advance],
+                     world.fork_children)
     subjects = {"page": list(world.pages.values()), "world": (world,), "epoch": (view,)}
     out = []
     for scope, id, predicate in _checked_in_world():

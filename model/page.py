@@ -71,6 +71,7 @@ class Page:
     ever_purged: bool = False  # a walk or unpurge changed this page's blocks since formed
     last_alloc_ms: int | None = None  # clock when the program last took a block here
     last_walk: object | None = None  # model.sweep.WalkRecord of the last walk by a sweep
+    holes_walk: object | None = None  # model.holes.HolesWalkGhost of the last holes walk
 
     def emit(self, kind: str, **fields) -> None:
         """Record an observable event (the raw material of a trace)."""

@@ -54,6 +54,9 @@ class World:
     # (step, action(world)): what happens between the steps of the next epoch advance that
     # reaches that step, once (a fork, a clock reading: the ops fork_at, clock_at)
     interleavings: list = field(default_factory=list)
+    # Ghost: what the child of each fork held after the forked-child rule (EpochState copies;
+    # the script goes on in the parent), for EP-MOVING-HELD: no thread holds MOVING there.
+    fork_children: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.options.variant not in VARIANTS:

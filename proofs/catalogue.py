@@ -49,6 +49,12 @@ def explorer_proof(name: str) -> Proof:
                  "PK-SPACING", "SW-WALK-SETS-STATE", "PK-DONE-WITHIN-MAX")
     if cfg.graph:
         invs += ("PK-NO-STUCK-CYCLE",)
+    if cfg.fork:
+        invs += ("EP-MOVING-HELD",)
+    if cfg.clock_back:  # a clock that goes back: the two claimed for a monotone one say nothing
+        invs = tuple(i for i in invs if i not in ("EP-NO-SHORT-EPOCH",
+                                                  "EP-RECORDED-NOT-BEFORE-REAL"))
+        invs += ("EP-BACK-IS-DUE",)
     def run(quick: bool) -> Outcome:
         t0 = time.perf_counter()
         try:
@@ -112,6 +118,14 @@ def twins(quick: bool) -> list[Twin]:
                       "park-swept-reset", "a scavenger that ignores the due time, with a park "
                       "that forgets its sweeps: swept for ever, never done",
                       max_states=20_000, ignore_due=True, graph=True),
+        # the rare paths (issue 20): a fork's child left holding MOVING; a reading behind
+        # the epoch's start that does not make the advance due
+        explorer_twin("explore-fork-child-keeps-moving", "fork-2", ("EP-MOVING-HELD",),
+                      "fork-child-keeps-moving", "the explorer finds a fork's child where "
+                      "start is MOVING and no thread holds it"),
+        explorer_twin("explore-clock-back-not-due", "clock-back-1", ("EP-BACK-IS-DUE",),
+                      "clock-back-not-due", "the explorer finds an advance that read the "
+                      "clock behind start and did not move the epoch"),
     ]
     out += crosshair_contracts.TWINS
     return out

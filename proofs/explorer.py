@@ -36,7 +36,10 @@ applied for a run is what that run computes.
 Checked in every reachable state: every invariant of the registry with scope "epoch" (on an
 EpochView), every invariant with scope "world" that reads only what the explorer keeps
 (pages' last walk and last allocation, threads' park records), and PK-DONE-WITHIN-MAX.
-Checked on edges: EP-EPOCH-MOVES. Checked on the graph (networkx): PK-NO-STUCK-CYCLE.
+Checked on edges: EP-EPOCH-MOVES, and with a clock that steps back (Config.clock_back) the
+invariants that judge a call by its frame on each call as it ends (FINISHED_CALL_INVARIANTS:
+EP-BACK-IS-DUE). Opt-in moves of the rare paths (Config.fork, Config.clock_back): a fork
+while a sweeper holds MOVING, going on in the child; a clock step back. Checked on the graph (networkx): PK-NO-STUCK-CYCLE.
 A violation is reported with the shortest path from an initial state.
 """
 
@@ -89,6 +92,22 @@ class Config:
     graph: bool = False  # build the networkx graph of pending parks (PK-NO-STUCK-CYCLE)
     reduce_dead: bool = True  # forget locals the next steps of the real advance never read
     program: tuple[str, ...] = ("malloc", "free", "park")  # the allocating thread's ops
+    # The rare paths (issue 20; opt-in, so the configurations above keep their state spaces):
+    # `fork`: another thread forks while a sweeper holds MOVING and the exploration goes on
+    # in the child, where no sweeper of the parent exists (sweepers only: not with an owner
+    # or a park); `clock_back`: the clock may also step back this many ms, also between the
+    # steps of an advance (the clock is then not monotone: the invariants that assume one
+    # say nothing, and the reductions that assume time only grows are off: reduce_dead=False),
+    # in the first CLOCK_BACK_EPOCHS epochs (else the epoch grows without bound).
+    fork: bool = False
+    clock_back: int = 0
+
+    def __post_init__(self) -> None:
+        if self.fork and (self.owner or self.parked):
+            raise ValueError(f"{self.name}: fork explores sweepers only (no owner, no park)")
+        if self.clock_back and self.reduce_dead:
+            raise ValueError(f"{self.name}: clock_back needs reduce_dead=False (forget_past "
+                             f"assumes the clock never goes back)")
 
     def describe(self) -> str:
         parts = [f"{self.sweepers} sweeper{'s' if self.sweepers != 1 else ''}"]
@@ -97,6 +116,10 @@ class Config:
         if self.parked:
             parts.append("scavenger + 1 parked thread")
         parts.append(f"interval {self.interval} ms, clock to {self.clock_bound} ms")
+        if self.fork:
+            parts.append("forks while MOVING is held")
+        if self.clock_back:
+            parts.append(f"clock steps back {self.clock_back} ms")
         return ", ".join(parts)
 
 
@@ -220,9 +243,35 @@ def step_sweeper(cfg: Config, s: tuple, sw: tuple):
         if found_due and st.epoch == e_load and not gave_up:
             why = f"an advance found epoch {e_load} due and returned with it unmoved"
             return IDLE, st, why
+        if cfg.clock_back:
+            return IDLE, st, judge_finished_call(cfg, st, f)
         return IDLE, st, None
     out = (f.pc, f.start, f.now, f.now2, f.spins, f.increments, e_load, found_due)
     return (forget_dead(out) if cfg.reduce_dead else out), st, None
+
+
+def judge_finished_call(cfg: Config, st: EpochState, f: AdvanceFrame):
+    """The epoch invariants that judge one call by its own frame, on a call as it ends (its
+    frame is gone in the next state): with a clock that goes back, EP-BACK-IS-DUE judges the
+    compare's verdict on a reading behind the start. Only those that read nothing but the
+    frame: the result is kept per (epoch state, sweeper) (advance_move). Returns (invariant
+    id, reason) or None."""
+    view = EpochView(st, cfg.interval, False, [f])
+    registry = load_registry()
+    for inv_id in FINISHED_CALL_INVARIANTS:
+        reason = registry[inv_id].predicate(view)
+        if reason:
+            return inv_id, reason
+    return None
+
+
+FINISHED_CALL_INVARIANTS = ("EP-ONE-PER-SWEEP", "EP-BACK-IS-DUE")
+
+
+def edge_verdict(why) -> tuple[str, str]:
+    """(invariant id, reason) of a transition's verdict: a reason alone is EP-EPOCH-MOVES's;
+    judge_finished_call's carry their id."""
+    return why if isinstance(why, tuple) else ("EP-EPOCH-MOVES", why)
 
 
 def begin_call(cfg: Config, s: tuple) -> tuple:
@@ -426,8 +475,14 @@ def sweep_page(cfg: Config, s: tuple):
 # -- exploration ----------------------------------------------------------------------------
 
 TICK = "clock tick"
+CLOCK_BACK = "clock steps back"
+# The clock steps back only in the first epochs: each step back can make the advance due
+# (a reading behind start), so without a bound the epoch would grow without end.
+CLOCK_BACK_EPOCHS = 2
+FORK = "fork (the child)"
 SWEEPER_LABELS = {pc: f"sweeper: {pc}" for pc in ep.STEPS}
 SCAVENGER_LABELS = {pc: f"scavenger: {pc}" for pc in ep.STEPS}
+COMPARE_BEHIND = "sweeper: compare (clock behind start)"
 
 
 def advance_move(cfg: Config, s: tuple, sw: tuple, memo: dict, loop: bool = True) -> tuple:
@@ -490,6 +545,12 @@ def moves(cfg: Config, s: tuple, memo: dict):
     if T < cfg.clock_bound:
         ns = (T + 1,) + s[1:]
         yield TICK, ns, forget_cached(cfg, ns, memo), None
+    if cfg.clock_back and T >= cfg.clock_back and s[2] < CLOCK_BACK_EPOCHS:
+        ns = (T - cfg.clock_back,) + s[1:]
+        yield CLOCK_BACK, ns, forget_cached(cfg, ns, memo), None
+    if cfg.fork and s[1] == ep.MOVING:
+        ns = fork_child(cfg, s)
+        yield FORK, ns, forget_cached(cfg, ns, memo), None
     if cfg.parked or cfg.owner:
         key = ("sweepers", head, sweepers)
         found = memo.get(key)
@@ -514,6 +575,19 @@ def moves(cfg: Config, s: tuple, memo: dict):
             yield label, ns, forget_cached(cfg, ns, memo), why
 
 
+def fork_child(cfg: Config, s: tuple) -> tuple:
+    """The child of a fork by a thread that is not sweeping, taken while a sweeper holds
+    MOVING: the model's forked-child rule (model.epoch.mi_page_purge_holes_forked_child, a
+    mutant of it is what runs) on the epoch state; no sweeper of the parent exists in the
+    child, whose threads begin calls of their own (a state with as many sweepers stands for
+    the child's threads, however many it starts)."""
+    st = epoch_state(s)
+    ep.mi_page_purge_holes_forked_child(st, s[0])
+    ns = with_epoch(s, st)
+    fresh = begin_call(cfg, ns) if cfg.reduce_dead else IDLE
+    return ns[:5] + ((fresh,) * cfg.sweepers,) + ns[6:]
+
+
 def sweeper_moves(cfg: Config, s: tuple, memo: dict):
     """(label, epoch state after, sweepers after, the state's head as kept or None, why)."""
     T, sweepers = s[0], s[5]
@@ -524,6 +598,8 @@ def sweeper_moves(cfg: Config, s: tuple, memo: dict):
         prev = sw
         sw2, shared, why = advance_move(cfg, s, sw, memo)
         label = "sweeper: begin advance" if sw == IDLE else SWEEPER_LABELS[sw[0]]
+        if sw != IDLE and sw[0] == ep.PC_COMPARE and sw[1] != ep.MOVING and sw[2] < sw[1]:
+            label = COMPARE_BEHIND  # only a clock that went back reads before start
         rest = tuple(sorted(sweepers[:n] + (sw2,) + sweepers[n + 1:]))
         shared = shared or s[1:5]
         kept = None
@@ -610,7 +686,7 @@ def check_state(cfg: Config, parent: tuple, s: tuple, invs, world_invs, na: set,
             st.history.real_begin[parent[2]] = parent[3]
             if parent[4] is not None:
                 st.history.recorded_begin[parent[2]] = parent[4]
-        view = EpochView(st, cfg.interval, True, frames(s))
+        view = EpochView(st, cfg.interval, not cfg.clock_back, frames(s))
         out = memo[key] = [(inv.id, r) for inv in invs if (r := inv.predicate(view))]
     if s[7] is None or not world_changed:
         return out
@@ -642,19 +718,23 @@ def judge_world(cfg: Config, s: tuple, world_invs, na: set) -> list:
 
 
 def explore(cfg: Config, max_states: int | None = None, progress=None,
-            stop_at_first: bool = False, time_limit: float | None = None) -> Report:
+            stop_at_first: bool = False, time_limit: float | None = None,
+            on_transition=None) -> Report:
     """Breadth-first over every reachable state; the first violation of each invariant is
     kept with its shortest path. `model.epoch.spin_max` is lowered for the run."""
     old_spin, old_stale = ep.spin_max, _stale_start_ok[0]
     ep.spin_max = cfg.spin_max
     _stale_start_ok[0] = is_stale_start_sound(cfg)
     try:
-        return _explore(cfg, max_states, progress, stop_at_first, time_limit)
+        return _explore(cfg, max_states, progress, stop_at_first, time_limit, on_transition)
     finally:
         ep.spin_max, _stale_start_ok[0] = old_spin, old_stale
 
 
-def _explore(cfg: Config, max_states, progress, stop_at_first, time_limit) -> Report:
+def _explore(cfg: Config, max_states, progress, stop_at_first, time_limit,
+             on_transition=None) -> Report:
+    """`on_transition(action, state, successor)`: called on every transition (what
+    purgecheck.reach counts of the rules the explorer reaches)."""
     import networkx as nx
 
     reg = load_registry()
@@ -679,9 +759,13 @@ def _explore(cfg: Config, max_states, progress, stop_at_first, time_limit) -> Re
             pending_s = cfg.graph and is_park_pending(s)
             for action, checked, ns, why in moves(cfg, s, memo):
                 rep.transitions += 1
-                if why and "EP-EPOCH-MOVES" not in violations:
-                    violations["EP-EPOCH-MOVES"] = Violation(
-                        "EP-EPOCH-MOVES", why, path_to(parent, s) + [(action, checked)])
+                if why:
+                    inv_id, why = edge_verdict(why)
+                    if inv_id not in violations:
+                        violations[inv_id] = Violation(
+                            inv_id, why, path_to(parent, s) + [(action, checked)])
+                if on_transition is not None:
+                    on_transition(action, s, ns)
                 if pending_s and action != TICK and is_park_pending(ns):
                     edge = (system_part(s), system_part(ns))
                     pending.setdefault(edge, action)

@@ -88,7 +88,7 @@ class Partition:
                 moves_n += 1
                 key = (rank, n)
                 if why:
-                    edge_bad.append((key, "EP-EPOCH-MOVES", why, s, action, checked))
+                    edge_bad.append((key, *ex.edge_verdict(why), s, action, checked))
                 if pending_s and action != ex.TICK and ex.is_park_pending(ns):
                     pending.append((key, (ex.system_part(s), ex.system_part(ns)), action, s))
                 out.setdefault(owner_of(ns, self.parts), []).append(

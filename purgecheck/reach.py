@@ -6,6 +6,12 @@ behind the one before it). The engines that run C compare the model's trace with
 reference's event by event, so a rule the model's trace shows on a script that the engine
 found equal is a rule the C was checked on; the model's trace is what is counted here.
 
+The explorer (proofs/explorer.py) runs the model only, every interleaving of its atomic steps;
+its column counts the transitions of the configurations that add the rare paths (EXPLORER_CONFIGS:
+a fork while a sweeper holds MOVING, a clock that steps back) that show an epoch rule at work,
+and shows "-" for the rules it is not counted for (the pages' rules, which it does not model;
+its park configurations reach the hold and the park: docs/proofs.md).
+
 `python -m purgecheck.reach` prints the table; `--write docs/conformance.md` puts it between
 the markers there (tests/test_reach.py checks that the committed table is this one).
 """
@@ -135,16 +141,75 @@ def campaign_traces(scripts: int, seed: int = 0) -> Iterable[list[dict]]:
         yield _model_events(text, options)
 
 
+# -- the explorer: transitions of its configurations that show an epoch rule -----------------
+
+EXPLORER_CONFIGS = ("fork-2", "clock-back-1")  # proofs/explorer_configs.py
+
+
+def _cas_taken(s: tuple, ns: tuple) -> bool:
+    """One more sweeper at its CAS after the step: its compare found the epoch due."""
+    from model.epoch import PC_CAS
+    at_cas = [sum(1 for sw in x[5] if sw[0] == PC_CAS) for x in (s, ns)]
+    return at_cas[1] > at_cas[0]
+
+
+def _between_steps(action: str, s: tuple) -> bool:
+    """The clock moves while a sweeper is inside its advance, past its load."""
+    from model.epoch import PC_LOAD
+    from proofs.explorer import CLOCK_BACK, TICK
+    return action in (TICK, CLOCK_BACK) and any(sw[0] not in ("idle", PC_LOAD) for sw in s[5])
+
+
+def _explorer_rules() -> dict[str, Callable[[str, tuple, tuple], bool]]:
+    """Rule id -> does transition (action, state, successor) show it. The explorer's states
+    are (clock, start, epoch, ..., sweepers, ...): proofs/explorer.py, "the state"."""
+    from proofs.explorer import COMPARE_BEHIND, FORK
+    return {
+        "the epoch advances": lambda a, s, ns: ns[2] > s[2],
+        "a fork while MOVING is held: the child records a new start":
+            lambda a, s, ns: a == FORK and s[1] != ns[1],
+        "a clock that goes back makes the advance due":
+            lambda a, s, ns: a == COMPARE_BEHIND and _cas_taken(s, ns),
+        "a clock reading between the steps of an advance":
+            lambda a, s, ns: _between_steps(a, s),
+    }
+
+
+def explorer_reach(configs: Iterable[str] = EXPLORER_CONFIGS) -> dict[str, int | None]:
+    """Transitions of the explorer's `configs` that show each rule (None: a rule of pages,
+    which the explorer does not model)."""
+    from proofs.explorer import explore
+    from proofs.explorer_configs import CONFIGS
+
+    rules = _explorer_rules()
+    counts: dict[str, int | None] = {r.id: (0 if r.id in rules else None) for r in RULES}
+
+    def seen(action: str, s: tuple, ns: tuple) -> None:
+        for rule_id, shown in rules.items():
+            counts[rule_id] += shown(action, s, ns)
+
+    for name in configs:
+        explore(CONFIGS[name], on_transition=seen)
+    return counts
+
+
 def table(scenarios: dict[str, int], fuzz: dict[str, int], campaign: dict[str, int],
-          sizes: tuple[int, int, int]) -> str:
-    """The markdown table: a row per rule, a column per engine, scripts that reach it."""
+          sizes: tuple[int, int, int], explorer: dict[str, int | None] | None = None) -> str:
+    """The markdown table: a row per rule, a column per engine, scripts that reach it (the
+    explorer's column, when given: transitions)."""
     head = (f"| rule of the seed | where | conformance: {sizes[0]} scenarios "
             f"| conformance-fuzz: {sizes[1]} scripts (seed 0) "
             f"| conformance-campaign: {sizes[2]} scripts (seed 0) |")
-    rows = [head, "|---|---|---|---|---|"]
+    rule = "|---|---|---|---|---|"
+    if explorer is not None:
+        head += f" explorer (model only): transitions of {', '.join(EXPLORER_CONFIGS)} |"
+        rule += "---|"
+    rows = [head, rule]
     for r in RULES:
-        rows.append(f"| {r.id} | {r.clause} | {scenarios[r.id]} | {fuzz[r.id]} "
-                    f"| {campaign[r.id]} |")
+        row = f"| {r.id} | {r.clause} | {scenarios[r.id]} | {fuzz[r.id]} | {campaign[r.id]} |"
+        if explorer is not None:
+            row += f" {'-' if explorer[r.id] is None else explorer[r.id]} |"
+        rows.append(row)
     return "\n".join(rows)
 
 
@@ -152,7 +217,7 @@ def generate(fuzz_examples: int = 200, campaign_scripts: int = 1000) -> str:
     from purgecheck.scenarios import SCENARIOS
     return table(reach(scenario_traces()), reach(fuzz_traces(fuzz_examples)),
                  reach(campaign_traces(campaign_scripts)),
-                 (len(SCENARIOS), fuzz_examples, campaign_scripts))
+                 (len(SCENARIOS), fuzz_examples, campaign_scripts), explorer_reach())
 
 
 def rules_in(doc: str) -> list[str]:

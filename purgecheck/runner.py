@@ -225,6 +225,7 @@ def fork_now(world: World, thread: int) -> None:
     script goes on in the parent, whose advance (if one is in the middle) carries on."""
     moving = world.epoch.start == MOVING
     child = fork_child_epoch(world.epoch, world.clock.read())
+    world.fork_children.append(child)  # ghost: judged by EP-MOVING-HELD
     world.log.append({"ev": "fork", "thread": thread, "moving": moving, "epoch": child.epoch,
                       "start": child.start})
 

@@ -17,7 +17,7 @@ import model.epoch
 from model.alloc import write_block
 from model.drivers import mi_on_thread_idle
 from model.epoch import AdvanceFrame, advance_step, begin_advance, compute_interval
-from model.epoch import mi_page_purge_holes_forked_child
+from model.epoch import EpochState, mi_page_purge_holes_forked_child
 from model.geometry import ARCH64, KiB, large_size_classes
 from model.heap import Ptr, mi_free, mi_heap_abandon, mi_heap_malloc
 from model.world import Options
@@ -123,8 +123,12 @@ class EpochMachine(WorldMachine):
         thread = nth(self.free_threads(), t)
         mi_page_purge_holes_forked_child(self.world.epoch, self.world.clock.read())
         for tid in SWEEPERS:
-            if tid != thread:
+            if tid != thread:  # gone in the child, with the advance it was in
                 self.frames[tid] = None
+                self.world.thread(tid).last_advance = None
+        # ghost for EP-MOVING-HELD: MOVING in the child now would be held by nobody
+        st = self.world.epoch
+        self.world.fork_children.append(EpochState(st.start, st.epoch))
 
     @precondition(lambda self: self.free_threads())
     @rule(t=INDEX)

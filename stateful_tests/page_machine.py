@@ -166,6 +166,33 @@ class PageMachine(WorldMachine):
         raise InvariantViolation(DOUBLE_FREE, f"page {page.id}: the free of block {ptr.block}, "
                                            f"which the program does not hold, was absorbed")
 
+    def beside_holes(self) -> list[Handle]:
+        """Held blocks that share a unit with a purged block (one that straddles into a
+        discarded unit): freeing one leaves that unit with free and purged blocks only,
+        which the next walk must take (digest 3, step 2: "free-listed or purged"). Random
+        frees rarely land there."""
+        out = []
+        for h in self.held:
+            page = self.page(h.ptr)
+            if page.purged and any(page.is_block_purged(j)
+                                   for k in page.units.units_of_block(h.ptr.block)
+                                   if not page.is_unit_purged(k)
+                                   for j in page.units.blocks_of_unit(k, page.capacity)):
+                out.append(h)
+        return out
+
+    @precondition(lambda self: self.held and self.running())
+    @rule(k=INDEX, ms=choice(IDLE_AFTER_MS))
+    def free_beside_hole(self, k, ms):
+        """Free a held block next to a purged straddler (else any held block), then the
+        owner's idle sweep after ms."""
+        h = nth(self.beside_holes() or self.held, k)
+        owner = self.page(h.ptr).owner
+        thread = owner if owner in self.running() else self.running()[0]
+        self.release(h, thread)
+        self.world.clock.advance(ms)
+        mi_on_thread_idle(self.world, thread)
+
     @precondition(lambda self: self.held and self.running())
     @rule(k=INDEX, size=INDEX)
     def realloc(self, k, size):

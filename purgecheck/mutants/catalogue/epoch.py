@@ -78,10 +78,10 @@ def _back_is_not_due(start, now, interval):
 
 
 mutant("fork-child-keeps-moving", "the child of a fork during MOVING does not record a new "
-       "epoch start", ("CF-TRACE-EQUAL",),
+       "epoch start", ("EP-MOVING-HELD",),
        Patch("model.epoch", "mi_page_purge_holes_forked_child", _forked_child_keeps_moving),
        c_switch="fork_child_keeps_moving")
 mutant("clock-back-not-due", "a clock that went back before the epoch's start does not make "
-       "the advance due", ("CF-TRACE-EQUAL",),
+       "the advance due", ("EP-BACK-IS-DUE",),
        Patch("model.epoch", "is_epoch_due", _back_is_not_due),
        c_switch="clock_back_not_due")

@@ -146,7 +146,7 @@ def _rebuild_keeps_order(page, todo):
 
 mutant("rebuild-keeps-order", "the holes walk rebuilds the free list in its old order, "
                               "not reversed",
-       ("CF-TRACE-EQUAL",),
+       ("PG-WALK-REVERSES",),
        Patch("model.holes", "rebuild_free_list", _rebuild_keeps_order),
        c_switch="rebuild_keeps_order")
 
@@ -167,6 +167,6 @@ def _purged_straddler_live(page, k, free_set):
 
 
 mutant("purged-straddler-live", "the walk counts an already-purged block that straddles the "
-       "unit as live", ("CF-TRACE-EQUAL",),
+       "unit as live", ("PG-WALK-TAKES-EVERY-FREE-UNIT",),
        Patch("model.holes", "is_unit_todo", _purged_straddler_live),
        c_switch="purged_straddler_live")
