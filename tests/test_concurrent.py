@@ -43,7 +43,8 @@ def test_sweepers_at_the_same_time_hold_and_validate(tmp_path, delay_at):
                      delay_at=delay_at or "cas")
     assert run.returncode == 0, run.stderr
     s = run.summary
-    assert s["violations"] == {"a": 0, "b": 0, "c": 0, "d": 0, "liveness": 0}
+    assert {"a", "b", "c", "d", "liveness"} <= set(s["violations"])
+    assert set(s["violations"].values()) == {0}, s["violations"]
     assert s["epochs"] >= 3 and s["observations"] > 0 and s["checked_b"] > 0
     assert "every check held" in run.stderr
     accepted(run)

@@ -12,7 +12,7 @@ from purgecheck.mutants import MUTANTS, applied
 HOLD_MUTANTS = ["age-lt-1", "age-no-modulo", "stamp-never-written", "walk-keeps-stamp",
                 "park-done-first", "park-unbounded", "park-ignores-epochs",
                 "sweep-last-before-work", "epoch-not-rate-limited", "double-increment",
-                "no-hold-inline"]
+                "no-hold-inline", "fork-child-keeps-moving", "clock-back-not-due"]
 
 
 def test_clean_model_passes_every_scenario():

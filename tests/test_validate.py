@@ -409,3 +409,16 @@ def test_each_check_rejects_an_edited_model_trace(scenario, edit, why):
     v = verdict_of(header, edit(events), name=scenario)
     assert not v.accepted, why
     assert why in v.why, v.why
+
+
+def test_an_aligned_address_outside_its_block_is_rejected():
+    """malloc_aligned's event (issue 21's aligned-16k-offset takes the over-allocation path):
+    the model's trace is accepted; an offset past the block's end is not."""
+    sc = SCENARIOS["aligned-16k-offset"]
+    header, events = model_trace(sc.ops(), sc.options, source=sc.name)
+    assert verdict_of(header, events).accepted
+    i = at(events, lambda ev: ev.get("ev") == "aligned" and ev["offset"] > 0)
+    size = next(ev["block_size"] for ev in events
+                if ev.get("ev") == "page_new" and ev["page"] == events[i]["page"])
+    v = verdict_of(header, replace(events, i, offset=size))
+    assert not v.accepted and "aligned address" in v.why

@@ -186,6 +186,16 @@ class PageReplay:
     def on_realloc(self, ev: Event, tid) -> None:
         self.block(self.live(self.page(ev, self.line)), ev)
 
+    def on_aligned(self, ev: Event, tid) -> None:
+        """The address a malloc_aligned hands out (after its malloc): inside the block it
+        took. Where in the block is the op's alignment's business, which the trace does not
+        carry: `diff` compares the offset with the model's."""
+        page = self.live(self.page(ev, self.line))
+        self.block(page, ev)
+        if type(ev.offset) is not int or not 0 <= ev.offset < page.block_size:
+            raise Rejection(f"an aligned address {ev.offset!r} bytes into block {ev.block} of "
+                            f"page {page.id}, whose blocks are {page.block_size} bytes")
+
     def on_retire(self, ev: Event, tid) -> None:
         self.live(self.page(ev, self.line)).retired = True
         self.listed.discard(ev.page)
