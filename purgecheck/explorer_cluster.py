@@ -58,9 +58,9 @@ def owner_of(s: tuple, parts: int) -> int:
 
 
 class Partition:
-    """One partition of the state space: a Dask actor (its methods run in its worker). A
-    state is numbered by its owner (gid = local index * parts + partition) and kept as
-    visited[bytes] = parent gid << MOVE_BITS | move index."""
+    """One partition of the state space (a Dask actor as PartitionActor; here, in one process,
+    what explore_local runs). A state is numbered by its owner (gid = local index * parts +
+    partition) and kept as visited[bytes] = parent gid << MOVE_BITS | move index."""
 
     def __init__(self, cfg: Config, index: int, parts: int, mutant: str | None = None):
         from purgecheck.mutants import MUTANTS, applied
@@ -78,7 +78,7 @@ class Partition:
         self.first_bad: dict[str, tuple] = {}
         self.pending: dict[tuple, tuple] = {}  # park-pending edge -> (level, key, action, gid)
         self.inbox: dict[int, list[bytes]] = {}  # level -> batches sent here
-        self.peers: list = []  # every partition's actor, this one's too
+        self.peers: list = []  # every partition, this one too
         reg = ex.load_registry()
         self.invs = [i for i in reg.values() if i.scope == "epoch" and i.predicate]
         self.world_invs = [i for i in reg.values() if i.scope == "world" and i.predicate] \
@@ -96,9 +96,8 @@ class Partition:
         self.peers = peers
         return len(peers)
 
-    async def receive(self, level: int, batch: bytes) -> None:
-        """A batch of level `level` from a partition (runs on the worker's event loop, not
-        in the actor's thread, which may be sending its own batches meanwhile)."""
+    def take(self, level: int, batch: bytes) -> None:
+        """A batch of level `level` from a partition."""
         self.inbox.setdefault(level, []).append(batch)
 
     def step(self, level: int) -> tuple[int, int]:
@@ -111,17 +110,8 @@ class Partition:
         return len(frontier), transitions
 
     def send(self, level: int, batches: list[bytes]) -> None:
-        import asyncio
-
-        from distributed import get_worker
-        from distributed.utils import sync
-
-        async def all_sent():
-            await asyncio.gather(*(p.receive(level, b) for q, (p, b)
-                                   in enumerate(zip(self.peers, batches)) if q != self.index))
-        self.inbox.setdefault(level, []).append(batches[self.index])
-        if self.parts > 1:
-            sync(get_worker().loop, all_sent)
+        for peer, batch in zip(self.peers, batches):
+            peer.take(level, batch)
 
     def admit(self, level: int, batches: list[bytes]) -> list[tuple[int, int, bytes]]:
         keys, parents, states, verdicts = [], [], [], {}
@@ -133,7 +123,7 @@ class Partition:
             verdicts.update(v)
         visited, mine, parts, q = self.visited, self.states, self.parts, self.index
         frontier = []
-        for i in sorted(range(len(keys)), key=keys.__getitem__):
+        for i in admission_order(keys):
             b = states[i]
             if b in visited:
                 continue
@@ -198,6 +188,35 @@ class Partition:
         return len(self.visited), self.first_bad, self.pending, set(self.na)
 
 
+def admission_order(keys: list[int]) -> list[int]:
+    """The candidates in the sequential run's order: least key first (the first of several
+    transitions to one state is the one the sequential run keeps as its parent)."""
+    return sorted(range(len(keys)), key=keys.__getitem__)
+
+
+class PartitionActor(Partition):
+    """A partition as a Dask actor: its methods run in its worker, and it sends its batches
+    to the other partitions' actors directly."""
+
+    async def receive(self, level: int, batch: bytes) -> None:
+        """A batch from another partition (runs on the worker's event loop, not in the
+        actor's thread, which may be sending its own batches meanwhile)."""
+        self.take(level, batch)
+
+    def send(self, level: int, batches: list[bytes]) -> None:
+        import asyncio
+
+        from distributed import get_worker
+        from distributed.utils import sync
+
+        async def all_sent():
+            await asyncio.gather(*(p.receive(level, b) for q, (p, b)
+                                   in enumerate(zip(self.peers, batches)) if q != self.index))
+        self.take(level, batches[self.index])
+        if self.parts > 1:
+            sync(get_worker().loop, all_sent)
+
+
 # -- the coordinator -------------------------------------------------------------------------
 
 class _Run:
@@ -206,8 +225,8 @@ class _Run:
     def __init__(self, client, cfg: Config, parts: int, mutant: str | None):
         workers = sorted(client.scheduler_info()["workers"])
         # the actors' futures are kept: an actor whose future is dropped is released
-        self.futures = [client.submit(Partition, cfg, q, parts, mutant, actor=True, pure=False,
-                                      workers=[workers[q % len(workers)]],
+        self.futures = [client.submit(PartitionActor, cfg, q, parts, mutant, actor=True,
+                                      pure=False,                                      workers=[workers[q % len(workers)]],
                                       allow_other_workers=False) for q in range(parts)]
         self.actors = [f.result() for f in self.futures]
         self.parts = parts
@@ -221,6 +240,24 @@ class _Run:
         return getattr(self.actors[q], method)(*args).result()
 
 
+class _LocalRun:
+    """The partitions of one run in this process, one after the other (explore_local)."""
+
+    def __init__(self, cfg: Config, parts: int, mutant: str | None):
+        self.parts = parts
+        self.partitions = [Partition(cfg, q, parts, mutant) for q in range(parts)]
+        self.all("connect", self.partitions)
+
+    def all(self, method: str, *args) -> list:
+        # closed last opened first: each puts back what the one before it had set
+        order = self.partitions[::-1] if method == "close" else self.partitions
+        out = [getattr(p, method)(*args) for p in order]
+        return out[::-1] if method == "close" else out
+
+    def call(self, q: int, method: str, *args):
+        return getattr(self.partitions[q], method)(*args)
+
+
 def explore_on(client, cfg: Config, parts: int | None = None, progress=None,
                mutant: str | None = None, time_limit: float | None = None) -> Report:
     """Explore `cfg` exhaustively on the Dask `client`'s workers (`parts` partitions, one per
@@ -228,7 +265,17 @@ def explore_on(client, cfg: Config, parts: int | None = None, progress=None,
     past `time_limit` seconds stops at the end of a level, not complete."""
     parts = parts or len(client.scheduler_info()["workers"])
     t0 = time.perf_counter()
-    run = _Run(client, cfg, parts, mutant)
+    return _explore(_Run(client, cfg, parts, mutant), cfg, progress, t0, time_limit)
+
+
+def explore_local(cfg: Config, parts: int = 2, mutant: str | None = None) -> Report:
+    """The split run with its `parts` partitions in this process, one after the other: the
+    algorithm without Dask (its cost over explore(), and tests that need no cluster)."""
+    t0 = time.perf_counter()
+    return _explore(_LocalRun(cfg, parts, mutant), cfg, None, t0, None)
+
+
+def _explore(run, cfg: Config, progress, t0: float, time_limit: float | None) -> Report:
     try:
         rep = _levels(cfg, run, progress, t0, time_limit)
         _verdicts(cfg, run, rep)
@@ -242,7 +289,7 @@ def _levels(cfg: Config, run: _Run, progress, t0: float, time_limit: float | Non
     """A level is one step of every partition at once; the next starts when all are done."""
     rep = Report(cfg)
     init = encode(ex.initial_state(cfg))
-    run.call(part_of(init, run.parts), "receive", 0, marshal.dumps(([0], [ROOT], [init], {})))
+    run.call(part_of(init, run.parts), "take", 0, marshal.dumps(([0], [ROOT], [init], {})))
     level, admitted = 0, 0
     while True:
         counts = run.all("step", level)
