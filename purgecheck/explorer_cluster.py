@@ -31,6 +31,7 @@ Where it stops: every state is held once, by its owner, as bytes with its parent
 from __future__ import annotations
 
 import marshal
+import sys
 import time
 import zlib
 
@@ -79,6 +80,7 @@ class Partition:
         self.pending: dict[tuple, tuple] = {}  # park-pending edge -> (level, key, action, gid)
         self.inbox: dict[int, list[bytes]] = {}  # level -> batches sent here
         self.peers: list = []  # every partition, this one too
+        self.sent = [0, 0]  # successors and bytes sent to other partitions
         reg = ex.load_registry()
         self.invs = [i for i in reg.values() if i.scope == "epoch" and i.predicate]
         self.world_invs = [i for i in reg.values() if i.scope == "world" and i.predicate] \
@@ -112,6 +114,12 @@ class Partition:
     def send(self, level: int, batches: list[bytes]) -> None:
         for peer, batch in zip(self.peers, batches):
             peer.take(level, batch)
+
+    def count_sent(self, batches: list[bytes], counts: list[int]) -> None:
+        for q, (batch, n) in enumerate(zip(batches, counts)):
+            if q != self.index:
+                self.sent[0] += n
+                self.sent[1] += len(batch)
 
     def admit(self, level: int, batches: list[bytes]) -> list[tuple[int, int, bytes]]:
         keys, parents, states, verdicts = [], [], [], {}
@@ -166,7 +174,9 @@ class Partition:
                                      ex.touches_world(action), self.checks)
                 if bad:
                     verdicts[k] = bad
-        return transitions, [marshal.dumps(o) for o in out]
+        batches = [marshal.dumps(o) for o in out]
+        self.count_sent(batches, [len(o[0]) for o in out])
+        return transitions, batches
 
     def trace(self, gid: int) -> tuple[list, int]:
         """The path back from state `gid` while its parents are owned here: ([(state, parent
@@ -186,6 +196,13 @@ class Partition:
 
     def finish(self) -> tuple:
         return len(self.visited), self.first_bad, self.pending, set(self.na)
+
+    def footprint(self) -> tuple[int, int, int]:
+        """(bytes that the states held here take: the set with each state's bytes and its
+        parent's number, and the list by number; successors sent; bytes sent)."""
+        held = sys.getsizeof(self.visited) + sys.getsizeof(self.states) + \
+            sum(sys.getsizeof(b) + sys.getsizeof(v) for b, v in self.visited.items())
+        return held, *self.sent
 
 
 def admission_order(keys: list[int]) -> list[int]:
@@ -259,13 +276,15 @@ class _LocalRun:
 
 
 def explore_on(client, cfg: Config, parts: int | None = None, progress=None,
-               mutant: str | None = None, time_limit: float | None = None) -> Report:
+               mutant: str | None = None, time_limit: float | None = None,
+               figures: bool = False) -> Report:
     """Explore `cfg` exhaustively on the Dask `client`'s workers (`parts` partitions, one per
     worker by default, each pinned to a worker in turn), with `mutant` applied there; a run
-    past `time_limit` seconds stops at the end of a level, not complete."""
+    past `time_limit` seconds stops at the end of a level, not complete. `figures`: see
+    _explore."""
     parts = parts or len(client.scheduler_info()["workers"])
     t0 = time.perf_counter()
-    return _explore(_Run(client, cfg, parts, mutant), cfg, progress, t0, time_limit)
+    return _explore(_Run(client, cfg, parts, mutant), cfg, progress, t0, time_limit, figures)
 
 
 def explore_local(cfg: Config, parts: int = 2, mutant: str | None = None) -> Report:
@@ -275,10 +294,15 @@ def explore_local(cfg: Config, parts: int = 2, mutant: str | None = None) -> Rep
     return _explore(_LocalRun(cfg, parts, mutant), cfg, None, t0, None)
 
 
-def _explore(run, cfg: Config, progress, t0: float, time_limit: float | None) -> Report:
+def _explore(run, cfg: Config, progress, t0: float, time_limit: float | None,
+             figures: bool = False) -> Report:
+    """The run; with `figures`, the report also has held_bytes (what the states take in
+    the partitions), sent and sent_bytes (successors sent from one partition to another)."""
     try:
         rep = _levels(cfg, run, progress, t0, time_limit)
         _verdicts(cfg, run, rep)
+        if figures:
+            rep.held_bytes, rep.sent, rep.sent_bytes = map(sum, zip(*run.all("footprint")))
     finally:
         run.all("close")
     rep.seconds = time.perf_counter() - t0
