@@ -114,7 +114,7 @@ def explorer(tiny: bool, client, n: int) -> list[Figure]:
                   rep.held_bytes / rep.states, "bytes", "each state's bytes in its owner's set, "
                                                         "with its parent's number"),
            Figure(BENCH, f"split explorer, {workers}, {rep.config.name}: successors sent",
-                  rep.sent, "states", f"{rep.sent_bytes / 1e6:,.1f} MB between partitions, "
+                  rep.sent, "successors", f"{rep.sent_bytes / 1e6:,.1f} MB between partitions, "
                                       f"{rep.sent_bytes / max(rep.sent, 1):.0f} bytes each, over "
                                       f"{rep.depth + 1} levels; {rep.transitions:,} transitions")]
     if n < 2:
@@ -122,7 +122,7 @@ def explorer(tiny: bool, client, n: int) -> list[Figure]:
     budget, largest = EXPLORER_BUDGET[tiny], None
     for name in EXPLORER_LADDER[:1] if tiny else EXPLORER_LADDER:
         rep = explore_on(client, _config(name), time_limit=budget)
-        out.append(Figure(BENCH, f"split explorer, {workers}, {name}: states per second",
+        out.append(Figure(BENCH, f"split explorer, {workers}, ladder, {name}: states per second",
                           _rate(rep), "states/s",
                           f"{rep.states:,} states in {rep.seconds:.1f} s, "
                           f"{'exhaustive' if rep.complete else 'NOT exhaustive'}"))
