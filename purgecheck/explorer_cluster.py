@@ -40,7 +40,12 @@ from proofs.explorer import Config, Report, Violation
 
 MOVE_BITS = 8  # fewer than 256 moves from a state: a key is its parent's key << 8 | move
 ROOT = -1  # the parent number of the initial state
+LEVEL_WAIT_S = 900  # a partition that waits this long for a level's batches reports it
 ENCODING = 2  # marshal version 2 writes no back-references: equal states, equal bytes
+
+
+class PartitionLost(Exception):
+    """A partition's batches did not come: its worker is gone, with the states it owned."""
 
 
 def encode(s: tuple) -> bytes:
@@ -107,7 +112,7 @@ class Partition:
         batch of the next level: (admitted, transitions). The caller starts level + 1 only
         when every partition's step has returned, so every batch has arrived."""
         frontier = self.admit(level, self.inbox.pop(level, []))
-        transitions, batches = self.expand(level + 1, frontier)
+        transitions, batches, _ = self.expand(level + 1, frontier)
         self.send(level + 1, batches)
         return len(frontier), transitions
 
@@ -176,7 +181,7 @@ class Partition:
                     verdicts[k] = bad
         batches = [marshal.dumps(o) for o in out]
         self.count_sent(batches, [len(o[0]) for o in out])
-        return transitions, batches
+        return transitions, batches, sum(len(o[0]) for o in out)
 
     def trace(self, gid: int) -> tuple[list, int]:
         """The path back from state `gid` while its parents are owned here: ([(state, parent
@@ -212,26 +217,97 @@ def admission_order(keys: list[int]) -> list[int]:
 
 
 class PartitionActor(Partition):
-    """A partition as a Dask actor: its methods run in its worker, and it sends its batches
-    to the other partitions' actors directly."""
+    """A partition as a Dask actor: its methods run in its worker. It goes through the levels
+    on its own (run_levels), one long call, and sends its batches to the other partitions'
+    actors without waiting for them: a level costs one message from each partition to each
+    other, and no round trip through the coordinator."""
 
-    async def receive(self, level: int, batch: bytes) -> None:
+    def connect(self, peers: list) -> int:
+        import threading
+
+        self.arrived = threading.Condition()
+        self.news: dict[int, list] = {}  # level -> (successors sent, stop) from each sender
+        self.posted: list = []  # deliveries of this partition's batches, while under way
+        return super().connect(peers)
+
+    async def receive(self, level: int, batch: bytes, sent: int, stop: bool) -> None:
         """A batch from another partition (runs on the worker's event loop, not in the
-        actor's thread, which may be sending its own batches meanwhile)."""
-        self.take(level, batch)
+        actor's thread, which is busy with its own level meanwhile)."""
+        self.arrive(level, batch, sent, stop)
 
-    def send(self, level: int, batches: list[bytes]) -> None:
+    def arrive(self, level: int, batch: bytes, sent: int, stop: bool) -> None:
+        """A batch of `level`, with the number of successors its sender sent to all the
+        partitions at that level, and whether the sender is past the time limit."""
+        with self.arrived:
+            self.take(level, batch)
+            self.news.setdefault(level, []).append((sent, stop))
+            self.arrived.notify_all()
+
+    async def run_levels(self, time_limit: float | None) -> tuple[list, bool]:
+        """levels_here in a thread of this partition's own: the worker's one actor thread
+        stays free for the other partitions it holds (more partitions than workers)."""
+        import asyncio
+        import contextvars
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.loop = asyncio.get_running_loop()
+        # with this call's context: Dask finds its worker there (get_worker), and so do the
+        # deliveries the thread schedules on the loop (the actor handles' calls need it)
+        here = contextvars.copy_context()
+        with ThreadPoolExecutor(1, thread_name_prefix=f"partition-{self.index}") as pool:
+            return await self.loop.run_in_executor(pool, here.run, self.levels_here, time_limit)
+
+    def levels_here(self, time_limit: float | None) -> tuple[list, bool]:
+        """Every level from the first: wait for every partition's batch of it (the
+        coordinator's alone at level 0), admit, expand, send. Every partition hears the same
+        news of a level, so all stop at the same one: when no partition sent a successor
+        (the search is over), or when one was past `time_limit` seconds. Returns
+        ([(admitted, transitions)] by level, stopped by the time limit)."""
+        deadline = None if time_limit is None else time.perf_counter() + time_limit
+        counts: list[tuple[int, int]] = []
+        level = 0
+        while True:
+            news = self.wait_for_level(level, 1 if level == 0 else self.parts)
+            if not sum(n for n, _ in news):
+                return counts, False
+            frontier = self.admit(level, self.inbox.pop(level, []))
+            if any(stop for _, stop in news):
+                counts.append((len(frontier), 0))
+                return counts, True
+            transitions, batches, sent = self.expand(level + 1, frontier)
+            counts.append((len(frontier), transitions))
+            late = deadline is not None and time.perf_counter() > deadline
+            self.post(level + 1, batches, sent, late)
+            level += 1
+
+    def wait_for_level(self, level: int, expected: int) -> list:
+        """The news of `level` from each of the `expected` senders; a batch this partition
+        could not deliver raises here, and so does a wait of LEVEL_WAIT_S."""
+        waited = 0.0
+        with self.arrived:
+            while len(self.news.get(level, ())) < expected:
+                for f in self.posted:
+                    if f.done():
+                        f.result()  # a failed delivery raises
+                self.posted = [f for f in self.posted if not f.done()]
+                if waited >= LEVEL_WAIT_S:
+                    raise PartitionLost(f"partition {self.index} waited {LEVEL_WAIT_S} s for "
+                                        f"the batches of level {level}: a worker is gone")
+                self.arrived.wait(timeout=1.0)
+                waited += 1.0
+            return self.news.pop(level)
+
+    def post(self, level: int, batches: list[bytes], sent: int, stop: bool) -> None:
         import asyncio
 
-        from distributed import get_worker
-        from distributed.utils import sync
-
-        async def all_sent():
-            await asyncio.gather(*(p.receive(level, b) for q, (p, b)
-                                   in enumerate(zip(self.peers, batches)) if q != self.index))
-        self.take(level, batches[self.index])
-        if self.parts > 1:
-            sync(get_worker().loop, all_sent)
+        async def deliver(peer, batch):  # on the event loop: the handle's calls are coroutines
+            await peer.receive(level, batch, sent, stop)
+        for q, (peer, batch) in enumerate(zip(self.peers, batches)):
+            if q == self.index:
+                self.arrive(level, batch, sent, stop)
+            else:
+                self.posted.append(asyncio.run_coroutine_threadsafe(deliver(peer, batch),
+                                                                    self.loop))
 
 
 # -- the coordinator -------------------------------------------------------------------------
@@ -256,6 +332,26 @@ class _Run:
     def call(self, q: int, method: str, *args):
         return getattr(self.actors[q], method)(*args).result()
 
+    def levels(self, cfg: Config, progress, t0: float, time_limit: float | None) -> Report:
+        """Every partition goes through the levels on its own; the coordinator seeds the
+        first and adds up the counts at the end."""
+        rep = Report(cfg)
+        init = encode(ex.initial_state(cfg))
+        for q in range(self.parts):
+            mine = [init] if part_of(init, self.parts) == q else []
+            self.call(q, "arrive", 0, marshal.dumps(([0] * len(mine), [ROOT] * len(mine), mine,
+                                                     {})), 1, False)
+        left = max(0.0, time_limit - (time.perf_counter() - t0)) if time_limit else None
+        ran = self.all("run_levels", left)
+        rep.complete = not any(stopped for _, stopped in ran)
+        for level, counts in enumerate(zip(*(c for c, _ in ran))):
+            rep.transitions += sum(t for _, t in counts)
+            if sum(n for n, _ in counts):
+                rep.depth = level
+        if progress:
+            progress(sum(n for c, _ in ran for n, _ in c), time.perf_counter() - t0)
+        return rep
+
 
 class _LocalRun:
     """The partitions of one run in this process, one after the other (explore_local)."""
@@ -273,6 +369,9 @@ class _LocalRun:
 
     def call(self, q: int, method: str, *args):
         return getattr(self.partitions[q], method)(*args)
+
+    def levels(self, cfg: Config, progress, t0: float, time_limit: float | None) -> Report:
+        return _levels(cfg, self, progress, t0, time_limit)
 
 
 def explore_on(client, cfg: Config, parts: int | None = None, progress=None,
@@ -299,7 +398,7 @@ def _explore(run, cfg: Config, progress, t0: float, time_limit: float | None,
     """The run; with `figures`, the report also has held_bytes (what the states take in
     the partitions), sent and sent_bytes (successors sent from one partition to another)."""
     try:
-        rep = _levels(cfg, run, progress, t0, time_limit)
+        rep = run.levels(cfg, progress, t0, time_limit)
         _verdicts(cfg, run, rep)
         if figures:
             rep.held_bytes, rep.sent, rep.sent_bytes = map(sum, zip(*run.all("footprint")))
@@ -309,8 +408,9 @@ def _explore(run, cfg: Config, progress, t0: float, time_limit: float | None,
     return rep
 
 
-def _levels(cfg: Config, run: _Run, progress, t0: float, time_limit: float | None) -> Report:
-    """A level is one step of every partition at once; the next starts when all are done."""
+def _levels(cfg: Config, run: _LocalRun, progress, t0: float,
+            time_limit: float | None) -> Report:
+    """A level is one step of each partition in turn; the next starts when all are done."""
     rep = Report(cfg)
     init = encode(ex.initial_state(cfg))
     run.call(part_of(init, run.parts), "take", 0, marshal.dumps(([0], [ROOT], [init], {})))

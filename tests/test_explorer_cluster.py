@@ -104,3 +104,10 @@ def test_the_partition_of_a_state_is_the_same_in_every_process(client):
     here = owner_of(s, 7)
     there = client.submit(owner_of, s, 7, pure=False).result()
     assert here == there
+
+
+def test_a_split_run_past_its_time_limit_stops_every_partition_at_one_level(client):
+    """Every partition hears that one is late with the same level's batches, so all stop
+    after that level: a report that says not complete, with fewer states than the manifest."""
+    rep = explore_on(client, CONFIGS["bare-3"], time_limit=1e-6)
+    assert not rep.complete and 1 < rep.states < 10_872 and 0 < rep.depth < 36
