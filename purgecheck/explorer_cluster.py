@@ -1,20 +1,21 @@
 """The interleaving explorer (proofs/explorer.py) with its state space split over Dask workers.
 
 The design of the distributed model checkers (Stern and Dill's parallel Murphi; a
-level-synchronous breadth-first search): each partition OWNS the states whose hash falls to it,
-for the whole run, in a Dask actor pinned to a worker. One call per partition and level does
-all the work of that level there:
+level-synchronous breadth-first search): each partition OWNS the states whose shared part
+hashes to it (owner_of), for the whole run, in a Dask actor pinned to a worker. Each partition
+goes through the levels on its own, in one long call (PartitionActor.run_levels); for each:
 - admit: of the successors sent to it, keep those not seen before (the least key of each),
   with the parent of each;
 - expand: every move of each state it admitted, in order; a successor it owns and has seen is
   dropped at once, and of the others the first of each is judged with every invariant and put
   in the batch for its owner;
-- send: one batch to each other partition, actor to actor. A batch is one `marshal` blob of
-  the states' canonical bytes, their keys and parents, and the rare verdicts; it never goes
-  through this process, which only sees each level's counts (a round trip per level).
-Actor calls go from worker to worker without the scheduler: a level costs one round trip,
-where tasks passing futures cost two scheduler hops per level (measured: 100 against 220 ms a
-level at load 13; docs/proofs.md).
+- post: one batch to each other partition, actor to actor, without waiting. A batch is one
+  `marshal` blob of the states' canonical bytes, their keys and parents, and the rare
+  verdicts; no state goes through the coordinator, which seeds the first level and adds up
+  the counts at the end.
+The first version routed every successor through the coordinator with two calls a level
+(bare-3: 40 s); then one call a level with the batches sent actor to actor (5 s); now no
+call a level (4 s at the same load; docs/proofs.md).
 
 The result is the single-process run's: the same states, transitions and depth, and the same
 first violation of each invariant with the same shortest path. Every choice the sequential
