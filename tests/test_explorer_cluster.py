@@ -1,9 +1,10 @@
 """The explorer split over Dask workers by state hash (issue 19): the same states, transitions,
 depth, verdicts and counterexample paths as the single-process run, and the manifest's counts.
-One LocalCluster of 2 workers for the module; bare-1 and a broken twin of bare-2 on it, a park
-configuration with a broken park rule split in this process (explore_local, the same
-partitions without Dask); every manifest configuration but park-3, and the park mutant on
-Dask, in the slow tier."""
+One LocalCluster of 2 workers for the module; bare-1, a broken twin of bare-2 and a run cut by
+its time limit on it; a park configuration with a broken park rule split in this process
+(explore_local, the same partitions without Dask), and the same with owners that admit in the
+wrong order, which the comparison catches. In the slow tier: every manifest configuration but
+park-3, and the park mutant on Dask."""
 
 from __future__ import annotations
 
