@@ -118,7 +118,7 @@ class Partition:
         self.send(level + 1, batches)
         return len(frontier), transitions
 
-    def send(self, level: int, batches: list[bytes]) -> None:
+    def send(self, level: int, batches: list) -> None:
         for peer, batch in zip(self.peers, batches):
             peer.take(level, batch)
 
@@ -128,17 +128,24 @@ class Partition:
                 self.sent[0] += n
                 self.sent[1] += len(batch)
 
-    def admit(self, level: int, batches: list[bytes]) -> list[tuple[int, int, bytes]]:
+    def admit(self, level: int, batches: list) -> list[tuple]:
         cpu = time.thread_time()
         try:
             return self._admit(level, batches)
         finally:
             self.cpu += time.thread_time() - cpu
 
-    def _admit(self, level: int, batches: list[bytes]) -> list[tuple[int, int, bytes]]:
-        keys, parents, states, verdicts = [], [], [], {}
-        for blob in batches:
-            k, p, s, v = marshal.loads(blob)
+    def _admit(self, level: int, batches: list) -> list[tuple]:
+        """Each batch is bytes from another partition, or this one's own as it was built (its
+        states' tuples with it: not written and read again)."""
+        keys, parents, states, verdicts, tuples = [], [], [], {}, []
+        for batch in batches:
+            if isinstance(batch, bytes):
+                k, p, s, v = marshal.loads(batch)
+                tuples += [None] * len(k)
+            else:
+                k, p, s, v, d = batch
+                tuples += d
             keys += k
             parents += p
             states += s
@@ -152,7 +159,7 @@ class Partition:
             visited[b] = parents[i]
             gid = len(mine) * parts + q
             mine.append(b)
-            frontier.append((keys[i], gid, b))
+            frontier.append((keys[i], gid, b, tuples[i]))
             for inv, reason in verdicts.get(keys[i], ()):
                 self.first_bad.setdefault(inv, ((level, keys[i], 1), reason, gid))
         return frontier
@@ -166,11 +173,12 @@ class Partition:
 
     def _expand(self, level: int, frontier: list) -> tuple:
         cfg, memo, parts, q, visited = self.cfg, self.memo, self.parts, self.index, self.visited
-        out = [([], [], [], {}) for _ in range(parts)]
+        out = [([], [], [], {}, []) for _ in range(parts)]  # and the own states' tuples
         queued = [set() for _ in range(parts)]  # sent at this level: the first is the least
         transitions = 0
-        for key, gid, b in frontier:
-            s = marshal.loads(b)
+        for key, gid, b, s in frontier:
+            if s is None:
+                s = marshal.loads(b)
             pending_s = cfg.graph and ex.is_park_pending(s)
             base = key << MOVE_BITS
             for n, (action, checked, ns, why) in enumerate(ex.moves(cfg, s, memo)):
@@ -187,15 +195,17 @@ class Partition:
                 if to == q and nb in visited or nb in queued[to]:
                     continue
                 queued[to].add(nb)
-                keys, parents, states, verdicts = out[to]
+                keys, parents, states, verdicts, tuples = out[to]
                 keys.append(k)
                 parents.append(gid << MOVE_BITS | n)
                 states.append(nb)
+                if to == q:
+                    tuples.append(ns)
                 bad = ex.check_state(cfg, s, checked, self.invs, self.world_invs, self.na,
                                      ex.touches_world(action), self.checks)
                 if bad:
                     verdicts[k] = bad
-        batches = [marshal.dumps(o) for o in out]
+        batches = [o if p == q else marshal.dumps(o[:4]) for p, o in enumerate(out)]
         self.count_sent(batches, [len(o[0]) for o in out])
         return transitions, batches, sum(len(o[0]) for o in out)
 
@@ -313,7 +323,7 @@ class PartitionActor(Partition):
                 waited += 1.0
             return self.news.pop(level)
 
-    def post(self, level: int, batches: list[bytes], sent: int, stop: bool) -> None:
+    def post(self, level: int, batches: list, sent: int, stop: bool) -> None:
         import asyncio
 
         async def deliver(peer, batch):  # on the event loop: the handle's calls are coroutines
