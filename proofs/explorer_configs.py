@@ -45,6 +45,9 @@ CONFIGS = {c.name: c for c in [
 BENCH_ONLY = {c.name: c for c in [
     # park-3 with the bare configurations' interval and bound (3 ms, clock to 9 ms)
     Config("park-3-i3", sweepers=3, owner=True, parked=True),
+    # park-3 with a fourth sweeper (issue 19): the clock to 4 ms, then to 6 ms
+    Config("park-4-short", sweepers=4, owner=True, parked=True, interval=2, clock_bound=4),
+    Config("park-4", sweepers=4, owner=True, parked=True, interval=2, clock_bound=6),
 ]}
 QUICK = ("bare-1", "bare-2", "bare-3", "park-1-short", "park-1-cap",  # the test suite, --quick
          "fork-2", "clock-back-1")

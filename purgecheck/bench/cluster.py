@@ -5,6 +5,7 @@ configuration it checks exhaustively within 60 s. Prints figures; asserts nothin
 
     .venv/bin/python -m purgecheck.bench.cluster            full sizes (about 15 minutes)
     .venv/bin/python -m purgecheck.bench.cluster --tiny     what the test suite runs
+    .venv/bin/python -m purgecheck.bench.cluster --explorer the split explorer's figures only
 
 The full kill matrix (42 mutants x 7 engines) takes most of half an hour on 2 cores; the
 benchmark times every mutant against the three cheap engines (scenarios, validate, glibc),
@@ -22,9 +23,12 @@ from purgecheck.bench import Figure
 BENCH = "cluster"
 CHEAP_ENGINES = ("scenarios", "validate", "glibc")
 CAMPAIGN_SECONDS = {True: 1.0, False: 60.0}
+# the split explorer's ladder, in increasing size (states); the first not exhausted within the
+# budget ends it
 EXPLORER_LADDER = ("bare-1", "bare-2", "bare-3", "bare-4", "park-1-short", "park-1", "park-2",
-                   "park-3")
+                   "park-4-short", "park-3", "park-4")
 EXPLORER_BUDGET = {True: 3.0, False: 60.0}
+EXPLORER_RATE = {True: "bare-1", False: "park-2"}  # states/s: one process, 1 and 2 workers
 
 
 def _started(workers: int):
@@ -77,42 +81,84 @@ def campaign(tiny: bool, client, n: int) -> Figure:
                   f"park machines under the epoch design, in turn")
 
 
+def _config(name: str):
+    from proofs.explorer_configs import BENCH_ONLY, CONFIGS
+
+    return CONFIGS.get(name) or BENCH_ONLY[name]
+
+
+def _rate(rep) -> float:
+    return rep.states / rep.seconds if rep.seconds else 0.0
+
+
+def explorer_alone(tiny: bool) -> list[Figure]:
+    """The single-process explorer's states per second, for the split runs to be set against."""
+    from proofs.explorer import explore
+
+    explore(_config("bare-1"))  # the imports and the registry, not counted
+    cpu = time.process_time()
+    rep = explore(_config(EXPLORER_RATE[tiny]))
+    cpu = time.process_time() - cpu
+    return [Figure(BENCH, f"explorer, one process, {rep.config.name}: states per second",
+                   _rate(rep), "states/s", f"{rep.states:,} states in {rep.seconds:.1f} s"),
+            Figure(BENCH, f"explorer, one process, {rep.config.name}: states per CPU second",
+                   rep.states / cpu if cpu else 0.0, "states/s", f"{cpu:.1f} s of CPU")]
+
+
 def explorer(tiny: bool, client, n: int) -> list[Figure]:
-    """States per second of the split explorer up the ladder, until a configuration is not
-    exhausted within the budget; the last one exhausted is the largest."""
-    from proofs.explorer_configs import CONFIGS
+    """The split explorer's states per second on EXPLORER_RATE's configuration with what its
+    partitions hold and send; with 2 workers, up the ladder until a configuration is not
+    exhausted within the budget: the last one exhausted is the largest."""
     from purgecheck.explorer_cluster import explore_on
 
-    budget = EXPLORER_BUDGET[tiny]
-    out, largest = [], None
+    workers = f"{n} worker{'s' if n > 1 else ''}"
+    rep = explore_on(client, _config(EXPLORER_RATE[tiny]), figures=True)
+    out = [Figure(BENCH, f"split explorer, {workers}, {rep.config.name}: states per second",
+                  _rate(rep), "states/s", f"{rep.states:,} states in {rep.seconds:.1f} s"),
+           Figure(BENCH, f"split explorer, {workers}, {rep.config.name}: states per CPU "
+                         f"second", rep.states / rep.cpu if rep.cpu else 0.0, "states/s",
+                  f"{rep.cpu:.1f} s of CPU in the partitions' admissions and expansions, "
+                  f"all added (against the wall's: the machine's load)"),
+           Figure(BENCH, f"split explorer, {workers}, {rep.config.name}: bytes held per state",
+                  rep.held_bytes / rep.states, "bytes", "each state's bytes in its owner's set, "
+                                                        "with its parent's number"),
+           Figure(BENCH, f"split explorer, {workers}, {rep.config.name}: successors sent",
+                  rep.sent, "successors", f"{rep.sent_bytes / 1e6:,.1f} MB between partitions, "
+                                      f"{rep.sent_bytes / max(rep.sent, 1):.0f} bytes each, over "
+                                      f"{rep.depth + 1} levels; {rep.transitions:,} transitions")]
+    if n < 2:
+        return out
+    budget, exhausted = EXPLORER_BUDGET[tiny], []
     for name in EXPLORER_LADDER[:1] if tiny else EXPLORER_LADDER:
-        rep = explore_on(client, CONFIGS[name], time_limit=budget)
-        rate = rep.states / rep.seconds if rep.seconds else 0.0
-        out.append(Figure(BENCH, f"split explorer, {n} worker{'s' if n > 1 else ''}, {name}: "
-                                 f"states per second", rate, "states/s",
+        rep = explore_on(client, _config(name), time_limit=budget)
+        out.append(Figure(BENCH, f"split explorer, {workers}, ladder, {name}: states per second",
+                          _rate(rep), "states/s",
                           f"{rep.states:,} states in {rep.seconds:.1f} s, "
                           f"{'exhaustive' if rep.complete else 'NOT exhaustive'}"))
-        if not rep.complete:
+        if not rep.complete or rep.seconds > budget:
             break
-        largest = (name, rep)
-    if largest and n == 2:
-        name, rep = largest
-        out.append(Figure(BENCH, f"split explorer, 2 workers: largest configuration exhausted "
-                                 f"within {budget:g} s", rep.states, "states",
-                          f"{name} ({CONFIGS[name].describe()})"))
+        exhausted.append((name, rep))
+    for kind, found in (("", exhausted), (" park", [e for e in exhausted if "park" in e[0]])):
+        if found:
+            name, rep = max(found, key=lambda e: e[1].states)
+            out.append(Figure(BENCH, f"split explorer, {workers}: largest{kind} configuration "
+                                     f"exhausted within {budget:g} s", rep.states, "states",
+                              f"{name} ({_config(name).describe()}), {rep.seconds:.1f} s"))
     return out
 
 
-def figures(tiny: bool = False) -> list[Figure]:
-    """Every figure, on one cluster of 2 workers and then one of 1."""
-    out = []
+def figures(tiny: bool = False, explorer_only: bool = False) -> list[Figure]:
+    """Every figure, on one cluster of 2 workers and then one of 1 (`explorer_only`: the
+    explorer's alone)."""
+    out = explorer_alone(tiny)
     for n in (2, 1):
         ctx, client, start_s = _started(n)
         try:
             out.append(Figure(BENCH, f"Dask LocalCluster of {n}: start", start_s, "s", ""))
-            if n == 2:
+            if n == 2 and not explorer_only:
                 out += kill_matrix(tiny, client, start_s)
-            out.append(campaign(tiny, client, n))
+            if not explorer_only:
+                out.append(campaign(tiny, client, n))
             out += explorer(tiny, client, n)
         finally:
             ctx.__exit__(None, None, None)
@@ -123,10 +169,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tiny", action="store_true", help="the test suite's sizes")
+    ap.add_argument("--explorer", action="store_true",
+                    help="only the split explorer's figures (about 5 minutes)")
     args = ap.parse_args(argv)
     print(f"cluster benchmark: {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f}", flush=True)
-    for f in figures(args.tiny):
+    for f in figures(args.tiny, args.explorer):
         print(f"{f.name:78} {f.value:>12,.1f} {f.unit:12} {f.note}", flush=True)
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     return 0
