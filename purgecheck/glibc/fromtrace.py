@@ -143,6 +143,23 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
     PAGED = {KIND["valloc"], KIND["pvalloc"]}
     RETURNS_A_BLOCK = {K_MALLOC, K_CALLOC, K_REALLOC} | ALIGNED | PAGED
     for i, k, t, f, a, r, rec in _rows(img):
+        s = slots.get(t)
+        if s is not None and not f & F_IN_CREATE and (
+                k == K_MALLOC and r and not pending_old
+                or k == K_FREE and a not in pthread_own):
+            # most records: a malloc or a free of a running thread, one op (the general
+            # case below gives the same op)
+            st.ops += 1
+            if k == K_MALLOC:
+                yield GlibcOp(s, "malloc", (new_id(r, rec), a), rec)
+            else:
+                yield GlibcOp(s, "free", (drop(a, rec, "free"),), rec)
+            if t != main and last[t] == i and t not in pending_old:
+                st.ops += 1
+                del slots[t]
+                heapq.heappush(free_slots, s)
+                yield GlibcOp(s, "join", (), rec)
+            continue
         out: list[GlibcOp] = []
         if k == K_NEW:
             if a not in slots:
