@@ -10,7 +10,8 @@ than a chunk of records:
   reached the file in order) is read as it is;
 - otherwise its records are put in call order by an external sort: each chunk of RUN records
   is sorted by call number into a temporary file (a sorted run), and the runs are merged
-  (heapq.merge, a block of each run in memory) into one temporary file in call order;
+  (heapq.merge, a block of each run in memory), FAN_IN at a time, in rounds, until one
+  temporary file holds the image in call order;
 - one pass over the records in call order finds what the conversion needs first: the cut at
   the first missing call number, a number written twice, each thread's last record.
 
@@ -32,7 +33,8 @@ from purgecheck.formats.alloc_trace import (KIND, KINDS, MAGIC, RECORD, AllocTra
 
 CHUNK = 1 << 16  # records read from a file at a time
 RUN = 1 << 20  # records sorted in memory at a time (one sorted run of the external sort)
-MERGE_BLOCK = 1 << 12  # records of each run held during the merge
+MERGE_BLOCK = 1 << 9  # records of each run held during a merge (and of its output)
+FAN_IN = 16  # runs merged at once; more are merged in rounds
 SEQ_MASK = (1 << 40) - 1
 
 
@@ -87,9 +89,9 @@ class StreamImage:
     """One process image of a trace, read in call order a chunk at a time (module doc)."""
 
     def __init__(self, path: str | Path, lo: int, hi: int, chunk: int = CHUNK,
-                 run: int = RUN) -> None:
+                 run: int = RUN, merge_block: int = MERGE_BLOCK) -> None:
         self.path, self.source = Path(path), str(path)
-        self.first_record, self.chunk = lo, chunk
+        self.first_record, self.chunk, self.merge_block = lo, chunk, merge_block
         self._tmp: tempfile.TemporaryDirectory | None = None
         head = next(_blocks(self.path, lo, lo + 1, 4, 1))[0]
         if int(head[3]) != MAGIC:
@@ -131,23 +133,31 @@ class StreamImage:
             out.tofile(name)
             runs.append((name, len(w)))
             start += len(w)
-        merged = tmp / "merged"
-        with open(merged, "wb") as f:
+        while len(runs) > 1:  # at most FAN_IN runs merged at once: bounded memory
+            runs = [self._merge(runs[k:k + FAN_IN], tmp / f"run{len(runs)}-{k}")
+                    for k in range(0, len(runs), FAN_IN)]
+        return runs[0][0]
+
+    def _merge(self, runs: list[tuple[Path, int]], out: Path) -> tuple[Path, int]:
+        """Sorted runs merged into one (by call number, then record number)."""
+        if len(runs) == 1:
+            return runs[0]
+        with open(out, "wb") as f:
             block: list[tuple] = []
             for row in heapq.merge(*(self._run_rows(p, n) for p, n in runs)):
                 block.append(row[2:])
-                if len(block) == self.chunk:
+                if len(block) == self.merge_block:
                     np.array(block, dtype="<u8").tofile(f)
                     block.clear()
             if block:
                 np.array(block, dtype="<u8").tofile(f)
         for p, _ in runs:
             p.unlink()
-        return merged
+        return out, sum(n for _, n in runs)
 
     def _run_rows(self, path: Path, n: int) -> Iterator[tuple]:
         """(seq, record number, w0, w1, w2, w3, record number) of a sorted run, in order."""
-        for w in _blocks(path, 0, n, 5, MERGE_BLOCK):
+        for w in _blocks(path, 0, n, 5, self.merge_block):
             seq = (w[:, 0] & np.uint64(SEQ_MASK)).tolist()
             recno = w[:, 4].tolist()
             yield from zip(seq, recno, *(w[:, k].tolist() for k in range(5)))
@@ -206,6 +216,11 @@ class StreamImage:
 
     def __len__(self) -> int:
         return self.n
+
+    @property
+    def sorted_in_file(self) -> bool:
+        """Whether the file had the image in call order (no external sort was needed)."""
+        return self._words == 4
 
     def has_kind(self, kind: str) -> bool:
         return {"malloc": self.has_malloc, "end": self.ended, "exec": self.execed}[kind]

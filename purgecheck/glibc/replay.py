@@ -19,6 +19,7 @@ from pathlib import Path
 from model.glibc.malloc import OutOfMemory
 from model.glibc.process import Process, ScriptError
 from model.glibc.versions import VERSIONS, Version, version_for_release
+from purgecheck.formats.alloc_stream import StreamImage, stream_images
 from purgecheck.formats.alloc_trace import Image, read_trace
 from purgecheck.formats.glibc_ops import GlibcOp
 from purgecheck.glibc.compare import mismatches
@@ -74,6 +75,16 @@ def load(path: str | Path, image: int | None = None) -> tuple[Image, int]:
     if not 0 <= n < len(trace.images):
         raise ValueError(f"--image: expected 0..{len(trace.images) - 1}, got {n}")
     return trace.images[n], n
+
+
+def load_stream(path: str | Path, image: int | None = None) -> tuple[StreamImage, int]:
+    """`load`, read in call order a chunk at a time (purgecheck/formats/alloc_stream.py):
+    what `replay` uses, so that a trace of 10 M calls replays in bounded memory."""
+    images = stream_images(path)
+    n = image_to_replay(images) if image is None else image
+    if not 0 <= n < len(images):
+        raise ValueError(f"--image: expected 0..{len(images) - 1}, got {n}")
+    return images[n], n
 
 
 def run_model(img: Image, version: Version, settings: dict[str, int], overcommit_2: bool,
@@ -303,7 +314,7 @@ def locate(img: Image, version: Version, settings: dict[str, int], env: dict[str
 
 def replay(path: str | Path, versions: list[str] | None, settings: dict[str, int],
            env: dict[str, str], real: bool, image: int | None = None) -> Replay:
-    img, n = load(path, image)
+    img, n = load_stream(path, image)
     if img.refused:
         raise ValueError(f"{path}: the recording was refused (the program replaces malloc)")
     overcommit_2 = may_shrink_heap() if real else False
