@@ -32,7 +32,7 @@ from purgecheck.formats.alloc_trace import (KIND, KINDS, MAGIC, RECORD, AllocTra
                                             _first_bad_check)
 
 CHUNK = 1 << 16  # records read from a file at a time
-RUN = 1 << 20  # records sorted in memory at a time (one sorted run of the external sort)
+RUN = 1 << 18  # records sorted in memory at a time (one sorted run of the external sort)
 MERGE_BLOCK = 1 << 9  # records of each run held during a merge (and of its output)
 FAN_IN = 16  # runs merged at once; more are merged in rounds
 SEQ_MASK = (1 << 40) - 1
