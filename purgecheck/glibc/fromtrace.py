@@ -87,7 +87,8 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
             i, next_id = next_id, next_id + 1
         live[addr] = (i, rec)
         gone.pop(addr, None)
-        st.max_live = max(st.max_live, len(live))
+        if len(live) > st.max_live:
+            st.max_live = len(live)
         return i
 
     def drop(addr: int, rec: int, what: str) -> int:
