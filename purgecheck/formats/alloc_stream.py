@@ -93,7 +93,9 @@ class StreamImage:
         self.path, self.source = Path(path), str(path)
         self.first_record, self.chunk, self.merge_block = lo, chunk, merge_block
         self._tmp: tempfile.TemporaryDirectory | None = None
-        head = next(_blocks(self.path, lo, lo + 1, 4, 1))[0]
+        with open(self.path, "rb") as f:
+            f.seek(lo * RECORD)
+            head = np.fromfile(f, dtype="<u8", count=4)
         if int(head[3]) != MAGIC:
             raise AllocTraceError(self.source, lo, f"a START record without the recorder's "
                                                    f"magic ({int(head[3]):#x}, expected "
@@ -101,8 +103,9 @@ class StreamImage:
         self.pid = int(head[2])
         if self._in_call_order(lo, hi):
             self._sorted, self._words, self._span = self.path, 4, (lo, hi)
-        else:
-            self._sorted, self._words, self._span = self._external_sort(lo, hi, run), 5, (0, hi - lo)
+        else:  # a file of 5-word records (the fifth: the record number), in call order
+            self._sorted, self._words = self._external_sort(lo, hi, run), 5
+            self._span = (0, hi - lo)
         self._index()
 
     # -- putting the records in call order -------------------------------------------------

@@ -13,7 +13,9 @@ replay reads:
 
 and the lines that describe the program and its stacks (X, I, s, i, t, R, A, S, #), which the
 replay skips; the command line (X) is written as it is, line breaks included, so the replay
-skips from it to the system information line (I) that heaptrack writes next. What heaptrack does not keep, and what the replay does instead:
+skips from it to the system information line (I) that heaptrack writes next.
+
+What heaptrack does not keep, and what the replay does instead:
 
 - a deallocation names an allocation record, not a block: when several blocks of the same
   size from the same stack are live, the replay frees the most recent of them (LIFO);
