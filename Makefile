@@ -17,6 +17,8 @@ setup: tools $(STAMP) reference
 tools:
 	@command -v strace >/dev/null && command -v sqlite3 >/dev/null && command -v redis-server >/dev/null || \
 		(apt-get update && apt-get install -y strace sqlite3 redis-server)
+	@command -v heaptrack >/dev/null && command -v zstdcat >/dev/null || \
+		(apt-get update && apt-get install -y heaptrack zstd)  # heaptrack files (docs/record.md)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)

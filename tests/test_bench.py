@@ -34,6 +34,8 @@ EXPECTED = {
     "record": ("recorder: cost per call", "trace: bytes per recorded call",
                "recorder: slowdown of python3",
                "model replay, single-threaded (python3): ops per second",
+               "model alone, single-threaded (python3): ops per second",
+               "long replay: ops per second", "long replay: peak RSS",
                "real replay, threaded (recorded_threads): ops per second"),
     "simulate": tuple(f"bun-serve, {d}: allocations per second"
                       for d in ("off", "epoch", "no-hold", "clock")) +

@@ -59,11 +59,11 @@ class Bins:
         self.unsorted: dict[int, Chunk] = {}  # by address, oldest first
         self.bins: dict[int, dict[int, list[Chunk]]] = {}  # bin -> size -> group
         self.nonempty: list[int] = []  # bin indices that hold a chunk, ascending
-        self.where: dict[int, int] = {}  # id(chunk) -> its bin (0: unsorted)
+        self.count = 0  # chunks held (each chunk knows its bin: Chunk.bin)
         self.seq = 0
 
     def __len__(self) -> int:
-        return len(self.where)
+        return self.count
 
     def chunks(self) -> list[Chunk]:
         return list(self.unsorted.values()) + [c for b in self.bins.values()
@@ -75,25 +75,32 @@ class Bins:
         c.seq = self.seq
         c.state = FREE
         self.unsorted[c.addr] = c
-        self.where[id(c)] = 0
+        c.bin = 0
+        self.count += 1
 
     def place(self, c: Chunk) -> None:
-        """_int_malloc's "place chunk in bin" (from the unsorted bin)."""
-        i = bin_index(c.size)
+        """_int_malloc's "place chunk in bin" (from the unsorted bin, which `remove` left)."""
+        size = c.size
+        i = size >> 4 if size < MIN_LARGE_SIZE else bin_index(size)
         groups = self.bins.get(i)
         if groups is None:
             groups = self.bins[i] = {}
             bisect.insort(self.nonempty, i)
-        group = groups.setdefault(c.size, [])
-        if c.size < MIN_LARGE_SIZE or not group:
-            group.append(c)  # a small bin is FIFO; a new size starts its group
+        group = groups.get(size)
+        if group is None:
+            groups[size] = [c]  # a new size starts its group
+        elif size < MIN_LARGE_SIZE:
+            group.append(c)  # a small bin is FIFO
         else:
             group.insert(1, c)  # "Always insert in the second position"
-        self.where[id(c)] = i
+        c.bin = i
+        self.count += 1
 
     def remove(self, c: Chunk) -> None:
         """unlink_chunk, from whichever bin holds the chunk."""
-        i = self.where.pop(id(c))
+        i = c.bin
+        c.bin = None
+        self.count -= 1
         if i == 0:
             del self.unsorted[c.addr]
             return
@@ -178,8 +185,6 @@ def take_from_bins(p, av: Arena, nb: int, t) -> Chunk | None:
     in the tcache while it has room; every other chunk placed in its bin), then a large
     request's own bin, then the binmap search from the next bin, each split with the
     remainder back to the unsorted bin. None: nothing fits, use the top."""
-    from model.glibc import malloc  # (malloc imports this module)
-
     bins = av.bins
     small = nb < MIN_LARGE_SIZE
     cached = False
@@ -306,3 +311,8 @@ def push_fastbin(av: Arena, c: Chunk) -> None:
 
 def is_top(c: Chunk) -> bool:
     return c.state == TOP
+
+
+# take_from_bins stashes in the tcache with malloc's functions; malloc imports this module,
+# so this import comes last (either module may be imported first).
+from model.glibc import malloc  # noqa: E402

@@ -22,14 +22,17 @@ FENCE = "fence"  # the fenceposts closing a heap that is no longer the current o
 MMAPPED = "mmapped"  # a chunk with its own mapping, in no segment
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Chunk:
+    """One chunk (slots: a replay makes and reads hundreds of thousands of them)."""
+
     addr: int
     size: int
     state: str
     segment: "Segment | None" = None
     seq: int = 0  # when it entered its bin: the oldest of a size is taken first
     offset: int = 0  # mmapped chunks: bytes of the mapping before the chunk (prev_size)
+    bin: int | None = None  # the bin holding it (0: the unsorted bin), None: in no bin
 
     @property
     def end(self) -> int:

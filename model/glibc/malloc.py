@@ -26,8 +26,10 @@ class OutOfMemory(Exception):
 
 
 def tcache_has_room(t: "Thread | None", size: int) -> bool:
-    return (t is not None and t.tcache is not None and csize2tidx(size) < len(t.tcache)
-            and len(t.tcache[csize2tidx(size)]) < TCACHE_FILL_COUNT)
+    if t is None or t.tcache is None:
+        return False
+    i = csize2tidx(size)
+    return i < len(t.tcache) and len(t.tcache[i]) < TCACHE_FILL_COUNT
 
 
 def tcache_put(t: "Thread", c: Chunk) -> None:

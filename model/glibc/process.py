@@ -112,9 +112,11 @@ class Process:
         """__libc_malloc: tcache (2.26+, initialised on first use), else the arena."""
         t = self.thread(tid)
         nb = request2size(size)
-        self.maybe_init_tcache(t)
-        if t.tcache is not None and csize2tidx(nb) < TCACHE_MAX_BINS and t.tcache[csize2tidx(nb)]:
-            c = t.tcache[csize2tidx(nb)].pop()
+        if t.tcache is None:
+            self.maybe_init_tcache(t)
+        tcache, i = t.tcache, csize2tidx(nb)
+        if tcache is not None and i < TCACHE_MAX_BINS and tcache[i]:
+            c = tcache[i].pop()
             c.state = "inuse"
             self.resident.write(c.addr + 3 * SIZE_SZ, SIZE_SZ)  # tcache_get: e->key = 0
         else:
@@ -199,7 +201,8 @@ class Process:
         if c.state == MMAPPED:
             system.munmap_chunk(self, c)
             return
-        self.maybe_init_tcache(t)
+        if t.tcache is None:
+            self.maybe_init_tcache(t)
         malloc.int_free(self, c.segment.arena, c, t)
 
     def mallopt(self, tid: int, name: str, value: int) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from model.glibc.constants import HEAP_MAX_SIZE, PAGESIZE
 
 REGION_PAGES = HEAP_MAX_SIZE // PAGESIZE  # pages per bitmap: one 64 MiB heap
+RECENT_PAGES = 4096  # ResidentPages.recent: the set is emptied when it reaches this size
 
 # The system calls that give pages back (syscalls.CATEGORIES), and whether the same addresses
 # can be written again without a new mapping (a heap regrowing into its old pages, the break
@@ -59,7 +60,8 @@ class ResidentPages:
     resident and were discarded by the allocator at addresses it kept (seed 001: "madvise()
     ... immediately followed by a malloc and a refault")."""
 
-    __slots__ = ("bits", "given_back", "pages", "faults", "refaults", "dropped", "hot")
+    __slots__ = ("bits", "given_back", "pages", "faults", "refaults", "dropped", "hot",
+                 "recent")
 
     def __init__(self) -> None:
         self.bits: dict[int, int] = {}  # region -> resident pages
@@ -69,6 +71,10 @@ class ResidentPages:
         self.refaults = 0
         self.dropped = 0  # resident pages the allocator's calls dropped
         self.hot = (0, 0)  # pages lo..hi-1 last written: resident until the next drop
+        # pages one- or two-page writes made resident since the last drop (at most
+        # RECENT_PAGES): malloc's metadata writes alternate between a few pages, and a test
+        # of a page number is cheaper than one of a 64 MiB region's 16,384-bit integer
+        self.recent: set[int] = set()
 
     @property
     def resident_bytes(self) -> int:
@@ -82,10 +88,18 @@ class ResidentPages:
         hot = self.hot
         if hot[0] <= lo and hi <= hot[1]:  # the pages just written: most of malloc's writes
             return 0
+        few = hi - lo <= 2
+        recent = self.recent
+        if few and lo in recent and hi - 1 in recent:
+            return 0
         bits = self.bits
         region, first = divmod(lo, REGION_PAGES)
         if hi - lo <= REGION_PAGES - first:  # within one region: the usual case
             self.hot = (lo, hi)
+            if few:
+                if len(recent) >= RECENT_PAGES:
+                    recent.clear()
+                recent.update((lo, hi - 1))
             mask = ((1 << (hi - lo)) - 1) << first
             old = bits.get(region, 0)
             new = mask & ~old
@@ -120,6 +134,7 @@ class ResidentPages:
             return 0
         bits, back = self.bits, self.given_back
         self.hot = (0, 0)
+        self.recent.clear()
         gone_total = 0
         for region, mask in region_masks(*pages_within(addr, length)):
             old = bits.get(region, 0)

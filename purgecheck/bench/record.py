@@ -1,9 +1,11 @@
 """Benchmark of recording and replaying real programs (docs/record.md): the recorder's cost
 per call and its slowdown of python3, the trace's bytes per call, the model's replay rate and
-the real glibc's under strace. Prints figures; asserts nothing.
+the real glibc's under strace, and the rate and peak RSS of the replay of a 10 M-call trace
+(synthetic, its buffers out of call order). Prints figures; asserts nothing.
 
     .venv/bin/python -m purgecheck.bench.record             1,000,000 malloc/free pairs
     .venv/bin/python -m purgecheck.bench.record --tiny
+    .venv/bin/python -m purgecheck.bench.record --long-calls 1000000   a shorter long replay
 
 The recorder's figures are CPU times of the recorded process (getrusage of the children);
 the replays' are the CPU time of this process (the model) and the wall clock (the driver
@@ -46,7 +48,8 @@ def _recorded_cpu(cmd: list[str], out: Path) -> float:
     return _children_cpu(["sh", "-c", LAUNCH, "sh", *cmd], env)
 
 
-def figures(tiny: bool = False, pairs: int | None = None) -> list[Figure]:
+def figures(tiny: bool = False, pairs: int | None = None,
+            long_calls: int | None = None) -> list[Figure]:
     from model.glibc.versions import VERSIONS
     from purgecheck.formats.alloc_trace import read_trace
     from purgecheck.glibc.replay import load, measure, run_model
@@ -93,7 +96,9 @@ def figures(tiny: bool = False, pairs: int | None = None) -> list[Figure]:
                       after_op=lambda i, op, p: seen.append(i) and False)
             cpu = time.process_time() - c0
             out.append(Figure(BENCH, f"model replay, {what}: ops per second", len(seen) / cpu,
-                              "ops/s", f"{len(seen):,} ops on the model of 2.23+, CPU time"))
+                              "ops/s", f"{len(seen):,} ops on the model of 2.23+, CPU time "
+                                       f"(conversion included)"))
+            out += _replay_parts(img, what)
             try:
                 _, wall = measure(img, {})
             except Exception as e:  # strace missing or failing: say so, measure the rest
@@ -103,15 +108,80 @@ def figures(tiny: bool = False, pairs: int | None = None) -> list[Figure]:
             out.append(Figure(BENCH, f"real replay, {what}: ops per second", len(seen) / wall,
                               "ops/s", f"{len(seen):,} ops, glibc_driver under strace "
                                        f"--seccomp-bpf, wall clock with start-up"))
+        out += long_trace_figures(long_calls or (20_000 if tiny else 10_000_000), Path(tmp))
     return out
+
+
+def _long_replay(path: str) -> dict:
+    """Replay a trace file as `purgecheck replay` does (streamed, model of 2.23+) in this
+    process: its ops, CPU seconds and peak RSS (run in a child, so the peak is the replay's)."""
+    from model.glibc.versions import VERSIONS
+    from purgecheck.glibc.fromtrace import Conversion
+    from purgecheck.glibc.replay import load_stream, run_model
+
+    c0 = time.process_time()
+    img, _ = load_stream(path)
+    stats = Conversion()
+    run_model(img, VERSIONS["2.23+"], {}, False, stats)
+    return {"ops": stats.ops, "cpu": time.process_time() - c0,
+            "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+
+
+def long_trace_figures(calls: int, tmp: Path) -> list[Figure]:
+    """A synthetic trace of `calls` calls (purgecheck/record/synthetic.py, its buffers out of
+    call order) replayed in a child process: rate and peak RSS."""
+    import json
+    from purgecheck.record.synthetic import write_synthetic
+
+    path = tmp / "long.rec"
+    write_synthetic(path, calls)
+    out = subprocess.run([sys.executable, "-m", "purgecheck.bench.record", "--long-replay",
+                          str(path)], capture_output=True, text=True, check=True).stdout
+    got = json.loads(out)
+    size = path.stat().st_size
+    path.unlink()
+    what = f"{calls / 1e6:g} M-call synthetic trace"
+    return [Figure(BENCH, "long replay: ops per second", got["ops"] / got["cpu"], "ops/s",
+                   f"{got['ops']:,} ops of a {what} (external sort, conversion, model of "
+                   f"2.23+), CPU time"),
+            Figure(BENCH, "long replay: peak RSS", got["peak_kb"] / 1024, "MB",
+                   f"the replaying process, for a trace file of {size / 2**20:,.0f} MB")]
+
+
+def _replay_parts(img, what: str) -> list[Figure]:
+    """The model replay's two parts apart: the trace's conversion to ops, and the model
+    running ops already converted (where a speed-up must come from)."""
+    from model.glibc.process import Process
+    from model.glibc.versions import VERSIONS
+    from purgecheck.glibc.fromtrace import to_ops
+    from purgecheck.glibc.modelrun import apply
+
+    c0 = time.process_time()
+    ops = list(to_ops(img))
+    c1 = time.process_time()
+    p = Process(VERSIONS["2.23+"], {}, False)
+    for op in ops:
+        apply(p, op)
+    c2 = time.process_time()
+    return [Figure(BENCH, f"conversion alone, {what}: ops per second",
+                   len(ops) / max(c1 - c0, 1e-9), "ops/s", "records to ops, CPU time"),
+            Figure(BENCH, f"model alone, {what}: ops per second",
+                   len(ops) / max(c2 - c1, 1e-9), "ops/s", "ops on the model of 2.23+, CPU time")]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tiny", action="store_true")
     ap.add_argument("--pairs", type=int, help="malloc/free pairs of the recorder's loop")
+    ap.add_argument("--long-calls", type=int, help="calls of the long synthetic trace "
+                                                   "(default 10,000,000; --tiny 20,000)")
+    ap.add_argument("--long-replay", metavar="TRACE", help=argparse.SUPPRESS)  # the child
     args = ap.parse_args(argv)
-    for f in figures(args.tiny, args.pairs):
+    if args.long_replay:
+        import json
+        print(json.dumps(_long_replay(args.long_replay)))
+        return 0
+    for f in figures(args.tiny, args.pairs, args.long_calls):
         print(f"{f.name:58} {f.value:>14,.1f} {f.unit:8} {f.note}")
     return 0
 

@@ -26,6 +26,8 @@ EXAMPLE = """examples:
   purgecheck replay py.rec --invariants           the model's invariants after every call
   purgecheck replay cc.rec.4242 --image 1         the second process image of a file (exec)
   purgecheck replay py.rec --script py.ops        the calls as a glibc op script (docs/glibc.md)
+  heaptrack -o py.heaptrack python3 prog.py; purgecheck replay py.heaptrack.zst
+                                                  a heaptrack recording (one thread, docs/record.md)
 exit status: 0 replayed (with --real: the model of the installed version and glibc agree in
 every category), 1 they differ (the first op after which their system calls part is named,
 with the model's state there), 2 bad usage or a bad trace (one line: file, record, what was
@@ -68,8 +70,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def run(args) -> int:
     from purgecheck.commands.glibc import collect_env
     from purgecheck.formats.alloc_trace import AllocTraceError
+    from purgecheck.formats.heaptrack import HeaptrackError
     from purgecheck.glibc.fromtrace import ConvertError
-    from purgecheck.glibc.replay import ReplayError, load, replay, write_script
+    from purgecheck.glibc.replay import ReplayError, load_stream, replay, write_script
     from purgecheck.glibc.trace import TraceError
 
     env = collect_env(args.env)
@@ -78,7 +81,7 @@ def run(args) -> int:
         raise UsageError(f"{path}: no such trace file")
     try:
         if args.script:
-            img, _ = load(path, args.image)
+            img, _ = load_stream(path, args.image)
             n = write_script(img, Path(args.script))
             print(f"{args.script}: {n:,} ops")
             return 0
@@ -93,7 +96,7 @@ def run(args) -> int:
                 raise UsageError("--addresses: compares with this machine's glibc, so it needs "
                                  "--real and no --env")
             from purgecheck.glibc.replay import first_address_difference
-            img, _ = load(path, args.image)
+            img, _ = load_stream(path, args.image)
             diff = first_address_difference(img, VERSIONS[rep.installed])
             if diff is not None:
                 rep.mismatches.append(
@@ -103,11 +106,12 @@ def run(args) -> int:
             rep.addresses_checked = True
         if args.invariants:
             from purgecheck.glibc.replay import invariant_failures
-            img, _ = load(path, args.image)
+            img, _ = load_stream(path, args.image)
             name = args.version or rep.installed or "2.23+"
             rep.invariant_checks, failures = invariant_failures(img, VERSIONS[name])
             rep.mismatches += failures
-    except (AllocTraceError, ConvertError, ReplayError, TraceError, ValueError) as e:
+    except (AllocTraceError, ConvertError, HeaptrackError, ReplayError, TraceError,
+            ValueError) as e:
         raise UsageError(str(e))
     except OSError as e:
         raise UsageError(f"{path}: {e.strerror}")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -31,6 +32,7 @@ KIND = {v: k for k, v in KINDS.items()}
 F_IN_CREATE = 0x80  # made by pthread_create itself (the new thread's dtv)
 F_NOT_POW2 = 0x40  # an aligned call whose alignment was not a power of two
 ALIGN_LOG2 = 0x3F  # the other bits of an aligned call's flags: log2 of the alignment, rounded up
+ROWS_CHUNK = 1 << 16  # records turned into Python values at a time by Image.rows
 REFUSED = {1: "the program defines malloc itself", 2: "the next malloc is not the C library's"}
 
 
@@ -93,6 +95,42 @@ class Image:
     def counts(self) -> dict[str, int]:
         values, n = np.unique(self.kind, return_counts=True)
         return {KINDS[int(k)]: int(c) for k, c in zip(values, n)}
+
+    # -- what the conversion reads (alloc_stream.StreamImage gives the same, streaming) ----
+
+    @property
+    def main_thread(self) -> int:
+        """The thread of the image's first record (its main thread)."""
+        return int(self.thread[0]) if len(self) else 0
+
+    def last_of_threads(self) -> dict[int, int]:
+        """Recorded thread -> the index of its last record."""
+        n = len(self)
+        uniq, first_from_end = np.unique(self.thread[::-1], return_index=True)
+        return {int(t): n - 1 - int(j) for t, j in zip(uniq, first_from_end)}
+
+    def rows(self) -> Iterator[tuple]:
+        """(index, kind, thread, flags, a, r, record number) of each record in call order, a
+        chunk at a time (bounded temporary memory)."""
+        for lo in range(0, len(self), ROWS_CHUNK):
+            hi = min(lo + ROWS_CHUNK, len(self))
+            rows = self.words[self.order[lo:hi]]
+            yield from zip(range(lo, hi), self.kind[lo:hi].tolist(),
+                           self.thread[lo:hi].tolist(), self.flags[lo:hi].tolist(),
+                           rows[:, 2].tolist(), rows[:, 3].tolist(),
+                           (self.order[lo:hi] + self.first_record).tolist())
+
+    def next_of_thread(self, i: int, thread: int) -> tuple[int, int, int, int] | None:
+        """(kind, a, r, record number) of `thread`'s first record after index i, or None."""
+        later = np.flatnonzero(self.thread[i + 1:] == thread)
+        if not len(later):
+            return None
+        j = i + 1 + int(later[0])
+        a, r = (int(v) for v in self.words[self.order[j], 2:4])
+        return int(self.kind[j]), a, r, int(self.order[j]) + self.first_record
+
+    def has_kind(self, kind: str) -> bool:
+        return bool(np.any(self.kind == KIND[kind]))
 
 
 @dataclass

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Iterator
-
-import numpy as np
+from typing import TYPE_CHECKING, Iterator
 
 from purgecheck.formats.alloc_trace import (ALIGN_LOG2, F_IN_CREATE, F_NOT_POW2, KIND, KINDS,
                                             Image)
 from purgecheck.formats.glibc_ops import MAX_THREADS, GlibcOp
+
+if TYPE_CHECKING:
+    from purgecheck.formats.alloc_stream import StreamImage
 
 MALLOPT_PARAMS = {-1: "trim_threshold", -2: "top_pad", -3: "mmap_threshold", -4: "mmap_max"}
 
@@ -59,15 +60,12 @@ def _signed(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
+def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Iterator[GlibcOp]:
     """The image's calls as glibc ops; `line` of each op is its record's number."""
     st = stats if stats is not None else Conversion()
     src = img.source
-    n = len(img)
-    # recorded thread -> the index of its last record
-    uniq, first_from_end = np.unique(img.thread[::-1], return_index=True)
-    last = {int(t): n - 1 - int(j) for t, j in zip(uniq, first_from_end)}
-    main = int(img.thread[0]) if n else 0
+    last = img.last_of_threads()  # recorded thread -> the index of its last record
+    main = img.main_thread
     live: dict[int, tuple[int, int]] = {}  # address -> (id, record that made it)
     gone: dict[int, int] = {}  # address -> record that freed it (for the message)
     free_ids: list[int] = []
@@ -76,7 +74,7 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
     slots: dict[int, int] = {main: 0}
     free_slots = list(range(1, MAX_THREADS))
     pending_old: dict[int, tuple[int, int, int]] = {}  # thread -> (old pointer, record, index)
-    settled: set[int] = set()  # indices of realloc records already replayed (by settle)
+    settled: set[int] = set()  # record numbers of reallocs already replayed (by settle)
 
     def new_id(addr: int, rec: int) -> int:
         nonlocal next_id
@@ -89,7 +87,8 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
             i, next_id = next_id, next_id + 1
         live[addr] = (i, rec)
         gone.pop(addr, None)
-        st.max_live = max(st.max_live, len(live))
+        if len(live) > st.max_live:
+            st.max_live = len(live)
         return i
 
     def drop(addr: int, rec: int, what: str) -> int:
@@ -128,26 +127,42 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
         if owner is None or addr not in live:
             return []
         old, old_rec, i = pending_old.pop(owner)
-        later = np.flatnonzero(img.thread[i + 1:] == owner)
-        if not len(later) or img.kind[i + 1 + later[0]] != K_REALLOC:
+        after = img.next_of_thread(i, owner)
+        if after is None or after[0] != K_REALLOC:
             raise ConvertError(src, old_rec, f"the realloc of {old:#x} has no result record "
                                              f"before {addr:#x} is returned again (expected "
                                              f"the thread's next record to be its realloc)")
-        j = i + 1 + int(later[0])
-        size, new = (int(v) for v in img.words[img.order[j], 2:4])
-        settled.add(j)
-        return _realloc(src, slots[owner], old, size, new, int(img.order[j]) + img.first_record,
+        _, size, new, rec = after
+        settled.add(rec)
+        return _realloc(src, slots[owner], old, size, new, rec,
                         live, gone, new_id, drop, st)
     QUIET = {KIND[k] for k in ("start", "thread_exit", "fork", "exec", "end")}
     ALIGNED = {KIND[k] for k in ("memalign", "posix_memalign", "aligned_alloc")}
     PAGED = {KIND["valloc"], KIND["pvalloc"]}
     RETURNS_A_BLOCK = {K_MALLOC, K_CALLOC, K_REALLOC} | ALIGNED | PAGED
-    for i, k, t, f, a, r, rec in _rows(img):
+    for i, k, t, f, a, r, rec in img.rows():
+        s = slots.get(t)
+        if s is not None and not f & F_IN_CREATE and (
+                k == K_MALLOC and r and not pending_old
+                or k == K_FREE and a not in pthread_own):
+            # most records: a malloc or a free of a running thread, one op (the general
+            # case below gives the same op)
+            st.ops += 1
+            if k == K_MALLOC:
+                yield GlibcOp(s, "malloc", (new_id(r, rec), a), rec)
+            else:
+                yield GlibcOp(s, "free", (drop(a, rec, "free"),), rec)
+            if t != main and last[t] == i and t not in pending_old:
+                st.ops += 1
+                del slots[t]
+                heapq.heappush(free_slots, s)
+                yield GlibcOp(s, "join", (), rec)
+            continue
         out: list[GlibcOp] = []
         if k == K_NEW:
             if a not in slots:
                 _, out = slot(a, rec)
-        elif k in QUIET or i in settled:
+        elif k in QUIET or rec in settled:
             pass
         elif f & F_IN_CREATE and k != K_OLD and k != K_REALLOC:
             if k == K_FREE:
@@ -211,19 +226,6 @@ def to_ops(img: Image, stats: Conversion | None = None) -> Iterator[GlibcOp]:
             yield from out
 
 
-CHUNK = 1 << 16  # records turned into Python values at a time: memory stays bounded
-
-
-def _rows(img: Image) -> Iterator[tuple]:
-    """(index, kind, thread, flags, a, r, record number) of each record, a chunk at a time."""
-    for lo in range(0, len(img), CHUNK):
-        hi = min(lo + CHUNK, len(img))
-        rows = img.words[img.order[lo:hi]]
-        yield from zip(range(lo, hi), img.kind[lo:hi].tolist(), img.thread[lo:hi].tolist(),
-                       img.flags[lo:hi].tolist(), rows[:, 2].tolist(), rows[:, 3].tolist(),
-                       (img.order[lo:hi] + img.first_record).tolist())
-
-
 def _realloc(src, s, old, size, new, rec, live, gone, new_id, drop, st) -> list[GlibcOp]:
     """realloc(old, size) = new, as one op on the block of `old` (docs/record.md)."""
     if old == 0:  # realloc(NULL, n) is malloc(n)
@@ -251,10 +253,10 @@ def _realloc(src, s, old, size, new, rec, live, gone, new_id, drop, st) -> list[
     return [GlibcOp(s, "realloc", (block, size), rec)]
 
 
-def image_to_replay(images: list[Image]) -> int:
+def image_to_replay(images: list) -> int:
     """The index of the last image that made allocation calls (after an exec, the program
     that was exec'ed)."""
     for n in range(len(images) - 1, -1, -1):
-        if np.any(images[n].kind == KIND["malloc"]):
+        if images[n].has_kind("malloc"):
             return n
     return len(images) - 1

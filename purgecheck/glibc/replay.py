@@ -19,7 +19,9 @@ from pathlib import Path
 from model.glibc.malloc import OutOfMemory
 from model.glibc.process import Process, ScriptError
 from model.glibc.versions import VERSIONS, Version, version_for_release
+from purgecheck.formats.alloc_stream import StreamImage, stream_images
 from purgecheck.formats.alloc_trace import Image, read_trace
+from purgecheck.formats.heaptrack import HeaptrackImage, is_heaptrack
 from purgecheck.formats.glibc_ops import GlibcOp
 from purgecheck.glibc.compare import mismatches
 from purgecheck.glibc.fromtrace import ConvertError, Conversion, image_to_replay, to_ops
@@ -76,11 +78,33 @@ def load(path: str | Path, image: int | None = None) -> tuple[Image, int]:
     return trace.images[n], n
 
 
+def load_stream(path: str | Path, image: int | None = None) -> tuple[StreamImage, int]:
+    """`load`, read in call order a chunk at a time (purgecheck/formats/alloc_stream.py):
+    what `replay` uses, so that a trace of 10 M calls replays in bounded memory. A heaptrack
+    file (purgecheck/formats/heaptrack.py) is recognised and read as one image."""
+    if is_heaptrack(path):
+        if image not in (None, 0):
+            raise ValueError(f"--image: a heaptrack file has one image (0), got {image}")
+        return HeaptrackImage(Path(path)), 0
+    images = stream_images(path)
+    n = image_to_replay(images) if image is None else image
+    if not 0 <= n < len(images):
+        raise ValueError(f"--image: expected 0..{len(images) - 1}, got {n}")
+    return images[n], n
+
+
+def ops_of(img, stats: Conversion | None = None):
+    """The ops of a recorded image (fromtrace.to_ops) or of a heaptrack file."""
+    if isinstance(img, HeaptrackImage):
+        return img.glibc_ops(stats)
+    return to_ops(img, stats)
+
+
 def run_model(img: Image, version: Version, settings: dict[str, int], overcommit_2: bool,
               stats: Conversion | None = None, after_op=None) -> Process:
     """The model after every op of the image; ReplayError / ConvertError name the record."""
     p = Process(version, dict(settings), overcommit_2)
-    for i, op in enumerate(to_ops(img, stats)):
+    for i, op in enumerate(ops_of(img, stats)):
         try:
             apply(p, op)
         except (ScriptError, OutOfMemory) as e:
@@ -132,7 +156,7 @@ def write_script(img: Image, path: Path) -> int:
     n = 0
     with open(path, "w") as f:
         f.write(f"# {img.source}, image pid {img.pid}: written by purgecheck replay\n")
-        for op in to_ops(img):
+        for op in ops_of(img):
             f.write(op.render() + "\n")
             n += 1
     return n
@@ -240,7 +264,7 @@ def first_address_difference(img: Image, version: Version) -> AddressDifference 
         script = Path(tmp) / "replay.ops"
         write_script(img, script)
         real = driver_addresses(script)
-    return address_difference(to_ops(img), real, version, lambda i, op: i + 2)
+    return address_difference(ops_of(img), real, version, lambda i, op: i + 2)
 
 
 def script_address_difference(text: str, version: Version) -> AddressDifference | None:
@@ -303,7 +327,7 @@ def locate(img: Image, version: Version, settings: dict[str, int], env: dict[str
 
 def replay(path: str | Path, versions: list[str] | None, settings: dict[str, int],
            env: dict[str, str], real: bool, image: int | None = None) -> Replay:
-    img, n = load(path, image)
+    img, n = load_stream(path, image)
     if img.refused:
         raise ValueError(f"{path}: the recording was refused (the program replaces malloc)")
     overcommit_2 = may_shrink_heap() if real else False

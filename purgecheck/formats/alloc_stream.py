@@ -1,0 +1,258 @@
+"""An allocation trace (alloc_trace.py) read in call order with bounded memory.
+
+`alloc_trace.read_trace` maps the whole file and sorts each image in memory (about 12 bytes a
+call, and the sort's temporaries: some 250 MB at 10 M calls). This reader never holds more
+than a chunk of records:
+
+- the file is checked a chunk at a time (whole records, check bytes, known kinds, a START
+  first), with the same one-line errors as read_trace;
+- an image whose records are already in call order in the file (one thread, or buffers that
+  reached the file in order) is read as it is;
+- otherwise its records are put in call order by an external sort: each chunk of RUN records
+  is sorted by call number into a temporary file (a sorted run), and the runs are merged
+  (heapq.merge, a block of each run in memory), FAN_IN at a time, in rounds, until one
+  temporary file holds the image in call order;
+- one pass over the records in call order finds what the conversion needs first: the cut at
+  the first missing call number, a number written twice, each thread's last record.
+
+The conversion (purgecheck/glibc/fromtrace.py) reads a StreamImage as it reads an Image:
+`rows`, `last_of_threads`, `main_thread`, `next_of_thread`.
+"""
+
+from __future__ import annotations
+
+import heapq
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from purgecheck.formats.alloc_trace import (KIND, KINDS, MAGIC, RECORD, AllocTraceError,
+                                            _first_bad_check)
+
+CHUNK = 1 << 16  # records read from a file at a time
+RUN = 1 << 18  # records sorted in memory at a time (one sorted run of the external sort)
+MERGE_BLOCK = 1 << 9  # records of each run held during a merge (and of its output)
+FAN_IN = 16  # runs merged at once; more are merged in rounds
+SEQ_MASK = (1 << 40) - 1
+
+
+def _blocks(path: Path, lo: int, hi: int, words: int, chunk: int) -> Iterator[np.ndarray]:
+    """Records lo..hi-1 of a file of `words` u64 words a record, `chunk` records at a time."""
+    with open(path, "rb") as f:
+        f.seek(lo * words * 8)
+        while lo < hi:
+            n = min(chunk, hi - lo)
+            yield np.fromfile(f, dtype="<u8", count=words * n).reshape(n, words)
+            lo += n
+
+
+def image_spans(path: str | Path, chunk: int = CHUNK) -> list[tuple[int, int]]:
+    """The record ranges [lo, hi) of the file's images, the whole file checked on the way;
+    AllocTraceError names the first bad record, as read_trace does."""
+    source = str(path)
+    n, rest = divmod(Path(path).stat().st_size, RECORD)
+    if rest:
+        raise AllocTraceError(source, n, f"truncated: {rest} of {RECORD} bytes (a trace is "
+                                         f"whole {RECORD}-byte records)")
+    if n == 0:
+        raise AllocTraceError(source, 0, "expected a START record, got an empty file")
+    starts: list[int] = []
+    unknown: tuple[int, int] | None = None
+    first_kind = 0
+    lo = 0
+    for w in _blocks(Path(path), 0, n, 4, chunk):
+        bad = _first_bad_check(w)
+        if bad is not None:
+            i, got, want = bad
+            raise AllocTraceError(source, lo + i, f"corrupt: check byte {got:#04x}, expected "
+                                                  f"{want:#04x}")
+        kind = (w[:, 0] >> np.uint64(56)).astype(np.uint8)
+        if lo == 0:
+            first_kind = int(kind[0])
+        if unknown is None:
+            bad_kind = np.flatnonzero((kind < 1) | (kind > max(KINDS)))
+            if len(bad_kind):
+                unknown = (lo + int(bad_kind[0]), int(kind[bad_kind[0]]))
+        starts += (np.flatnonzero(kind == KIND["start"]) + lo).tolist()
+        lo += len(w)
+    if unknown is not None:
+        raise AllocTraceError(source, unknown[0], f"unknown record kind {unknown[1]} (expected "
+                                                  f"1..{max(KINDS)})")
+    if not starts or starts[0] != 0:
+        raise AllocTraceError(source, 0, f"expected a START record, got {KINDS[first_kind]}")
+    return list(zip(starts, starts[1:] + [n]))
+
+
+class StreamImage:
+    """One process image of a trace, read in call order a chunk at a time (module doc)."""
+
+    def __init__(self, path: str | Path, lo: int, hi: int, chunk: int = CHUNK,
+                 run: int = RUN, merge_block: int = MERGE_BLOCK) -> None:
+        self.path, self.source = Path(path), str(path)
+        self.first_record, self.chunk, self.merge_block = lo, chunk, merge_block
+        self._tmp: tempfile.TemporaryDirectory | None = None
+        with open(self.path, "rb") as f:
+            f.seek(lo * RECORD)
+            head = np.fromfile(f, dtype="<u8", count=4)
+        if int(head[3]) != MAGIC:
+            raise AllocTraceError(self.source, lo, f"a START record without the recorder's "
+                                                   f"magic ({int(head[3]):#x}, expected "
+                                                   f"{MAGIC:#x})")
+        self.pid = int(head[2])
+        if self._in_call_order(lo, hi):
+            self._sorted, self._words, self._span = self.path, 4, (lo, hi)
+        else:  # a file of 5-word records (the fifth: the record number), in call order
+            self._sorted, self._words = self._external_sort(lo, hi, run), 5
+            self._span = (0, hi - lo)
+        self._index()
+
+    # -- putting the records in call order -------------------------------------------------
+
+    def _in_call_order(self, lo: int, hi: int) -> bool:
+        last = -1
+        for w in _blocks(self.path, lo, hi, 4, self.chunk):
+            seq = (w[:, 0] & np.uint64(SEQ_MASK)).astype(np.int64)
+            if seq[0] <= last or (len(seq) > 1 and not np.all(seq[1:] > seq[:-1])):
+                return False
+            last = int(seq[-1])
+        return True
+
+    def _external_sort(self, lo: int, hi: int, run: int) -> Path:
+        """Sorted runs of `run` records (each record with its record number as a fifth word),
+        merged into one file in call order; a number written twice keeps file order."""
+        self._tmp = tempfile.TemporaryDirectory(prefix="purgecheck-sort-")
+        tmp = Path(self._tmp.name)
+        runs: list[tuple[Path, int]] = []
+        start = lo
+        for w in _blocks(self.path, lo, hi, 4, run):
+            seq = w[:, 0] & np.uint64(SEQ_MASK)
+            order = np.argsort(seq, kind="stable")
+            out = np.empty((len(w), 5), dtype="<u8")
+            out[:, :4] = w[order]
+            out[:, 4] = order.astype(np.uint64) + np.uint64(start)
+            name = tmp / f"run{len(runs)}"
+            out.tofile(name)
+            runs.append((name, len(w)))
+            start += len(w)
+        while len(runs) > 1:  # at most FAN_IN runs merged at once: bounded memory
+            runs = [self._merge(runs[k:k + FAN_IN], tmp / f"run{len(runs)}-{k}")
+                    for k in range(0, len(runs), FAN_IN)]
+        return runs[0][0]
+
+    def _merge(self, runs: list[tuple[Path, int]], out: Path) -> tuple[Path, int]:
+        """Sorted runs merged into one (by call number, then record number)."""
+        if len(runs) == 1:
+            return runs[0]
+        with open(out, "wb") as f:
+            block: list[tuple] = []
+            for row in heapq.merge(*(self._run_rows(p, n) for p, n in runs)):
+                block.append(row[2:])
+                if len(block) == self.merge_block:
+                    np.array(block, dtype="<u8").tofile(f)
+                    block.clear()
+            if block:
+                np.array(block, dtype="<u8").tofile(f)
+        for p, _ in runs:
+            p.unlink()
+        return out, sum(n for _, n in runs)
+
+    def _run_rows(self, path: Path, n: int) -> Iterator[tuple]:
+        """(seq, record number, w0, w1, w2, w3, record number) of a sorted run, in order."""
+        for w in _blocks(path, 0, n, 5, self.merge_block):
+            seq = (w[:, 0] & np.uint64(SEQ_MASK)).tolist()
+            recno = w[:, 4].tolist()
+            yield from zip(seq, recno, *(w[:, k].tolist() for k in range(5)))
+
+    def _blocks_in_order(self) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """(index of the first, its records (n, 4), their record numbers) in call order."""
+        lo, hi = self._span
+        i = 0
+        for w in _blocks(self._sorted, lo, hi, self._words, self.chunk):
+            if self._words == 5:
+                recno = w[:, 4]
+            else:
+                recno = np.arange(lo + i, lo + i + len(w), dtype=np.uint64)
+            yield i, w[:, :4], recno
+            i += len(w)
+
+    # -- the pass that finds the cut and each thread's last record ---------------------------
+
+    def _index(self) -> None:
+        """The cut (the first call number missing), each thread's last record before it, and
+        a number written twice anywhere in the image (an error, as read_trace says)."""
+        self.cut: int | None = None
+        self.ended = self.execed = self.has_malloc = False
+        self.last: dict[int, int] = {}
+        self.refused = self.main_thread = 0
+        prev = -1
+        for i, w, recno in self._blocks_in_order():
+            seq = (w[:, 0] & np.uint64(SEQ_MASK)).astype(np.int64)
+            if i == 0:
+                self.refused = int((w[0, 1] >> np.uint64(48)) & np.uint64(0xFF))
+                self.main_thread = int((w[0, 0] >> np.uint64(40)) & np.uint64(0xFFFF))
+            dup = np.flatnonzero(seq == np.concatenate(([prev], seq[:-1])))
+            if len(dup):
+                j = int(dup[0])
+                raise AllocTraceError(self.source, int(recno[j]), f"sequence number "
+                                                                  f"{int(seq[j])} written twice "
+                                                                  f"(expected each once)")
+            prev = int(seq[-1])
+            if self.cut is not None:
+                continue  # past the cut: only looking for a number written twice
+            gaps = np.flatnonzero(seq != np.arange(i, i + len(w), dtype=np.int64))
+            stop = int(gaps[0]) if len(gaps) else len(w)
+            kind = (w[:stop, 0] >> np.uint64(56)).astype(np.uint8)
+            thread = ((w[:stop, 0] >> np.uint64(40)) & np.uint64(0xFFFF)).astype(np.int64)
+            uniq, from_end = np.unique(thread[::-1], return_index=True)
+            for t, j in zip(uniq.tolist(), from_end.tolist()):
+                self.last[t] = i + stop - 1 - j
+            self.ended |= bool(np.any(kind == KIND["end"]))
+            self.execed |= bool(np.any(kind == KIND["exec"]))
+            self.has_malloc |= bool(np.any(kind == KIND["malloc"]))
+            if len(gaps):
+                self.cut = i + stop
+        self.n = self.cut if self.cut is not None else self._span[1] - self._span[0]
+
+    # -- what the conversion reads -----------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def sorted_in_file(self) -> bool:
+        """Whether the file had the image in call order (no external sort was needed)."""
+        return self._words == 4
+
+    def has_kind(self, kind: str) -> bool:
+        return {"malloc": self.has_malloc, "end": self.ended, "exec": self.execed}[kind]
+
+    def last_of_threads(self) -> dict[int, int]:
+        return dict(self.last)
+
+    def rows(self, start: int = 0) -> Iterator[tuple]:
+        """(index, kind, thread, flags, a, r, record number) in call order, up to the cut."""
+        for i, w, recno in self._blocks_in_order():
+            if i + len(w) <= start:
+                continue
+            if i >= self.n:
+                return
+            hi = min(len(w), self.n - i)
+            w0, w1 = w[:hi, 0], w[:hi, 1]
+            yield from zip(range(i, i + hi), (w0 >> np.uint64(56)).tolist(),
+                           ((w0 >> np.uint64(40)) & np.uint64(0xFFFF)).tolist(),
+                           ((w1 >> np.uint64(48)) & np.uint64(0xFF)).tolist(),
+                           w[:hi, 2].tolist(), w[:hi, 3].tolist(), recno[:hi].tolist())
+
+    def next_of_thread(self, i: int, thread: int) -> tuple[int, int, int, int] | None:
+        """(kind, a, r, record number) of `thread`'s first record after index i (a second
+        read from there: only a realloc in flight needs it)."""
+        for j, k, t, _, a, r, rec in self.rows(i + 1):
+            if j > i and t == thread:
+                return k, a, r, rec
+        return None
+
+
+def stream_images(path: str | Path, chunk: int = CHUNK, run: int = RUN) -> list[StreamImage]:
+    return [StreamImage(path, lo, hi, chunk, run) for lo, hi in image_spans(path, chunk)]

@@ -1,0 +1,99 @@
+"""A trace replays in bounded memory (issue 16): the streaming reader
+(purgecheck/formats/alloc_stream.py) gives the in-memory reader's ops, including where the
+file is out of call order (external sort in several merge rounds) and where it is cut, and
+the memory it needs does not grow with the trace's length (tracemalloc, in-process)."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import pytest
+
+from purgecheck.formats.alloc_stream import StreamImage, image_spans
+from purgecheck.formats.alloc_trace import RECORD, read_trace
+from purgecheck.glibc.fromtrace import Conversion, to_ops
+from purgecheck.glibc.replay import load_stream, replay
+from purgecheck.record.synthetic import write_synthetic
+
+
+def stream(path, chunk=1024, **kw) -> StreamImage:
+    (lo, hi), = image_spans(path, chunk)
+    return StreamImage(path, lo, hi, chunk, **kw)
+
+
+def test_streaming_gives_the_ops_of_the_in_memory_reader(tmp_path):
+    path = tmp_path / "t.rec"
+    write_synthetic(path, 12_000, threads=5, buffer=64)
+    img = read_trace(path).images[0]
+    s = stream(path, chunk=500, run=200)  # 60 runs: two merge rounds of at most 16
+    assert not s.sorted_in_file  # the buffers reached the file out of call order
+    a, b = Conversion(), Conversion()
+    assert list(to_ops(img, a)) == list(to_ops(s, b)) and a == b and a.ops > 12_000
+    assert s.cut is None and img.cut is None and s.ended
+
+
+def test_a_cut_trace_is_cut_where_the_in_memory_reader_cuts_it(tmp_path):
+    path = tmp_path / "t.rec"
+    write_synthetic(path, 6_000, threads=3, buffer=50)
+    data = path.read_bytes()
+    keep = len(data) // RECORD // 2 + 7  # killed: thread 0's buffer written, the others' not
+    path.write_bytes(data[:keep * RECORD])
+    img = read_trace(path).images[0]
+    s = stream(path, chunk=300, run=700)
+    assert img.cut is not None and s.cut == img.cut and not s.ended
+    assert list(to_ops(img)) == list(to_ops(s))
+
+
+def test_replay_reads_the_stream_and_predicts_what_the_in_memory_image_predicts(tmp_path):
+    path = tmp_path / "t.rec"
+    write_synthetic(path, 4_000)
+    img, _ = load_stream(path)
+    assert isinstance(img, StreamImage)
+    rep = replay(path, ["2.23+"], {}, {}, real=False)
+    from purgecheck.glibc.replay import predict
+    counts, _, _ = predict(read_trace(path).images[0], ["2.23+"], {})
+    assert rep.predicted == counts and counts["2.23+"]["chunk_mmap"] >= 1
+
+
+def peak_bytes(run) -> int:
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def streamed(path):
+    # sizes small enough that both traces reach the bound: more than FAN_IN runs, each run at
+    # least a merge block (the bound is FAN_IN merge blocks, a chunk and a run)
+    for _ in to_ops(stream(path, chunk=256, run=128, merge_block=64)):
+        pass
+
+
+def in_memory(path):
+    for _ in to_ops(read_trace(path).images[0]):
+        pass
+
+
+@pytest.fixture(scope="module")
+def short_and_long(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sizes")
+    write_synthetic(d / "short.rec", 3_000)
+    write_synthetic(d / "long.rec", 30_000)
+    return d / "short.rec", d / "long.rec"
+
+
+def test_memory_does_not_grow_with_the_trace(short_and_long):
+    short, long_ = short_and_long
+    a, b = peak_bytes(lambda: streamed(short)), peak_bytes(lambda: streamed(long_))
+    print(f"streaming peak: {a:,} bytes for 3k calls, {b:,} for 30k")
+    assert b < 1.5 * a
+
+
+def test_the_in_memory_reader_fails_the_same_bound(short_and_long):
+    """The broken variant: a reader that holds the whole image grows with it."""
+    short, long_ = short_and_long
+    a, b = peak_bytes(lambda: in_memory(short)), peak_bytes(lambda: in_memory(long_))
+    print(f"in-memory peak: {a:,} bytes for 3k calls, {b:,} for 30k")
+    assert not b < 1.5 * a
