@@ -12,13 +12,13 @@ STAMP   := $(VENV)/.installed
 setup: tools $(STAMP) reference
 
 # System tools the checks run (CI is a fresh Debian, as root): strace for glibc conformance,
-# sqlite3, one of the real programs `purgecheck record` is tested on (docs/record.md), and
-# redis-server for the shared example database's tests.
+# sqlite3, one of the real programs `purgecheck record` is tested on (docs/record.md),
+# redis-server for the shared example database's tests, heaptrack and zstd for replaying
+# heaptrack's recordings (docs/record.md). One apt-get update, only when one is missing.
+TOOLS := strace sqlite3 redis-server heaptrack zstdcat
 tools:
-	@command -v strace >/dev/null && command -v sqlite3 >/dev/null && command -v redis-server >/dev/null || \
-		(apt-get update && apt-get install -y strace sqlite3 redis-server)
-	@command -v heaptrack >/dev/null && command -v zstdcat >/dev/null || \
-		(apt-get update && apt-get install -y heaptrack zstd)  # heaptrack files (docs/record.md)
+	@(for t in $(TOOLS); do command -v $$t >/dev/null || exit 1; done) || \
+		(apt-get update && apt-get install -y strace sqlite3 redis-server heaptrack zstd)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
