@@ -183,6 +183,19 @@ def test_first_kill_runs_an_engine_of_parts_clean_only_at_the_parts_a_kill_needs
     assert "unit-outside-area" in plan.done_chains
 
 
+def test_first_kill_starts_a_glibc_mutant_at_the_glibc_engine():
+    """Only the glibc engine checks the glibc model's invariants: a mutant of them starts its
+    chain there; a mutant of the page rules keeps the cheapest-first order."""
+    engines = ["scenarios", "glibc", "fuzz", "validate"]
+    glibc, page = MUTANTS["rfc-ratio-le"], MUTANTS["unit-os-page"]
+    plan = Plan([glibc, page], engines, first_kill=True)
+    start = [(m.name, e) for m, e, _ in plan.initial() if m]
+    assert start == [("rfc-ratio-le", "glibc"), ("unit-os-page", "validate")]
+    assert plan.after(cell(glibc, "glibc", SURVIVED)) == [(glibc, "validate", None)]
+    assert plan.after(cell(page, "validate", SURVIVED)) == [(page, "scenarios", None)]
+    assert plan.orders["rfc-ratio-le"] == ["glibc", "validate", "scenarios", "fuzz"]
+
+
 def test_without_first_kill_every_cell_is_planned_at_once():
     plan = Plan([A, B], ["scenarios", "validate"], parted={"scenarios"})
     assert len(plan.initial()) == 6 and plan.total(0, 6) == 6

@@ -163,22 +163,49 @@ def _sanitizers(quick: bool, seed: int) -> Result:
                   time.perf_counter() - t0)
 
 
+def parts(budget: Budget) -> list[str]:
+    """The engine's independent parts, in the order of a whole run's results, so that a
+    cluster spreads them over its workers (the campaign alone is a minute) and a first-kill
+    matrix stops a mutant's run at the first that fails."""
+    return ["scenarios", "fuzz"] + ([] if budget.quick else ["campaign", "mutants"]) + \
+        ["sanitizers"]
+
+
+def _model_traces() -> dict:
+    """The model's traces of every scenario under the epoch design (what the scenarios part
+    keeps for the mutants part), for the mutants part run alone."""
+    from purgecheck.formats.ops import parse_script
+    from purgecheck.formats.trace import model_trace
+    from purgecheck.scenarios import SCENARIOS
+
+    return {name: model_trace(parse_script(sc.build(), f"scenario:{name}"), sc.options,
+                              source=f"scenario:{name}")
+            for name, sc in SCENARIOS.items()}
+
+
 @engine(ENGINE, "the model against the C reference on real memory: scenarios x designs, "
-                "differential fuzzing, C mutants, sanitizer builds")
+                "differential fuzzing, C mutants, sanitizer builds", parts=parts)
 def run_conformance(budget: Budget) -> list[Result]:
     from model.variants import VARIANTS
     from purgecheck.conformance import CDriver, DriverError
 
+    want = [budget.part] if budget.part else parts(budget)
+    out: list[Result] = []
     try:
         with CDriver() as driver:
             variants = ["epoch"] if budget.quick else list(VARIANTS)
-            scenarios, cache = _scenarios(driver, variants)
-            out = [scenarios, _fuzz(driver, 25 if budget.quick else 1000, budget.seed)]
-            if not budget.quick:
+            cache: dict | None = None
+            if "scenarios" in want:
+                scenarios, cache = _scenarios(driver, variants)
+                out.append(scenarios)
+            if "fuzz" in want:
+                out.append(_fuzz(driver, 25 if budget.quick else 1000, budget.seed))
+            if "campaign" in want:
                 out.append(_campaign(driver, budget.seed))
-            if not budget.quick and scenarios.ok:
-                out.append(_mutants(driver, cache))
-        out.append(_sanitizers(budget.quick, budget.seed))
+            if "mutants" in want and (cache is None or out[0].ok):
+                out.append(_mutants(driver, _model_traces() if cache is None else cache))
+        if "sanitizers" in want:
+            out.append(_sanitizers(budget.quick, budget.seed))
     except DriverError as e:
         return [Result("CF-TRACE-EQUAL", ENGINE, "error", "", detail=str(e),
                        replay="make -C reference_c")]
