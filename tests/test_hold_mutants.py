@@ -40,3 +40,14 @@ def test_every_hold_park_and_epoch_invariant_has_a_mutant():
     # EP-RECORDED-NOT-BEFORE-REAL needs a preemption between the increment and the clock
     # read, which only the interleaving explorer produces (mutant start-before-increment).
     assert ids - caught <= {"EP-RECORDED-NOT-BEFORE-REAL"}
+
+
+def test_a_first_kill_run_stops_the_scenarios_at_the_first_that_fails():
+    """Budget.first_failure (a first-kill matrix's mutant run): the scenarios after the first
+    failing one are not run, and what failed is what the whole run reports first."""
+    with applied(MUTANTS["age-lt-1"]):
+        all_counts, every = scenario_checks()
+        counts, first = scenario_checks(first_failure=True)
+    assert first and set(first) <= set(every)
+    assert all(first[i].detail == every[i].detail for i in first)
+    assert sum(counts.values()) < sum(all_counts.values())

@@ -27,6 +27,9 @@ class Budget:
     # One of the engine's `parts` (None: all of them), so that a cluster can run an engine's
     # independent parts as tasks of their own.
     part: str | None = None
+    # A first-kill matrix's run of a mutant: only whether some result fails matters, so an
+    # engine may stop at its first failure (the scenarios engine does).
+    first_failure: bool = False
 
 
 @dataclass(frozen=True)

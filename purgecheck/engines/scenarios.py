@@ -11,8 +11,10 @@ from purgecheck.engines import Budget, engine
 from purgecheck.reports.results import Result
 
 
-def scenario_checks(names: list[str] | None = None) -> tuple[dict[str, int], dict[str, Result]]:
-    """Run scenarios; check every invariant with a predicate after every op.
+def scenario_checks(names: list[str] | None = None, first_failure: bool = False
+                    ) -> tuple[dict[str, int], dict[str, Result]]:
+    """Run scenarios; check every invariant with a predicate after every op; with
+    `first_failure`, no scenario after the first that fails.
 
     Returns (steps checked per invariant, first failure per invariant)."""
     from model.invariants import check_world
@@ -27,6 +29,8 @@ def scenario_checks(names: list[str] | None = None) -> tuple[dict[str, int], dic
     for sc in SCENARIOS.values():
         if names is not None and sc.name not in names:
             continue
+        if first_failure and failures:
+            break
 
         def after(op, world, sc=sc):
             for inv_id in stepwise:
@@ -59,7 +63,7 @@ def scenario_checks(names: list[str] | None = None) -> tuple[dict[str, int], dic
 @engine("scenarios", "every page invariant after every op of every named scenario")
 def run_scenarios(budget: Budget) -> list[Result]:
     t0 = time.perf_counter()
-    counts, failures = scenario_checks()
+    counts, failures = scenario_checks(first_failure=budget.first_failure)
     dt = time.perf_counter() - t0
     out = []
     for inv_id, n in counts.items():

@@ -95,12 +95,15 @@ def _scenario_steps(result) -> list[dict]:
 def _run_engine(engine, budget, stop_early: bool) -> tuple[list, str, str | None]:
     """The engine's results; with `stop_early` (first-kill, a mutant) an engine with parts
     runs them one by one and stops at the first that fails (the prove engine's twenty-odd
-    proofs, when one refutes the mutant). Returns the results, a note on what ran and the
-    part it stopped at (None: it ran whole)."""
+    proofs, when one refutes the mutant); one without parts is asked to stop at its first
+    failure (Budget.first_failure). Returns the results, a note on what ran and the part it
+    stopped at (None: it ran whole)."""
     from dataclasses import replace
 
-    if not (stop_early and engine.parts and budget.mutant):
+    if not (stop_early and budget.mutant):
         return engine.run(budget), "", None
+    if not engine.parts:
+        return engine.run(replace(budget, first_failure=True)), "", None
     parts, results = engine.parts(budget), []
     for n, part in enumerate(parts, 1):
         results += engine.run(replace(budget, part=part))
