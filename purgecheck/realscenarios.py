@@ -126,12 +126,12 @@ SURVIVORS_SMALL = ((1024, 128, 32), (4096, 32, 16), (8192, 16, 8), (16384, 40, 4
                    (256, 256, 32))  # a page or two of each: what the named scenario runs
 
 
-def survivors_script(shape=SURVIVORS) -> str:
+def survivors_script(shape=SURVIVORS, prefix: str = "s") -> str:
     """The survivors cases: per block size, allocate, keep one in `keep`, sweep, free the
     survivors."""
     lines: list[str] = []
     for bs, count, keep in shape:
-        p = f"s{bs}_"
+        p = f"{prefix}{bs}_"
         lines += allocate(1, p, count, bs) + free_where(1, p, count, lambda i, k=keep: i % k == 0)
         lines.append("1 idle")
         lines += [f"1 free {p}{i}" for i in range(0, count, keep)]
@@ -374,15 +374,9 @@ def sizes_script(survivors: int = SIZES_SURVIVORS, os_page: int = 4 * KiB) -> st
     """test_survivors of the later file: per block size, keep one block in every
     ceil(2 OS pages / size) + 2 (so at least two OS pages of free blocks lie between two
     survivors), 256 blocks at least; a sweep; then the survivors are freed."""
-    lines: list[str] = []
-    for bs in SIZES_SMALL:
-        keep = -(-2 * os_page // bs) + 2
-        count = max(keep * survivors, 256)
-        p = f"z{bs}_"
-        lines += allocate(1, p, count, bs) + free_where(1, p, count, lambda i, k=keep: i % k == 0)
-        lines.append("1 idle")
-        lines += [f"1 free {p}{i}" for i in range(0, count, keep)]
-    return "\n".join(lines)
+    keeps = [(bs, -(-2 * os_page // bs) + 2) for bs in SIZES_SMALL]
+    return survivors_script([(bs, max(keep * survivors, 256), keep) for bs, keep in keeps],
+                            prefix="z")
 
 
 @scenario("survivors-sizes", "Blocks of 16, 64, 256 and 1024 B in small pages, one kept in "
