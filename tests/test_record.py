@@ -16,7 +16,7 @@ import pytest
 
 from purgecheck.cli import main
 from purgecheck.formats.alloc_trace import F_IN_CREATE, KIND, RECORD, read_trace
-from purgecheck.glibc.fromtrace import to_ops
+from purgecheck.glibc.fromtrace import Conversion, to_ops
 from purgecheck.glibc.replay import run_model
 from model.glibc.versions import VERSIONS
 from purgecheck.record.run import LAUNCH, ROOT, library, record
@@ -108,8 +108,12 @@ def test_a_killed_program_leaves_whole_records_cut_at_the_first_missing_call(tmp
     first_missing = next(n for n in range(len(written) + 1) if n not in written)
     assert len(img) == first_missing
     assert img.cut == (first_missing if first_missing < len(written) else None)
-    # what is kept is a consistent prefix: it converts and replays on the model
-    list(to_ops(img))
+    # what is kept is a consistent prefix: it converts and replays on the model (up to a
+    # call that got back the old block of a realloc whose result was never written, if the
+    # kill came there: tests/test_replay.py has that case, found here by CI)
+    stats = Conversion()
+    list(to_ops(img, stats))
+    assert stats.stopped is None or "has no result record" in stats.stopped[1]
     run_model(img, VERSIONS["2.23+"], {}, False)
 
 

@@ -346,6 +346,37 @@ def test_a_block_freed_inside_a_realloc_in_flight_is_taken_by_another_thread(tmp
     assert ops[-4:] == ["2 free 1", "2 join", "1 free 0", "1 join"]  # each block by its id
 
 
+def test_a_killed_image_stops_before_a_call_that_saw_an_unfinished_realloc(capsys, tmp_path):
+    """Found by CI on a killed recorded_threads run (regression case): thread 1's realloc
+    freed its old block and thread 2 got it back, and then the program was killed before
+    thread 1 wrote its result record. The calls before are replayed; the one that got the
+    old address, and all after it, depend on a call the file lacks and are not; the report
+    names the unfinished realloc."""
+    from purgecheck.formats.alloc_trace import read_trace
+    from purgecheck.glibc.fromtrace import Conversion, ConvertError, to_ops
+    f = tmp_path / "killed.rec"
+    f.write_bytes(start() + encode(1, 0, "thread_new", 1) + encode(2, 0, "thread_new", 2)
+                  + encode(3, 1, "malloc", 300, 0x1000) + encode(4, 2, "malloc", 200, 0x3000)
+                  + encode(5, 1, "realloc_old", 0x1000) + encode(6, 0, "malloc", 50, 0x5000)
+                  + encode(7, 2, "malloc", 300, 0x1000)  # thread 1's old block, taken
+                  + encode(8, 0, "free", 0x5000))  # no `end`: killed
+    (img,) = read_trace(f).images
+    assert img.cut is None and not img.ended
+    stats = Conversion()
+    ops = [op.render() for op in to_ops(img, stats)]
+    assert ops == ["1 start", "2 start", "1 malloc 0 300", "2 malloc 1 200", "0 malloc 2 50"]
+    assert stats.stopped is not None and stats.stopped[0] == 7
+    assert "the realloc of 0x1000 (record 5) has no result record" in stats.stopped[1]
+    rc, out, err = cli(capsys, "replay", str(f))
+    assert rc == 0, err
+    assert "stopped before record 7" in out and "record 5" in out, out
+    # the same records in an image that ended normally are bad input, as before
+    f.write_bytes(f.read_bytes() + encode(9, 0, "end"))
+    (img,) = read_trace(f).images
+    with pytest.raises(ConvertError, match="record 5: the realloc of 0x1000 has no result"):
+        list(to_ops(img))
+
+
 def test_a_realloc_in_flight_without_its_result_is_named(capsys, tmp_path):
     """The same race with thread 1's result record missing (the thread's next record is not
     its realloc): one line naming the realloc's first record."""

@@ -139,7 +139,10 @@ def run(args) -> int:
 def to_doc(rep, env) -> dict:
     doc = {"trace": rep.source, "image": rep.image, "pid": rep.pid, "env": env,
            "ops": rep.conversion.ops, "max_live_blocks": rep.conversion.max_live,
-           "skipped": rep.conversion.skipped, "predicted": rep.predicted,
+           "skipped": rep.conversion.skipped,
+           "stopped": (None if rep.conversion.stopped is None else
+                       {"record": rep.conversion.stopped[0], "why": rep.conversion.stopped[1]}),
+           "predicted": rep.predicted,
            "model_seconds": rep.model_seconds, "ok": rep.ok}
     if rep.measured is not None:
         doc |= {"glibc": rep.release, "installed_model": rep.installed,
@@ -159,6 +162,9 @@ def print_table(rep, env) -> None:
                                               f"left out ({'; '.join(conv.skipped)})"
                                               if conv.skipped else "")
           + (f"; {' '.join(f'{k}={v}' for k, v in env.items())}" if env else ""))
+    if conv.stopped is not None:
+        print(f"  stopped before record {conv.stopped[0]}: {conv.stopped[1]} (the image did "
+              f"not end; the rest depends on that call)")
     versions = list(rep.predicted)
     head = f"  {'category':14}" + "".join(f" {'model ' + v:>13}" for v in versions)
     if rep.measured is not None:

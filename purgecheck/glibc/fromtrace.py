@@ -17,6 +17,11 @@ The recorded calls become the ops of docs/glibc.md in call order, each in its th
 A trace the heap cannot have produced is bad input: ConvertError names the record (a free
 of a pointer never allocated or already freed, a realloc of a freed pointer, a pointer
 returned while still live).
+
+An image that did not end (killed, or cut where an exec lost the other threads' buffers) can
+hold a call that saw a realloc's effect whose result record is not in the file: another
+thread got the realloc's old address back. Everything from that call on depends on a call the
+file does not have, so the ops stop before it (`Conversion.stopped` says where and why).
 """
 
 from __future__ import annotations
@@ -44,6 +49,11 @@ class ConvertError(Exception):
 
 
 @dataclass
+class _PrefixEnds(Exception):
+    """The rest of an unfinished image depends on a call whose record the file lacks."""
+
+
+@dataclass
 class Conversion:
     """What the conversion saw, for the report."""
 
@@ -51,6 +61,7 @@ class Conversion:
     skipped: dict[str, int] = field(default_factory=dict)  # why -> how many records
     max_live: int = 0
     max_threads: int = 0
+    stopped: tuple[int, str] | None = None  # (first record not replayed, why): see the docstring
 
     def skip(self, why: str) -> None:
         self.skipped[why] = self.skipped.get(why, 0) + 1
@@ -115,7 +126,7 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
     K_MALLOC, K_CALLOC, K_FREE = KIND["malloc"], KIND["calloc"], KIND["free"]
     K_OLD, K_REALLOC, K_NEW = KIND["realloc_old"], KIND["realloc"], KIND["thread_new"]
 
-    def settle(addr: int, t: int) -> list[GlibcOp]:
+    def settle(addr: int, t: int, rec: int) -> list[GlibcOp]:
         """A block returned at `addr` while `addr` is the old block of another thread's
         realloc still in flight: that realloc moved the block and freed `addr` before this
         call returned it (glibc's _int_realloc takes the new chunk, copies, then frees the
@@ -128,13 +139,17 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
             return []
         old, old_rec, i = pending_old.pop(owner)
         after = img.next_of_thread(i, owner)
+        if after is None and not img.ended:
+            st.stopped = (rec, f"the realloc of {old:#x} (record {old_rec}) has no "
+                               f"result record, and another thread got {addr:#x} back")
+            raise _PrefixEnds
         if after is None or after[0] != K_REALLOC:
             raise ConvertError(src, old_rec, f"the realloc of {old:#x} has no result record "
                                              f"before {addr:#x} is returned again (expected "
                                              f"the thread's next record to be its realloc)")
-        _, size, new, rec = after
-        settled.add(rec)
-        return _realloc(src, slots[owner], old, size, new, rec,
+        _, size, new, result_rec = after
+        settled.add(result_rec)
+        return _realloc(src, slots[owner], old, size, new, result_rec,
                         live, gone, new_id, drop, st)
     QUIET = {KIND[k] for k in ("start", "thread_exit", "fork", "exec", "end")}
     ALIGNED = {KIND[k] for k in ("memalign", "posix_memalign", "aligned_alloc")}
@@ -173,7 +188,10 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
         else:
             s, out = slot(t, rec)
             if r in live and pending_old and k in RETURNS_A_BLOCK:
-                out += settle(r, t)
+                try:
+                    out += settle(r, t, rec)
+                except _PrefixEnds:
+                    return
             if k == K_MALLOC or k == K_CALLOC:
                 if r:
                     out.append(GlibcOp(s, KINDS[k], (new_id(r, rec), a), rec))
