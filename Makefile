@@ -7,7 +7,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: setup check nightly test bench clean reference tools
+.PHONY: setup check nightly test bench bench-full clean reference tools
 
 setup: tools $(STAMP) reference
 
@@ -45,6 +45,9 @@ test: setup
 
 bench: setup
 	$(BIN)/python -m purgecheck.bench
+
+bench-full: setup
+	$(BIN)/python -m purgecheck.bench --full  # the cluster and record benchmarks at their own sizes
 
 clean:
 	rm -rf $(VENV) .purgecheck .pytest_cache .hypothesis

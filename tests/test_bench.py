@@ -6,6 +6,7 @@ never against a speed: nothing here asserts on the wall clock."""
 from __future__ import annotations
 
 import importlib
+import inspect
 import io
 import json
 import math
@@ -168,3 +169,30 @@ def test_make_bench_table_only(capsys):
     rows = lines[3:]
     assert rows and all(r.startswith("explorer ") for r in rows)
     assert any(r.split()[1:3] == ["bare-1:", "states"] for r in rows)
+
+
+def test_make_bench_passes_each_standard_size_to_its_benchmark(capsys, monkeypatch):
+    """`make bench` (no --tiny, no --full) runs the cluster and record benchmarks at their
+    STANDARD sizes, and `--full` at their own: each size is a parameter `figures` takes (a
+    wrong name would stop `make bench` only when it runs, minutes in)."""
+    seen = {}
+    for name in BENCHMARKS:
+        module = importlib.import_module(f"purgecheck.bench.{name}")
+        std = getattr(module, "STANDARD", {})
+        inspect.signature(module.figures).bind(False, **std)  # TypeError on a wrong name
+
+        def record(tiny, _name=name, **kw):
+            seen[_name] = (tiny, kw)
+            return [Figure(_name, "a figure", 1.0, "s")]
+        monkeypatch.setattr(module, "figures", record)
+    assert {n for n in BENCHMARKS
+            if getattr(importlib.import_module(f"purgecheck.bench.{n}"), "STANDARD", None)
+            } == {"cluster", "record"}
+    assert bench_main(["--json", "--only", "cluster", "--only", "record"]) == 0
+    from purgecheck.bench import cluster, record
+    assert seen == {"cluster": (False, cluster.STANDARD), "record": (False, record.STANDARD)}
+    assert bench_main(["--json", "--full", "--only", "cluster", "--only", "record"]) == 0
+    assert seen == {"cluster": (False, {}), "record": (False, {})}
+    with pytest.raises(SystemExit):
+        bench_main(["--full", "--tiny"])
+    capsys.readouterr()

@@ -1,14 +1,20 @@
 """Every benchmark, one table of figures (`make bench`). Figures are printed, never asserted.
 
-    .venv/bin/python -m purgecheck.bench                    every benchmark, full sizes
+    .venv/bin/python -m purgecheck.bench                    every benchmark, `make bench`'s sizes
+    .venv/bin/python -m purgecheck.bench --full             cluster and record at their own sizes
     .venv/bin/python -m purgecheck.bench --tiny             every benchmark at a tiny size
     .venv/bin/python -m purgecheck.bench --only fuzz --only explorer
     .venv/bin/python -m purgecheck.bench --json             the figures as JSON (for CI)
 
-Full sizes are each benchmark's own defaults (`python -m purgecheck.bench.NAME`), except two,
-which the table's notes say: the explorer gets 10 s per configuration (its own default 60 s,
---explorer-budget), and the traces benchmark a trace of a million events (its own ten
-million). A figure that cannot be measured here (valgrind not installed, the C reference not
+`make bench`'s sizes are each benchmark's own defaults (`python -m purgecheck.bench.NAME`),
+except where the table's notes say: the explorer gets 10 s per configuration (its own default
+60 s, --explorer-budget), the traces benchmark a trace of a million events (its own ten
+million), and the two benchmarks with a `STANDARD` dict run at those sizes: cluster (its kill
+matrix on one mutant in three, its explorer ladder as far as park-2) and record (a recorder's
+loop of 200,000 pairs, a long replay of 2 M calls). `--full` (`make bench-full`) runs those two
+at their own sizes; the cluster benchmark alone took 886 s so.
+
+A figure that cannot be measured here (valgrind not installed, the C reference not
 built) is a row that says why; a benchmark that fails is a row that says how, and the exit
 status is 1.
 """
@@ -25,8 +31,10 @@ import time
 from purgecheck.bench import BENCHMARKS, Figure, not_measured
 
 
-def run(names: list[str], tiny: bool, explorer_budget: float | None = None) -> list[Figure]:
-    """The figures of each benchmark named, in order; progress on stderr."""
+def run(names: list[str], tiny: bool, explorer_budget: float | None = None,
+        full: bool = False) -> list[Figure]:
+    """The figures of each benchmark named, in order; progress on stderr. A module's STANDARD
+    sizes apply unless `full` or `tiny`."""
     out: list[Figure] = []
     for name in names:
         print(f"bench: {name}{' (tiny)' if tiny else ''} ...", file=sys.stderr, flush=True)
@@ -36,7 +44,8 @@ def run(names: list[str], tiny: bool, explorer_budget: float | None = None) -> l
             if name == "explorer":
                 figs = module.figures(tiny, budget=explorer_budget)
             else:
-                figs = module.figures(tiny)
+                sizes = {} if full or tiny else getattr(module, "STANDARD", {})
+                figs = module.figures(tiny, **sizes)
         except Exception as e:  # the row says so; main() exits 1
             figs = [not_measured(name, "the benchmark", "",
                                  f"failed: {type(e).__name__}: {e}".splitlines()[0])]
@@ -82,24 +91,29 @@ def main(argv: list[str] | None = None) -> int:
                    help="every benchmark at a tiny size (seconds in all; what the tests run)")
     p.add_argument("--only", action="append", choices=BENCHMARKS, metavar="NAME",
                    help="run only this benchmark (repeatable): " + ", ".join(BENCHMARKS))
+    p.add_argument("--full", action="store_true",
+                   help="the cluster and record benchmarks at their own full sizes (the "
+                        "cluster's alone about 15 minutes; `make bench-full`)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--explorer-budget", type=float, metavar="SECONDS",
                    help="the explorer's seconds per configuration (10; 2 with --tiny)")
     args = p.parse_args(argv)
     names = [n for n in BENCHMARKS if not args.only or n in args.only]
     cores, before, t0 = os.cpu_count(), os.getloadavg(), time.perf_counter()
-    figs = run(names, args.tiny, args.explorer_budget)
+    if args.full and args.tiny:
+        p.error("--full and --tiny: choose one")
+    figs = run(names, args.tiny, args.explorer_budget, args.full)
     after, seconds = os.getloadavg(), time.perf_counter() - t0
     bad = failed(figs)
     if args.json:
         print(json.dumps({"machine": {"cores": cores, "load_before": list(before),
                                       "load_after": list(after)},
-                          "tiny": args.tiny, "seconds": round(seconds, 1),
+                          "tiny": args.tiny, "full": args.full, "seconds": round(seconds, 1),
                           "benchmarks": names, "failed": sorted({f.bench for f in bad}),
                           "figures": [f.as_json() for f in figs]}, indent=1, allow_nan=False))
     else:
-        sizes = "tiny sizes" if args.tiny else ("full sizes, but the explorer's budget and the "
-                                                "traces' events smaller: see the notes")
+        sizes = ("tiny sizes" if args.tiny else "full sizes" if args.full else
+                 "make bench's sizes, smaller than each benchmark's own: see the notes")
         print(f"purgecheck benchmarks ({sizes}): "
               f"{cores} cores, load average {_load(before)} before, {_load(after)} after "
               f"(1, 5, 15 min); {seconds:.0f} s in all")

@@ -42,15 +42,18 @@ def _started(workers: int):
     return ctx, client, time.perf_counter() - t0
 
 
-def kill_matrix(tiny: bool, client, start_s: float) -> list[Figure]:
+def kill_matrix(tiny: bool, client, start_s: float, every: int = 1) -> list[Figure]:
+    """The cells of every `every`-th mutant of the catalogue x the cheap engines, in the pool
+    and on the cluster."""
     from purgecheck.engines import load_engines
     from purgecheck.mutants import MUTANTS
     from purgecheck.mutants.matrix import run_matrix
 
     load_engines()
-    mutants = [MUTANTS["age-lt-1"]] if tiny else list(MUTANTS.values())
+    mutants = [MUTANTS["age-lt-1"]] if tiny else list(MUTANTS.values())[::every]
     engines = ["scenarios"] if tiny else list(CHEAP_ENGINES)
-    what = f"{len(mutants)} mutants x {', '.join(engines)}, quick budgets"
+    what = (f"{len(mutants)} mutants{f' (one in {every} of the catalogue)' if every > 1 else ''} x "
+            f"{', '.join(engines)}, quick budgets")
     t0 = time.perf_counter()
     pool = run_matrix(mutants, engines, quick=True, timeout=600, workers=2)
     pool_s = time.perf_counter() - t0
@@ -69,11 +72,12 @@ def _verdicts(m) -> dict:
     return {k: c.verdict for k, c in m.cells.items()}
 
 
-def campaign(tiny: bool, client, n: int) -> Figure:
+def campaign(tiny: bool, client, n: int, seconds: float | None = None) -> Figure:
     from purgecheck.campaign import Job, run_campaign
 
     jobs = [Job(m, "epoch", None) for m in ("page", "epoch", "park")]
-    camp = run_campaign(client, jobs, CAMPAIGN_SECONDS[tiny], base_seed=1, database=None,
+    seconds = seconds or CAMPAIGN_SECONDS[tiny]
+    camp = run_campaign(client, jobs, seconds, base_seed=1, database=None,
                         examples=10 if tiny else 50)
     return Figure(BENCH, f"fuzz campaign, {n} worker{'s' if n > 1 else ''}: examples per "
                          f"second", camp.examples_per_s, "examples/s",
@@ -105,10 +109,11 @@ def explorer_alone(tiny: bool) -> list[Figure]:
                    rep.states / cpu if cpu else 0.0, "states/s", f"{cpu:.1f} s of CPU")]
 
 
-def explorer(tiny: bool, client, n: int) -> list[Figure]:
+def explorer(tiny: bool, client, n: int, top: str | None = None,
+             budget: float | None = None) -> list[Figure]:
     """The split explorer's states per second on EXPLORER_RATE's configuration with what its
-    partitions hold and send; with 2 workers, up the ladder until a configuration is not
-    exhausted within the budget: the last one exhausted is the largest."""
+    partitions hold and send; with 2 workers, up the ladder (as far as `top`) until a
+    configuration is not exhausted within the budget: the last one exhausted is the largest."""
     from purgecheck.explorer_cluster import explore_on
 
     workers = f"{n} worker{'s' if n > 1 else ''}"
@@ -128,8 +133,9 @@ def explorer(tiny: bool, client, n: int) -> list[Figure]:
                                       f"{rep.depth + 1} levels; {rep.transitions:,} transitions")]
     if n < 2:
         return out
-    budget, exhausted = EXPLORER_BUDGET[tiny], []
-    for name in EXPLORER_LADDER[:1] if tiny else EXPLORER_LADDER:
+    budget, exhausted = budget or EXPLORER_BUDGET[tiny], []
+    ladder = EXPLORER_LADDER[:EXPLORER_LADDER.index(top) + 1] if top else EXPLORER_LADDER
+    for name in EXPLORER_LADDER[:1] if tiny else ladder:
         rep = explore_on(client, _config(name), time_limit=budget)
         out.append(Figure(BENCH, f"split explorer, {workers}, ladder, {name}: states per second",
                           _rate(rep), "states/s",
@@ -143,23 +149,31 @@ def explorer(tiny: bool, client, n: int) -> list[Figure]:
             name, rep = max(found, key=lambda e: e[1].states)
             out.append(Figure(BENCH, f"split explorer, {workers}: largest{kind} configuration "
                                      f"exhausted within {budget:g} s", rep.states, "states",
-                              f"{name} ({_config(name).describe()}), {rep.seconds:.1f} s"))
+                              f"{name} ({_config(name).describe()}), {rep.seconds:.1f} s"
+                              + (f"; the ladder went no further than {top}" if top else "")))
     return out
 
 
-def figures(tiny: bool = False, explorer_only: bool = False) -> list[Figure]:
+# `make bench`'s sizes (python -m purgecheck.bench; --full gives this module's own): a third
+# of the catalogue in the matrix, a 20 s campaign, the ladder as far as park-2 at 30 s each
+STANDARD = {"every": 3, "campaign_s": 20.0, "top": "park-2", "ladder_s": 30.0}
+
+
+def figures(tiny: bool = False, explorer_only: bool = False, every: int = 1,
+            campaign_s: float | None = None, top: str | None = None,
+            ladder_s: float | None = None) -> list[Figure]:
     """Every figure, on one cluster of 2 workers and then one of 1 (`explorer_only`: the
-    explorer's alone)."""
+    explorer's alone); `every`, `campaign_s`, `top` and `ladder_s` make it smaller (STANDARD)."""
     out = explorer_alone(tiny)
     for n in (2, 1):
         ctx, client, start_s = _started(n)
         try:
             out.append(Figure(BENCH, f"Dask LocalCluster of {n}: start", start_s, "s", ""))
             if n == 2 and not explorer_only:
-                out += kill_matrix(tiny, client, start_s)
+                out += kill_matrix(tiny, client, start_s, every)
             if not explorer_only:
-                out.append(campaign(tiny, client, n))
-            out += explorer(tiny, client, n)
+                out.append(campaign(tiny, client, n, campaign_s))
+            out += explorer(tiny, client, n, top, ladder_s)
         finally:
             ctx.__exit__(None, None, None)
     return out

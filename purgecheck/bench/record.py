@@ -48,6 +48,11 @@ def _recorded_cpu(cmd: list[str], out: Path) -> float:
     return _children_cpu(["sh", "-c", LAUNCH, "sh", *cmd], env)
 
 
+# `make bench`'s sizes (python -m purgecheck.bench; --full gives this module's own defaults:
+# 1 M pairs, a 10 M-call trace)
+STANDARD = {"pairs": 200_000, "long_calls": 2_000_000}
+
+
 def figures(tiny: bool = False, pairs: int | None = None,
             long_calls: int | None = None) -> list[Figure]:
     from model.glibc.versions import VERSIONS
