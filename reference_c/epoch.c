@@ -9,12 +9,19 @@
 
 #include "purge.h"
 
-/* Integer milliseconds: the virtual clock of the op script, or CLOCK_MONOTONIC. */
+/* Test hook: added to every reading of the real clock, so that a test can step the clock
+ * back (stress --scenario clock-back: the seed's "a clock going backwards" in the advance).
+ * 0 in every other run. */
+_Atomic int64_t mi_clock_offset_ms;
+
+/* Integer milliseconds: the virtual clock of the op script, or CLOCK_MONOTONIC (plus the
+ * test's offset). */
 int64_t mi_clock_now(void) {
     if (!mi_world->opt.clock_real) return atomic_load_explicit(&mi_world->vclock, memory_order_relaxed);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000
+           + atomic_load_explicit(&mi_clock_offset_ms, memory_order_relaxed);
 }
 
 /* The op `clock MS` on the virtual clock; false when a monotone clock would go back. */

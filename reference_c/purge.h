@@ -260,6 +260,7 @@ static inline void mi_after_malloc(mi_tld_t *t, mi_page_t *p) {
 
 /* -- clock and epoch (model/clock.py, model/epoch.py) --------------------------------------- */
 int64_t mi_clock_now(void);
+extern _Atomic int64_t mi_clock_offset_ms;              /* test hook: see mi_clock_now */
 bool mi_clock_advance(int64_t ms);                      /* false: a monotone clock went back */
 int64_t mi_compute_interval(int64_t min_interval);
 uint32_t mi_compute_epoch_age(uint64_t current, uint64_t stamp);

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,9 +56,16 @@ static const char *USAGE =
     "usage: stress [OPTIONS]\n"
     "The seed's concurrent tests on real threads and CLOCK_MONOTONIC; writes a linearized\n"
     "trace for `purgecheck validate` with --trace.\n\n"
-    "  --scenario sweepers|park|real  four sweepers beside the thread under test (default),\n"
-    "                            the park handoff with the scavenger thread, or the fork's\n"
-    "                            own sweepers test in its shape (interval 50 ms)\n"
+    "  --scenario sweepers|park|real|fork|clock-back  four sweepers beside the thread under\n"
+    "                            test (default), the park handoff with the scavenger thread,\n"
+    "                            the fork's own sweepers test in its shape (interval 50 ms),\n"
+    "                            forks while a sweeper holds MOVING (a delay after its CAS,\n"
+    "                            half the interval unless --delay-us says otherwise), or the\n"
+    "                            clock stepped back during an advance\n"
+    "  --steps N              fork: forks that find MOVING held; clock-back: steps back\n"
+    "                         (default 3)\n"
+    "  --back-ms MS           clock-back: the clock goes back to MS before the epoch's start\n"
+    "                         (default 100)\n"
     "  --interval MS          purge_holes_min_interval (default 10)\n"
     "  --ms MS                how long to run at least (default 300)\n"
     "  --max-ms MS            the bound of the liveness waits (default 10000)\n"
@@ -78,6 +86,8 @@ static const char *USAGE =
     "examples:\n"
     "  stress --trace run.jsonl && purgecheck validate run.jsonl\n"
     "  stress --mutant no_cas_exclusion --delay-us 2000 --until-violation   # exits 1\n"
+    "  stress --scenario fork --mutant fork_child_keeps_moving   # exits 1: (m)\n"
+    "  stress --scenario clock-back --mutant clock_back_not_due  # exits 1: (i)\n"
     "  stress --scenario park --parked 1 --cycles 3 --interval 10 --park-work-us 10000 \\\n"
     "         --mutant sweep_last_before_work --trace run.jsonl\n"
     "  purgecheck validate run.jsonl   # rejected: \"its last park sweep ended at ...\"\n";
@@ -88,7 +98,9 @@ static struct {
     int sweepers, parked, cycles, mutant, delay_at;
     bool until_violation;
     const char *trace, *summary;
-} cfg = {"sweepers", 10, 300, 10000, 0, 0, 4, 3, 2, 0, MI_DELAY_BEFORE_CAS, false, NULL, NULL};
+    int steps;                /* fork, clock-back: the forks at MOVING, the steps back */
+    int64_t back_ms;          /* clock-back: how far before the epoch's start */
+} cfg = {"sweepers", 10, 300, 10000, 0, 0, 4, 3, 2, 0, MI_DELAY_BEFORE_CAS, false, NULL, NULL, 3, 100};
 
 static _Atomic bool stop;
 static _Atomic int64_t violations_a, violations_b, violations_c, violations_d;
@@ -433,22 +445,173 @@ static void write_header(const mi_options_t *o, int nthreads) {
              "\"page_kinds\":{\"small\":%lld,\"medium\":%lld,\"large\":%lld},"
              "\"os_page_size\":%lld,\"arch\":%d,\"first_block_offset\":0,\"interval_ms\":%lld,"
              "\"purge_holes\":true,\"full_every\":%lld,\"purge_delay\":%lld,\"variant\":\"epoch\","
-             "\"stale_epochs\":0,\"sweep_ms\":0,\"clock\":\"real\",\"clock_monotone\":true,"
+             "\"stale_epochs\":0,\"sweep_ms\":0,\"clock\":\"real\",\"clock_monotone\":%s,"
              "\"clock_start_ms\":0,\"observe\":\"sweeps\"},"
              "\"producer\":{\"name\":\"stress\",\"build\":\"%s\",\"scenario\":\"%s\",\"mutant\":%s,"
              "\"linearized\":true,\"threads\":[%s],\"delay_us\":%lld,\"delay_at\":\"%s\","
-             "\"park_work_us\":%lld}}",
+             "\"park_work_us\":%lld,\"steps\":%d,\"back_ms\":%lld}}",
              (long long)mi_page_size_of(MI_SMALL, 64), (long long)mi_page_size_of(MI_MEDIUM, 64),
              (long long)mi_page_size_of(MI_LARGE, 64), (long long)o->os_page_size, o->arch_bits,
              (long long)o->interval_ms, (long long)o->full_every, (long long)o->purge_delay,
-             BUILD_NAME, cfg.scenario, mutant, threads, (long long)cfg.delay_us,
-             cfg.delay_at == MI_DELAY_BEFORE_CAS ? "cas" : "increment", (long long)cfg.park_work_us);
+             o->clock_monotone ? "true" : "false", BUILD_NAME, cfg.scenario, mutant, threads, (long long)cfg.delay_us,
+             cfg.delay_at == MI_DELAY_BEFORE_CAS ? "cas" : "increment", (long long)cfg.park_work_us,
+             cfg.steps, (long long)cfg.back_ms);
     tr_header(json);
 }
 
 static void sleep_ms(int64_t ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
     nanosleep(&ts, NULL);
+}
+
+/* -- scenario fork: a fork while another thread holds MOVING ----------------------------------- */
+
+/* Seed 000 (2): "A fork that lands while another thread holds the mark: the child records a
+ * new beginning (_mi_page_purge_holes_forked_child)". The sweepers advance with a delay after
+ * their CAS won (--delay-at increment), so MOVING is held for the delay every other epoch; the
+ * main thread forks when it finds it held (and now and then when it is not). The child is a
+ * copy of the process at the fork: it reads what it holds, applies the forked-child rule and
+ * reports through a pipe. (m) a child of a fork that found MOVING holds a recorded beginning,
+ * no longer MOVING, and the epoch it was given; one that did not find it holds what it was
+ * given; (n) `--steps` forks found MOVING within --max-ms.
+ * In a traced run the fork is made under lin_lock, so its `fork` event sits in the lin order
+ * exactly where the copy was taken, and validate replays the model's forked-child rule on the
+ * model's state there (purgecheck/validate/advance.py on_fork). */
+static _Atomic int64_t violations_m, violations_n, violations_i, forks_moving, forks_quiet, clock_backs;
+
+typedef struct { int64_t found, start, epoch; } fork_report_t;
+
+/* The child: nothing of the trace (its lock and buffer are the parent's), no hooks. */
+static _Noreturn void fork_child(int fd) {
+    tr_enabled = tr_linearized = false;
+    mi_advance_hook = NULL;
+    fork_report_t r;
+    r.found = atomic_load(&mi_world->epoch_start);
+    mi_page_purge_holes_forked_child();
+    r.start = atomic_load(&mi_world->epoch_start);
+    r.epoch = (int64_t)atomic_load(&mi_world->epoch);
+    _exit(write(fd, &r, sizeof r) == (ssize_t)sizeof r ? 0 : 3);
+}
+
+static void fork_and_check(void) {
+    int fds[2];
+    if (pipe(fds) != 0) mi_corrupt("pipe failed");
+    lin_lock();   /* the copy and its event are one step of the lin order */
+    uint64_t epoch = epoch_now();
+    pid_t pid = fork();
+    if (pid < 0) mi_corrupt("fork failed");
+    if (pid == 0) { close(fds[0]); fork_child(fds[1]); }
+    close(fds[1]);
+    fork_report_t r;
+    size_t got = 0;
+    while (got < sizeof r) {
+        ssize_t k = read(fds[0], (char *)&r + got, sizeof r - got);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (got != sizeof r || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        mi_corrupt("fork: the child did not report");
+    bool moving = r.found == MI_MOVING;
+    tr_begin("fork");
+    tr_int("thread", 0);
+    tr_bool("moving", moving);
+    tr_u64("epoch", (uint64_t)r.epoch);
+    tr_int("start", r.start);
+    tr_end();
+    lin_unlock();
+    atomic_fetch_add(moving ? &forks_moving : &forks_quiet, 1);
+    if (moving && r.start == MI_MOVING)
+        violation(&violations_m, "(m) a fork while another thread held MOVING (epoch %llu): the "
+                  "child still holds MOVING, so no sweep of the child moves the epoch again",
+                  (unsigned long long)r.epoch);
+    else if (!moving && r.start != r.found)
+        violation(&violations_m, "(m) a fork outside an advance: the child's start is %lld, "
+                  "the parent's was %lld", (long long)r.start, (long long)r.found);
+    if (cfg.trace && r.epoch != (int64_t)epoch)   /* under lin_lock nothing moves it */
+        violation(&violations_m, "(m) the child holds epoch %lld, the parent %llu at the fork",
+                  (long long)r.epoch, (unsigned long long)epoch);
+}
+
+/* The main thread's part: fork when MOVING is held, and every tenth look when it is not,
+ * until --steps forks found it held (--max-ms at the most). */
+static void run_forks(int64_t t0) {
+    for (int looks = 0; !atomic_load(&stop); looks++) {
+        if (atomic_load(&forks_moving) >= cfg.steps && atomic_load(&forks_quiet) >= 1) break;
+        if (mi_clock_now() - t0 >= cfg.max_ms) {
+            violation(&violations_n, "(n) %lld of %d forks found MOVING held in %lld ms",
+                      (long long)atomic_load(&forks_moving), cfg.steps, (long long)cfg.max_ms);
+            break;
+        }
+        if (atomic_load(&mi_world->epoch_start) == MI_MOVING || looks % 10 == 9) fork_and_check();
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* -- scenario clock-back: the clock steps back during an advance -------------------------------- */
+
+/* Digest 7: "if now >= start && now - start < interval return (a clock that went backwards
+ * advances)". The main thread arms a step; the next sweeper to reach the clock reading of an
+ * advance (mi_advance_hook, before read_clock) sets the clock back to --back-ms before the
+ * start of the current epoch, under lin_lock with a `clock` event, and reads it at once.
+ * (i) the next epoch begins at a reading before that start: the reading that went back made
+ * the advance due. Broken (clock_back_not_due), no epoch moves until the clock has caught up
+ * with the start plus the interval, --back-ms later. */
+static _Atomic bool back_armed, back_done;
+static _Atomic int64_t back_from;   /* the start of the epoch the clock went back before */
+
+static void clock_back_hook(const char *pc) {
+    if (strcmp(pc, "read_clock") || !atomic_exchange(&back_armed, false)) return;
+    lin_lock();
+    int64_t start = atomic_load(&mi_world->epoch_start);
+    if (start == MI_MOVING) {   /* another sweeper is moving it: the next one steps */
+        atomic_store(&back_armed, true);
+    } else {
+        int64_t now = mi_clock_now();
+        atomic_fetch_sub(&mi_clock_offset_ms, now - start + cfg.back_ms);
+        tr_begin("clock");
+        tr_int("now", mi_clock_now());
+        tr_end();
+        atomic_store(&back_from, start);
+        atomic_store(&back_done, true);
+    }
+    lin_unlock();
+}
+
+static void run_clock_backs(void) {
+    for (int step = 0; step < cfg.steps && !atomic_load(&stop); step++) {
+        sleep_ms(2 * cfg.interval);
+        atomic_store(&back_done, false);
+        atomic_store(&back_armed, true);
+        int64_t from = 0, start = 0;
+        bool stepped = false, moved = false;
+        /* the offset moves the clock: bound the waits by the real clock */
+        struct timespec r0, r;
+        clock_gettime(CLOCK_MONOTONIC, &r0);
+        for (;;) {
+            clock_gettime(CLOCK_MONOTONIC, &r);
+            int64_t waited = (r.tv_sec - r0.tv_sec) * 1000 + (r.tv_nsec - r0.tv_nsec) / 1000000;
+            if (!stepped && atomic_load(&back_done)) { stepped = true; from = atomic_load(&back_from); }
+            start = atomic_load(&mi_world->epoch_start);
+            moved = stepped && start != from && start != MI_MOVING;
+            if (moved || waited >= cfg.max_ms || atomic_load(&stop)) break;
+            sleep_ms(1);
+        }
+        if (!moved)
+            violation(&violations_i, "(i) step %d: %s within %lld ms", step + 1,
+                      stepped ? "no epoch began after the clock went back" : "no sweeper reached "
+                      "an advance's clock reading", (long long)cfg.max_ms);
+        else if (start >= from)
+            violation(&violations_i, "(i) the clock went back to %lld ms, %lld ms before the start "
+                      "of the epoch (%lld), and the next epoch began at %lld: the reading that "
+                      "went back did not make the advance due", (long long)(from - cfg.back_ms),
+                      (long long)cfg.back_ms, (long long)from, (long long)start);
+        else
+            atomic_fetch_add(&clock_backs, 1);
+    }
 }
 
 static int64_t parse_int(const char *flag, const char *v) {
@@ -472,8 +635,10 @@ static void parse_args(int argc, char **argv) {
         else if (!strcmp(a, "--until-violation")) { cfg.until_violation = true; valued = false; }
         else if (!v) { fprintf(stderr, "stress: unknown option or missing value: %s\n%s", a, USAGE); exit(2); }
         else if (!strcmp(a, "--scenario")) {
-            if (strcmp(v, "sweepers") && strcmp(v, "park") && strcmp(v, "real")) {
-                fprintf(stderr, "stress: --scenario: expected sweepers, park or real, got '%s'\n", v);
+            if (strcmp(v, "sweepers") && strcmp(v, "park") && strcmp(v, "real") && strcmp(v, "fork")
+                && strcmp(v, "clock-back")) {
+                fprintf(stderr, "stress: --scenario: expected sweepers, park, real, fork or "
+                        "clock-back, got '%s'\n", v);
                 exit(2);
             }
             cfg.scenario = v;
@@ -492,6 +657,8 @@ static void parse_args(int argc, char **argv) {
         else if (!strcmp(a, "--sweepers")) cfg.sweepers = (int)parse_int(a, v);
         else if (!strcmp(a, "--parked")) cfg.parked = (int)parse_int(a, v);
         else if (!strcmp(a, "--cycles")) cfg.cycles = (int)parse_int(a, v);
+        else if (!strcmp(a, "--steps")) cfg.steps = (int)parse_int(a, v);
+        else if (!strcmp(a, "--back-ms")) cfg.back_ms = parse_int(a, v);
         else if (!strcmp(a, "--trace")) cfg.trace = v;
         else if (!strcmp(a, "--summary")) cfg.summary = v;
         else if (!strcmp(a, "--mutant")) {
@@ -523,8 +690,13 @@ int main(int argc, char **argv) {
     o.os_page_size = 4 * KiB;
     o.arch_bits = 64;
     o.variant = V_EPOCH;
-    o.clock_monotone = true;
+    bool forks = !strcmp(cfg.scenario, "fork"), backs = !strcmp(cfg.scenario, "clock-back");
+    o.clock_monotone = !backs;   /* a trace whose clock goes back says so */
     o.clock_real = true;
+    if (forks && !cfg.delay_us) {   /* MOVING held for half the interval, every other epoch */
+        cfg.delay_us = cfg.interval * 500;
+        cfg.delay_at = MI_DELAY_BEFORE_INCREMENT;
+    }
     static char outbuf[1 << 20];
     if (cfg.trace) {
         if (!freopen(cfg.trace, "w", stdout)) {
@@ -540,9 +712,10 @@ int main(int argc, char **argv) {
     atomic_store(&mi_park_work_delay_us, cfg.park_work_us);
     mi_world = mi_world_new(&o);
     bool park = !strcmp(cfg.scenario, "park"), real = !strcmp(cfg.scenario, "real");
-    int nthreads = park ? cfg.parked + 1 : cfg.sweepers + 1;
+    int nthreads = park ? cfg.parked + 1 : forks || backs ? cfg.sweepers : cfg.sweepers + 1;
     if (cfg.trace) write_header(&o, nthreads);
     tr_tid = 0;
+    if (backs) mi_advance_hook = clock_back_hook;
     if (park) mi_scavenger_start();
     pthread_t th[64], watcher;
     int64_t t0 = mi_clock_now();
@@ -550,10 +723,14 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nthreads; i++) {
         void *(*fn)(void *) = park ? (i < cfg.parked ? parker_main : sweeper_main)
                               : real ? (i < cfg.sweepers ? real_sweeper_main : real_under_test_main)
+                              : forks || backs ? sweeper_main
                                      : (i < cfg.sweepers ? sweeper_main : under_test_main);
         if (pthread_create(&th[i], NULL, fn, (void *)(intptr_t)(i + 1)) != 0) mi_corrupt("pthread_create failed");
     }
-    if (!park && !real && pthread_create(&watcher, NULL, watcher_main, NULL) != 0) mi_corrupt("pthread_create failed");
+    bool watched = !park && !real && !forks && !backs;   /* a clock that goes back breaks (a) */
+    if (watched && pthread_create(&watcher, NULL, watcher_main, NULL) != 0) mi_corrupt("pthread_create failed");
+    if (forks) run_forks(t0);
+    if (backs) run_clock_backs();
     /* Run for --ms, and on until the epoch has moved (liveness), --max-ms at the most. */
     bool moved = false;
     while (!atomic_load(&stop)) {
@@ -572,7 +749,7 @@ int main(int argc, char **argv) {
     } else {
         atomic_store(&stop, true);
         for (int i = 0; i < nthreads; i++) pthread_join(th[i], NULL);
-        if (!real) pthread_join(watcher, NULL);
+        if (watched) pthread_join(watcher, NULL);
     }
     int64_t ran = mi_clock_now() - t0;
     uint64_t epochs = epoch_now() - e0;
@@ -589,7 +766,9 @@ int main(int argc, char **argv) {
     int64_t failed = atomic_load(&violations_a) + atomic_load(&violations_b)
                      + atomic_load(&violations_c) + atomic_load(&violations_d) + !live
                      + atomic_load(&violations_e) + atomic_load(&violations_f)
-                     + atomic_load(&violations_g) + atomic_load(&violations_h);
+                     + atomic_load(&violations_g) + atomic_load(&violations_h)
+                     + atomic_load(&violations_m) + atomic_load(&violations_n)
+                     + atomic_load(&violations_i);
     fprintf(stderr, "stress %s (%s%s%s): %llu epochs in %lld ms, interval %lld ms, %lld sweeps, "
             "(a) %lld epoch readings, (b) %lld sweeps checked, %lld parks: %s\n",
             cfg.scenario, BUILD_NAME, cfg.mutant ? ", mutant " : "",
@@ -603,9 +782,11 @@ int main(int argc, char **argv) {
         fprintf(f, "{\"scenario\":\"%s\",\"build\":\"%s\",\"mutant\":\"%s\",\"ms\":%lld,"
                 "\"interval_ms\":%lld,\"epochs\":%llu,\"sweeps\":%lld,\"observations\":%lld,"
                 "\"checked_b\":%lld,\"parks\":%lld,\"violations\":{\"a\":%lld,\"b\":%lld,\"c\":%lld,"
-                "\"d\":%lld,\"liveness\":%d,\"e\":%lld,\"f\":%lld,\"g\":%lld,\"h\":%lld},"
+                "\"d\":%lld,\"liveness\":%d,\"e\":%lld,\"f\":%lld,\"g\":%lld,\"h\":%lld,"
+                "\"i\":%lld,\"m\":%lld,\"n\":%lld},"
                 "\"real\":{\"ran_ms\":%lld,\"epoch_moves\":%lld,\"rounds\":%lld,\"checked\":%lld,"
-                "\"shortest_ms\":%lld},\"trace_events\":%lld}\n",
+                "\"shortest_ms\":%lld},\"trace_events\":%lld,\"forks_moving\":%lld,"
+                "\"forks_quiet\":%lld,\"clock_backs\":%lld}\n",
                 cfg.scenario, BUILD_NAME, mi_mutant_names[cfg.mutant], (long long)ran,
                 (long long)cfg.interval, (unsigned long long)epochs, (long long)atomic_load(&sweeps),
                 (long long)atomic_load(&observations), (long long)atomic_load(&checked_b),
@@ -613,10 +794,13 @@ int main(int argc, char **argv) {
                 (long long)atomic_load(&violations_b), (long long)atomic_load(&violations_c),
                 (long long)atomic_load(&violations_d), !live, (long long)atomic_load(&violations_e),
                 (long long)atomic_load(&violations_f), (long long)atomic_load(&violations_g),
-                (long long)atomic_load(&violations_h), (long long)real_figures.ran_ms,
+                (long long)atomic_load(&violations_h), (long long)atomic_load(&violations_i),
+                (long long)atomic_load(&violations_m), (long long)atomic_load(&violations_n),
+                (long long)real_figures.ran_ms,
                 (long long)real_figures.epochs, (long long)real_figures.rounds,
                 (long long)real_figures.checked, (long long)real_figures.shortest,
-                (long long)atomic_load(&tr_events));
+                (long long)atomic_load(&tr_events), (long long)atomic_load(&forks_moving),
+                (long long)atomic_load(&forks_quiet), (long long)atomic_load(&clock_backs));
         fclose(f);
     }
     mi_world_free(mi_world);
