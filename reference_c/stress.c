@@ -56,12 +56,13 @@ static const char *USAGE =
     "usage: stress [OPTIONS]\n"
     "The seed's concurrent tests on real threads and CLOCK_MONOTONIC; writes a linearized\n"
     "trace for `purgecheck validate` with --trace.\n\n"
-    "  --scenario sweepers|park|real|fork|clock-back  four sweepers beside the thread under\n"
+    "  --scenario sweepers|park|real|fork|clock-back|walks  four sweepers beside the thread\n"
     "                            test (default), the park handoff with the scavenger thread,\n"
     "                            the fork's own sweepers test in its shape (interval 50 ms),\n"
     "                            forks while a sweeper holds MOVING (a delay after its CAS,\n"
     "                            half the interval unless --delay-us says otherwise), or the\n"
-    "                            clock stepped back during an advance\n"
+    "                            clock stepped back during an advance, or every thread\n"
+    "                            walking pages of its own (the walk's order and units)\n"
     "  --steps N              fork: forks that find MOVING held; clock-back: steps back\n"
     "                         (default 3)\n"
     "  --back-ms MS           clock-back: the clock goes back to MS before the epoch's start\n"
@@ -88,6 +89,7 @@ static const char *USAGE =
     "  stress --mutant no_cas_exclusion --delay-us 2000 --until-violation   # exits 1\n"
     "  stress --scenario fork --mutant fork_child_keeps_moving   # exits 1: (m)\n"
     "  stress --scenario clock-back --mutant clock_back_not_due  # exits 1: (i)\n"
+    "  stress --scenario walks --mutant rebuild_keeps_order      # exits 1: (j)\n"
     "  stress --scenario park --parked 1 --cycles 3 --interval 10 --park-work-us 10000 \\\n"
     "         --mutant sweep_last_before_work --trace run.jsonl\n"
     "  purgecheck validate run.jsonl   # rejected: \"its last park sweep ended at ...\"\n";
@@ -431,6 +433,120 @@ static void *real_under_test_main(void *arg) {
     return NULL;
 }
 
+/* -- scenario walks: the holes walk on every thread at once -------------------------------------- */
+
+/* Digest 3: the walk takes every unit wholly inside the formed blocks whose blocks are all free
+ * (free-listed, or purged through a unit discarded before: step 2), drops the blocks over
+ * those units, and pushes each kept block on a new head, so the kept ones come back in reverse
+ * (step 3). Each thread builds the shapes of the scenarios walk-order (1000-byte blocks, free
+ * ones beside live ones) and purged-straddler (3000-byte blocks straddling 4 KiB units, one
+ * purged before its neighbour is freed) on pages of its own, walks them as the op `walk` does
+ * (an `op` event, then each page of its heap collected and walked), allocates again and
+ * sweeps, round after round. Around each walk it checks, from the lists and bits it sees
+ * before and after: (j) the free list after the walk is the kept blocks in the reverse order;
+ * (k) every unit that lay wholly in free or purged blocks is purged. */
+static _Atomic int64_t violations_j, violations_k, walks_checked;
+
+static void check_walk(mi_page_t *p, int tid) {
+    int64_t cap = p->capacity, nb = 0;
+    int64_t *before = calloc((size_t)cap + 1, sizeof *before);
+    uint8_t *was_free = calloc((size_t)cap + 1, 1), *was_purged = calloc((size_t)cap + 1, 1);
+    if (!before || !was_free || !was_purged) mi_corrupt("out of memory");
+    for (mi_block_t *b = p->free; b && nb < cap; b = mi_block_next(p, b)) {
+        before[nb] = mi_block_index(p, b);
+        was_free[before[nb++]] = 1;
+    }
+    for (int64_t i = 0; i < cap; i++) was_purged[i] = mi_page_is_block_purged(p, i);
+    int64_t units_before = 0, units_after = 0;
+    for (int64_t k = 0; k < p->bits; k++) units_before += mi_page_is_unit_purged(p, k);
+    mi_walk_result_t r = mi_page_purge_holes_walk(p);
+    for (int64_t k = 0; k < p->bits; k++) units_after += mi_page_is_unit_purged(p, k);
+    atomic_fetch_add(&walks_checked, 1);
+    /* (j): a walk that took units rebuilt the list: the kept ones, last first; one that took
+     * none left it as it was */
+    bool rebuilt = units_after > units_before;
+    int64_t at = rebuilt ? nb - 1 : 0, step = rebuilt ? -1 : 1;
+    for (mi_block_t *b = p->free; b; b = mi_block_next(p, b)) {
+        while (at >= 0 && at < nb && mi_page_is_block_purged(p, before[at])) at += step;
+        int64_t i = mi_block_index(p, b);
+        if (at < 0 || at >= nb || before[at] != i) {
+            violation(&violations_j, "(j) thread %d, page %d: after a walk that %s block %lld is "
+                      "on the free list where the kept blocks %s have %lld", tid, p->id,
+                      rebuilt ? "discarded units" : "discarded nothing", (long long)i,
+                      rebuilt ? "reversed" : "in their order",
+                      at < 0 || at >= nb ? -1LL : (long long)before[at]);
+            break;
+        }
+        at += step;
+    }
+    for (int64_t k = 0; r.complete && k < p->bits; k++) {   /* (k) */
+        if (!mi_is_unit_inside_blocks(p, k, cap) || mi_page_is_unit_purged(p, k)) continue;
+        int64_t i0, i1;
+        mi_blocks_of_unit(p, k, cap, &i0, &i1);
+        bool all_free = true;
+        for (int64_t i = i0; i < i1 && all_free; i++) all_free = was_free[i] || was_purged[i];
+        if (all_free)
+            violation(&violations_k, "(k) thread %d, page %d: unit %lld lay wholly in free or "
+                      "purged blocks (%lld..%lld) and the walk left it", tid, p->id, (long long)k,
+                      (long long)i0, (long long)i1 - 1);
+    }
+    free(before);
+    free(was_free);
+    free(was_purged);
+}
+
+/* The op `walk` of a thread: its event, then each page of its heap collected and walked. */
+static void walk_op(mi_tld_t *t, int tid, int line) {
+    tr_begin("op");
+    tr_int("line", line);
+    tr_int("thread", tid);
+    tr_str("op", "walk");
+    tr_key("args");
+    tr_raw("[]");
+    tr_end();
+    int *ids;
+    int n = mi_heap_page_ids(t, &ids);
+    for (int i = 0; i < n; i++) {
+        mi_page_t *p = mi_page_of(ids[i]);
+        mi_page_free_collect(p);
+        if (mi_page_can_purge_holes(&p->geom)) check_walk(p, tid);
+    }
+    free(ids);
+}
+
+#define ORDER_BLOCKS 24
+#define STRADDLERS 6
+
+static void *walker_main(void *arg) {
+    int tid = (int)(intptr_t)arg;
+    tr_tid = tid;
+    mi_tld_t *t = mi_thread(tid);
+    for (int round = 0; !atomic_load(&stop); round++) {
+        mi_ptr_t w[ORDER_BLOCKS], s[STRADDLERS];
+        bool live_w[ORDER_BLOCKS], live_s[STRADDLERS];
+        for (int i = 0; i < ORDER_BLOCKS; i++) { w[i] = mi_heap_malloc(t, 1000, false, true); live_w[i] = true; }
+        for (int i = 0; i < STRADDLERS; i++) { s[i] = mi_heap_malloc(t, 3000, false, true); live_s[i] = true; }
+        /* walk-order: kept blocks share units with live ones, units 2 and 3 lie in free ones */
+        for (int i = 0; i < ORDER_BLOCKS; i++)
+            if (i == 1 || i == 2 || i == 5 || (i >= 8 && i <= 16)) { mi_free(w[i], tid); live_w[i] = false; }
+        for (int i = 1; i <= 3; i++) { mi_free(s[i], tid); live_s[i] = false; }
+        walk_op(t, tid, 3 * round);
+        mi_free(s[0], tid);   /* unit 0 now lies in s0 (free) and s1 (purged) */
+        live_s[0] = false;
+        walk_op(t, tid, 3 * round + 1);
+        mi_ptr_t x[2];   /* the next mallocs take the kept blocks in the walk's order */
+        for (int i = 0; i < 2; i++) x[i] = mi_heap_malloc(t, 1000, false, true);
+        for (int i = 0; i < 2; i++) mi_free(x[i], tid);
+        for (int i = 0; i < ORDER_BLOCKS; i++) if (live_w[i]) mi_free(w[i], tid);
+        for (int i = 0; i < STRADDLERS; i++) if (live_s[i]) mi_free(s[i], tid);
+        walk_op(t, tid, 3 * round + 2);
+        mi_on_thread_idle(tid, false);
+        atomic_fetch_add(&sweeps, 1);
+    }
+    tr_thread_exit();
+    return NULL;
+}
+
 /* -- the run ------------------------------------------------------------------------------------ */
 
 static void write_header(const mi_options_t *o, int nthreads) {
@@ -636,9 +752,9 @@ static void parse_args(int argc, char **argv) {
         else if (!v) { fprintf(stderr, "stress: unknown option or missing value: %s\n%s", a, USAGE); exit(2); }
         else if (!strcmp(a, "--scenario")) {
             if (strcmp(v, "sweepers") && strcmp(v, "park") && strcmp(v, "real") && strcmp(v, "fork")
-                && strcmp(v, "clock-back")) {
-                fprintf(stderr, "stress: --scenario: expected sweepers, park, real, fork or "
-                        "clock-back, got '%s'\n", v);
+                && strcmp(v, "clock-back") && strcmp(v, "walks")) {
+                fprintf(stderr, "stress: --scenario: expected sweepers, park, real, fork, "
+                        "clock-back or walks, got '%s'\n", v);
                 exit(2);
             }
             cfg.scenario = v;
@@ -691,6 +807,7 @@ int main(int argc, char **argv) {
     o.arch_bits = 64;
     o.variant = V_EPOCH;
     bool forks = !strcmp(cfg.scenario, "fork"), backs = !strcmp(cfg.scenario, "clock-back");
+    bool walks = !strcmp(cfg.scenario, "walks");
     o.clock_monotone = !backs;   /* a trace whose clock goes back says so */
     o.clock_real = true;
     if (forks && !cfg.delay_us) {   /* MOVING held for half the interval, every other epoch */
@@ -712,7 +829,7 @@ int main(int argc, char **argv) {
     atomic_store(&mi_park_work_delay_us, cfg.park_work_us);
     mi_world = mi_world_new(&o);
     bool park = !strcmp(cfg.scenario, "park"), real = !strcmp(cfg.scenario, "real");
-    int nthreads = park ? cfg.parked + 1 : forks || backs ? cfg.sweepers : cfg.sweepers + 1;
+    int nthreads = park ? cfg.parked + 1 : forks || backs || walks ? cfg.sweepers : cfg.sweepers + 1;
     if (cfg.trace) write_header(&o, nthreads);
     tr_tid = 0;
     if (backs) mi_advance_hook = clock_back_hook;
@@ -723,11 +840,11 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nthreads; i++) {
         void *(*fn)(void *) = park ? (i < cfg.parked ? parker_main : sweeper_main)
                               : real ? (i < cfg.sweepers ? real_sweeper_main : real_under_test_main)
-                              : forks || backs ? sweeper_main
+                              : forks || backs ? sweeper_main : walks ? walker_main
                                      : (i < cfg.sweepers ? sweeper_main : under_test_main);
         if (pthread_create(&th[i], NULL, fn, (void *)(intptr_t)(i + 1)) != 0) mi_corrupt("pthread_create failed");
     }
-    bool watched = !park && !real && !forks && !backs;   /* a clock that goes back breaks (a) */
+    bool watched = !park && !real && !forks && !backs && !walks;   /* a clock that goes back breaks (a) */
     if (watched && pthread_create(&watcher, NULL, watcher_main, NULL) != 0) mi_corrupt("pthread_create failed");
     if (forks) run_forks(t0);
     if (backs) run_clock_backs();
@@ -768,7 +885,8 @@ int main(int argc, char **argv) {
                      + atomic_load(&violations_e) + atomic_load(&violations_f)
                      + atomic_load(&violations_g) + atomic_load(&violations_h)
                      + atomic_load(&violations_m) + atomic_load(&violations_n)
-                     + atomic_load(&violations_i);
+                     + atomic_load(&violations_i) + atomic_load(&violations_j)
+                     + atomic_load(&violations_k);
     fprintf(stderr, "stress %s (%s%s%s): %llu epochs in %lld ms, interval %lld ms, %lld sweeps, "
             "(a) %lld epoch readings, (b) %lld sweeps checked, %lld parks: %s\n",
             cfg.scenario, BUILD_NAME, cfg.mutant ? ", mutant " : "",
@@ -783,10 +901,10 @@ int main(int argc, char **argv) {
                 "\"interval_ms\":%lld,\"epochs\":%llu,\"sweeps\":%lld,\"observations\":%lld,"
                 "\"checked_b\":%lld,\"parks\":%lld,\"violations\":{\"a\":%lld,\"b\":%lld,\"c\":%lld,"
                 "\"d\":%lld,\"liveness\":%d,\"e\":%lld,\"f\":%lld,\"g\":%lld,\"h\":%lld,"
-                "\"i\":%lld,\"m\":%lld,\"n\":%lld},"
+                "\"i\":%lld,\"m\":%lld,\"n\":%lld,\"j\":%lld,\"k\":%lld},"
                 "\"real\":{\"ran_ms\":%lld,\"epoch_moves\":%lld,\"rounds\":%lld,\"checked\":%lld,"
                 "\"shortest_ms\":%lld},\"trace_events\":%lld,\"forks_moving\":%lld,"
-                "\"forks_quiet\":%lld,\"clock_backs\":%lld}\n",
+                "\"forks_quiet\":%lld,\"clock_backs\":%lld,\"walks\":%lld}\n",
                 cfg.scenario, BUILD_NAME, mi_mutant_names[cfg.mutant], (long long)ran,
                 (long long)cfg.interval, (unsigned long long)epochs, (long long)atomic_load(&sweeps),
                 (long long)atomic_load(&observations), (long long)atomic_load(&checked_b),
@@ -796,11 +914,13 @@ int main(int argc, char **argv) {
                 (long long)atomic_load(&violations_f), (long long)atomic_load(&violations_g),
                 (long long)atomic_load(&violations_h), (long long)atomic_load(&violations_i),
                 (long long)atomic_load(&violations_m), (long long)atomic_load(&violations_n),
+                (long long)atomic_load(&violations_j), (long long)atomic_load(&violations_k),
                 (long long)real_figures.ran_ms,
                 (long long)real_figures.epochs, (long long)real_figures.rounds,
                 (long long)real_figures.checked, (long long)real_figures.shortest,
                 (long long)atomic_load(&tr_events), (long long)atomic_load(&forks_moving),
-                (long long)atomic_load(&forks_quiet), (long long)atomic_load(&clock_backs));
+                (long long)atomic_load(&forks_quiet), (long long)atomic_load(&clock_backs),
+                (long long)atomic_load(&walks_checked));
         fclose(f);
     }
     mi_world_free(mi_world);
