@@ -131,12 +131,14 @@ def test_validate_engine_quick():
     from purgecheck.engines.validate import run_validate
     results = {r.invariant: r for r in run_validate(Budget(quick=True))}
     assert set(results) == {"EP-NO-SHORT-EPOCH", "HD-YOUNG-KEPT", "PK-DONE-TWO-EPOCHS",
-                            "PK-SPACING"}
+                            "PK-SPACING", "EP-MOVING-HELD", "EP-BACK-IS-DUE",
+                            "PG-WALK-REVERSES", "PG-WALK-TAKES-EVERY-FREE-UNIT"}
     for r in results.values():
         assert r.status == "hold", (r.invariant, r.detail)
     assert "2/2 broken advances caught" in results["EP-NO-SHORT-EPOCH"].figure
     assert "6 parks" in results["PK-DONE-TWO-EPOCHS"].figure
     assert results["PK-SPACING"].figure.startswith("3 parks with park sweeps of 10 ms")
+    assert results["EP-BACK-IS-DUE"].figure.startswith("3 steps of the clock back")
 
 
 def test_validate_engine_kills_a_broken_advance_under_judgement():
