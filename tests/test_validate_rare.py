@@ -67,17 +67,19 @@ def test_broken_c_variant_fails_its_check_and_is_rejected(tmp_path, scenario, sw
 
 
 def test_the_fork_lands_inside_the_advance(tmp_path):
-    """The forks that found MOVING were made between a sweeper's won CAS and its increment
-    (the delay of --delay-at increment): the model's state at the fork's lin says so."""
+    """The forks that found MOVING were made between a sweeper's won CAS and its store of the
+    new start (mostly in the delay of --delay-at increment), and the child holds the epoch
+    of the increments before the fork."""
     run = run_stress(tmp_path, scenario="fork", ms=40)
     events = [json.loads(line) for line in run.trace.read_text().splitlines()[1:]]
     by_lin = sorted((e for e in events if "lin" in e), key=lambda e: e["lin"])
     inside = 0
     for n, e in enumerate(by_lin):
         if e["ev"] == "fork" and e["moving"]:
-            # the last won CAS or increment (a lost CAS may come between)
+            # after a won CAS and before its store of the new start (a lost CAS or the
+            # increment may come between; the delay holds the window open before the latter)
             before = [x for x in by_lin[:n] if x["ev"] == "advance_step"
-                      and (x["pc"] == "increment" or (x["pc"] == "cas" and x["value"] is True))]
+                      and (x["pc"] == "store_start" or (x["pc"] == "cas" and x["value"] is True))]
             assert before[-1]["pc"] == "cas"
             assert e["start"] >= 0 and e["epoch"] == sum(
                 1 for x in by_lin[:n] if x["ev"] == "advance_step" and x["pc"] == "increment")
