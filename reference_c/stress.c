@@ -27,6 +27,11 @@
  * while one more thread sweeps inline beside them. With --park-work-us each park sweep's work
  * lasts that long (linearize.c mi_park_work_delay), as the virtual clock's sweep_ms.
  *
+ * Scenarios `fork`, `clock-back` and `walks` (issue 20's rare paths, and the walk on every
+ * thread at once): forks while a sweeper holds MOVING, checked in the child (m, n); the
+ * clock stepped back before the epoch's start inside an advance, which must then be due (i);
+ * the walk's order and units around each walk (j, k). See each scenario's section below.
+ *
  * Every check is a lower bound on time, or an upper bound against a clock reading taken
  * before the event in question, so it holds on a machine of any load; the one liveness
  * check (the epoch moves, the park gets done) waits for it, 10 s at the most.
