@@ -153,3 +153,24 @@ def test_validate_engine_kills_issue_20s_mutants(mutant, invariant):
     assert cell.verdict == KILLED, cell.note
     failed = {f["invariant"]: f["detail"] for f in cell.failures}
     assert "C check (" in failed.get(invariant, ""), cell.failures
+
+
+def test_bad_usage_of_the_new_options():
+    from purgecheck.engines.validate import STRESS
+    for args in (["--scenario", "forks"], ["--steps", "x"], ["--back-ms", "-1"]):
+        proc = subprocess.run([str(STRESS["release"]), *args], capture_output=True, text=True)
+        assert proc.returncode == 2 and proc.stderr.startswith("stress: "), proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("build", ["release", "tsan"])
+@pytest.mark.parametrize("scenario", list(CLEAN))
+def test_longer_runs_hold_and_validate(tmp_path, scenario, build):
+    """Twenty forks at MOVING, twenty steps back, a second and a half of walks."""
+    run = run_stress(tmp_path, scenario=scenario, ms=1500, build=build, more=("--steps", "20"))
+    assert "ThreadSanitizer" not in run.stderr, run.stderr[-3000:]
+    assert run.returncode == 0, run.stderr[-3000:]
+    s = run.summary
+    assert {"fork": s["forks_moving"] >= 20, "clock-back": s["clock_backs"] == 20,
+            "walks": s["walks"] > 0}[scenario], s
+    accepted(run.trace)
