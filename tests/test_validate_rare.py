@@ -87,6 +87,14 @@ def test_the_fork_lands_inside_the_advance(tmp_path):
     assert inside >= 3
 
 
+def test_a_fork_run_that_never_finds_moving_fails(tmp_path):
+    """(n): a run too short to fork while MOVING is held fails rather than passing without
+    having reached the path."""
+    run = run_stress(tmp_path, scenario="fork", ms=0, max_ms=0, traced=False)
+    assert run.returncode == 1 and "n" in run.failed_checks, run.summary
+    assert "(n) 0 of 3 forks found MOVING" in run.stderr
+
+
 def edit_first(path, pred, **fields) -> None:
     lines = path.read_text().splitlines()
     for i, line in enumerate(lines[1:], 1):
