@@ -148,7 +148,7 @@ def test_validate_engine_kills_a_broken_advance_under_judgement():
     from purgecheck.mutants.matrix import KILLED, judge
     cell = judge(MUTANTS["no-cas-exclusion"], "validate", quick=True)
     assert cell.verdict == KILLED, cell.note
-    assert any("the C checks failed" in f["detail"] for f in cell.failures)
+    assert any("the C checks failed" in f["detail"] for f in cell.failures), cell.failures
 
 
 def test_validate_engine_kills_sweep_last_before_work_on_real_threads():

@@ -173,10 +173,14 @@ def run_validate(budget: Budget) -> list[Result]:
         tmp = Path(tmp)
         t0 = time.perf_counter()
         # A mutant under judgement (the kill matrix) runs on the C side by its switch; one of
-        # the broken advances gets its delay, so that its race is hit.
+        # the broken advances gets its delay, so that its race is hit, and runs until a C
+        # check fails (10 s at the most): on a loaded machine a run of `ms` may end before
+        # the watcher has seen the race's double move, and the model the matrix patches
+        # with the same broken rule accepts the trace.
+        broken = switch in BROKEN
         clean = run_stress(tmp, ms=ms, mutant=switch, name="sweepers",
-                           delay_us=DELAY_US if switch in BROKEN else 0,
-                           delay_at=BROKEN.get(switch, "cas"))
+                           delay_us=DELAY_US if broken else 0,
+                           delay_at=BROKEN.get(switch, "cas"), until_violation=broken)
         verdict = validate_file(str(clean.trace))
         why = _what_failed(clean, verdict, with_stderr=True)
         broken_ok, broken_why = [], []
