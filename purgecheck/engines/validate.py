@@ -6,6 +6,10 @@ Seed 000, tests: "sweepers at the same time ... Both fail when the exclusion in
 _mi_page_purge_holes_epoch_advance is removed and when the start of an epoch is recorded
 early." Each broken variant runs with an injected delay at the step where its race lies
 (reference_c/linearize.c), so the race is hit in every run.
+
+Issue 20's rare paths run on real threads too (RARE): a real fork while a sweeper holds
+MOVING (seed 000 (2), _mi_page_purge_holes_forked_child), the clock going back inside an
+advance (digest 7), and the walk's order and units on every thread at once (digest 3).
 """
 
 from __future__ import annotations
