@@ -53,6 +53,9 @@ def test_clean_runs_hold_and_validate(tmp_path, scenario):
     assert set(run.summary["violations"].values()) == {0}, run.summary["violations"]
     assert CLEAN[scenario](run.summary), run.summary
     assert accepted(run.trace) > 0
+    if scenario == "walks":  # every malloc's block is checked against the model's lists
+        v = validate_file(str(run.trace))
+        assert v.stats["blocks_checked"] == run.trace.read_text().count('"ev":"malloc"') > 0
 
 
 @pytest.mark.parametrize("scenario,switch,check,why", BROKEN,

@@ -127,7 +127,9 @@ def _rare_figure(scenario: str, run: StressRun, verdict) -> str:
     what = {"fork": f"{got.get('forks_moving', 0)} forks while MOVING was held, "
                     f"{got.get('forks_quiet', 0)} outside",
             "clock-back": f"{got.get('clock_backs', 0)} steps of the clock back",
-            "walks": f"{got.get('walks', 0):,} walks checked"}[scenario]
+            "walks": f"{got.get('walks', 0):,} walks checked, "
+                     f"{verdict.stats.get('blocks_checked', 0):,} mallocs on the model's lists"
+            }[scenario]
     return f"{what}, {verdict.events:,} events"
 
 
