@@ -121,6 +121,7 @@ mi_advance_t mi_holes_epoch_advance(int64_t interval) {
             lin_step("read_clock_again", now2);
             lin_unlock();
             r.start = mi_mutant == M_START_BEFORE_INCREMENT ? now : now2;   /* broken: early */
+            mi_advance_delay(MI_DELAY_BEFORE_STORE);
             at_step("store_start");
             lin_lock();
             atomic_store_explicit(&w->epoch_start, r.start, memory_order_release);

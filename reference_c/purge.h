@@ -350,10 +350,11 @@ void lin_unlock(void);
 void lin_step(const char *pc, int64_t value);          /* an advance_step event */
 void lin_step_bool(const char *pc, bool value);
 void lin_step_wait(int spins, int64_t value);
-enum { MI_DELAY_BEFORE_CAS, MI_DELAY_BEFORE_INCREMENT };
+enum { MI_DELAY_BEFORE_CAS, MI_DELAY_BEFORE_INCREMENT, MI_DELAY_BEFORE_STORE };
 extern _Atomic int64_t mi_advance_delay_us;           /* test hook: see mi_advance_delay */
 extern _Atomic int mi_advance_delay_at;
 void mi_advance_delay(int at);
+extern _Atomic int mi_advance_delaying;              /* the point a sweeper sleeps at, or -1 */
 /* Test hook: called before each step of the advance with the model's program counter; the
  * driver runs the interleavings a script armed there (fork_at, clock_at). */
 extern void (*mi_advance_hook)(const char *pc);

@@ -81,8 +81,9 @@ static const char *USAGE =
     "  --cycles N             park scenario: parks per thread (default 2)\n"
     "  --mutant NAME          a run-time switch of reference_c/mutants.c\n"
     "  --delay-us US          a sweeper leaving an even epoch sleeps this long in the advance\n"
-    "  --delay-at cas|increment  ... before its CAS (default) or before its increment: hits\n"
-    "                         the advance's races every time (reference_c/linearize.c)\n"
+    "  --delay-at cas|increment|store  ... before its CAS (default), its increment or its\n"
+    "                         store of the new start: hits the advance's races every time\n"
+    "                         (reference_c/linearize.c)\n"
     "  --park-work-us US      park scenario: each sweep of a parked heap sleeps this long at\n"
     "                         the end of its work and reports a clock reading (the trace's\n"
     "                         bound for the end): sweep_last_before_work then sweeps a park\n"
@@ -109,6 +110,8 @@ static struct {
     int steps;                /* fork, clock-back: the forks at MOVING, the steps back */
     int64_t back_ms;          /* clock-back: how far before the epoch's start */
 } cfg = {"sweepers", 10, 300, 10000, 0, 0, 4, 3, 2, 0, MI_DELAY_BEFORE_CAS, false, NULL, NULL, 3, 100};
+
+static const char *const DELAY_AT_NAMES[] = {"cas", "increment", "store"};   /* MI_DELAY_BEFORE_* */
 
 static _Atomic bool stop;
 static _Atomic int64_t violations_a, violations_b, violations_c, violations_d;
@@ -576,7 +579,7 @@ static void write_header(const mi_options_t *o, int nthreads) {
              (long long)mi_page_size_of(MI_LARGE, 64), (long long)o->os_page_size, o->arch_bits,
              (long long)o->interval_ms, (long long)o->full_every, (long long)o->purge_delay,
              o->clock_monotone ? "true" : "false", BUILD_NAME, cfg.scenario, mutant, threads, (long long)cfg.delay_us,
-             cfg.delay_at == MI_DELAY_BEFORE_CAS ? "cas" : "increment", (long long)cfg.park_work_us,
+             DELAY_AT_NAMES[cfg.delay_at], (long long)cfg.park_work_us,
              cfg.steps, (long long)cfg.back_ms);
     tr_header(json);
 }
@@ -589,17 +592,21 @@ static void sleep_ms(int64_t ms) {
 /* -- scenario fork: a fork while another thread holds MOVING ----------------------------------- */
 
 /* Seed 000 (2): "A fork that lands while another thread holds the mark: the child records a
- * new beginning (_mi_page_purge_holes_forked_child)". The sweepers advance with a delay after
- * their CAS won (--delay-at increment), so MOVING is held for the delay every other epoch; the
- * main thread forks when it finds it held (and now and then when it is not). The child is a
- * copy of the process at the fork: it reads what it holds, applies the forked-child rule and
- * reports through a pipe. (m) a child of a fork that found MOVING holds a recorded beginning,
- * no longer MOVING; (n) `--steps` forks found MOVING within --max-ms. What else the child
- * holds (the epoch, the start outside a move) validate checks on the trace.
+ * new beginning (_mi_page_purge_holes_forked_child)". The sweepers advance with a delay
+ * (linearize.c mi_advance_delay) after their CAS won, before the increment, or after the
+ * increment, before the store of the new start, so MOVING is held for the delay every other
+ * epoch; the main thread forks while a sweeper sleeps there, moving the delay to the other
+ * point after each fork, and now and then whatever it finds. The child is a copy of the
+ * process at the fork: it reads what it holds, applies the forked-child rule and reports
+ * through a pipe. (m) a child of a fork that found MOVING holds a recorded beginning, no
+ * longer MOVING; (n) `--steps` forks in each window within --max-ms. What else the child
+ * holds (the epoch: the old one before the increment, the new one after it; the start outside
+ * a move) validate checks on the trace.
  * In a traced run the fork is made under lin_lock, so its `fork` event sits in the lin order
  * exactly where the copy was taken, and validate replays the model's forked-child rule on the
  * model's state there (purgecheck/validate/advance.py on_fork). */
 static _Atomic int64_t violations_m, violations_n, violations_i, forks_moving, forks_quiet, clock_backs;
+static _Atomic int64_t forks_in[3];   /* forks made while a sweeper slept at MI_DELAY_BEFORE_* */
 
 typedef struct { int64_t found, start, epoch; } fork_report_t;
 
@@ -615,10 +622,17 @@ static _Noreturn void fork_child(int fd) {
     _exit(write(fd, &r, sizeof r) == (ssize_t)sizeof r ? 0 : 3);
 }
 
-static void fork_and_check(void) {
+/* A fork; `window` >= 0: only while a sweeper sleeps at that point of its advance (under
+ * lin_lock in a traced run, so that it cannot leave the window before the fork). */
+static void fork_and_check(int window) {
     int fds[2];
-    if (pipe(fds) != 0) mi_corrupt("pipe failed");
     lin_lock();   /* the copy and its event are one step of the lin order */
+    if (window >= 0 && (atomic_load(&mi_advance_delaying) != window
+                        || atomic_load(&mi_world->epoch_start) != MI_MOVING)) {
+        lin_unlock();
+        return;
+    }
+    if (pipe(fds) != 0) mi_corrupt("pipe failed");
     pid_t pid = fork();
     if (pid < 0) mi_corrupt("fork failed");
     if (pid == 0) { close(fds[0]); fork_child(fds[1]); }
@@ -644,23 +658,40 @@ static void fork_and_check(void) {
     tr_end();
     lin_unlock();
     atomic_fetch_add(moving ? &forks_moving : &forks_quiet, 1);
+    if (moving && window >= 0) atomic_fetch_add(&forks_in[window], 1);
     if (moving && r.start == MI_MOVING)
         violation(&violations_m, "(m) a fork while another thread held MOVING (epoch %llu): the "
                   "child still holds MOVING, so no sweep of the child moves the epoch again",
                   (unsigned long long)r.epoch);
 }
 
-/* The main thread's part: fork when MOVING is held, and every tenth look when it is not,
- * until --steps forks found it held (--max-ms at the most). */
+/* The main thread's part: fork while a sweeper sleeps in the window the delay holds open,
+ * before its increment and (the delay moved there after each such fork) before its store of
+ * the new start, and every tenth look whatever it finds, until --steps forks were made in
+ * each window (--max-ms at the most). */
 static void run_forks(int64_t t0) {
+    int window = MI_DELAY_BEFORE_INCREMENT;
+    atomic_store(&mi_advance_delay_at, window);
     for (int looks = 0; !atomic_load(&stop); looks++) {
-        if (atomic_load(&forks_moving) >= cfg.steps && atomic_load(&forks_quiet) >= 1) break;
+        int64_t before = atomic_load(&forks_in[MI_DELAY_BEFORE_INCREMENT]);
+        int64_t after = atomic_load(&forks_in[MI_DELAY_BEFORE_STORE]);
+        if (before >= cfg.steps && after >= cfg.steps && atomic_load(&forks_quiet) >= 1) break;
         if (mi_clock_now() - t0 >= cfg.max_ms) {
-            violation(&violations_n, "(n) %lld of %d forks found MOVING held in %lld ms",
-                      (long long)atomic_load(&forks_moving), cfg.steps, (long long)cfg.max_ms);
+            violation(&violations_n, "(n) in %lld ms, %lld of %d forks found MOVING held before "
+                      "a sweeper's increment and %lld after it", (long long)cfg.max_ms,
+                      (long long)before, cfg.steps, (long long)after);
             break;
         }
-        if (atomic_load(&mi_world->epoch_start) == MI_MOVING || looks % 10 == 9) fork_and_check();
+        if (atomic_load(&mi_advance_delaying) == window) {
+            fork_and_check(window);
+            if (atomic_load(&forks_in[window]) > (window == MI_DELAY_BEFORE_STORE ? after : before)) {
+                window = window == MI_DELAY_BEFORE_STORE ? MI_DELAY_BEFORE_INCREMENT
+                                                         : MI_DELAY_BEFORE_STORE;
+                atomic_store(&mi_advance_delay_at, window);
+            }
+        } else if (looks % 10 == 9) {
+            fork_and_check(-1);
+        }
         struct timespec ts = {0, 100000};
         nanosleep(&ts, NULL);
     }
@@ -779,11 +810,13 @@ static void parse_args(int argc, char **argv) {
         else if (!strcmp(a, "--delay-us")) cfg.delay_us = parse_int(a, v);
         else if (!strcmp(a, "--park-work-us")) cfg.park_work_us = parse_int(a, v);
         else if (!strcmp(a, "--delay-at")) {
-            if (strcmp(v, "cas") && strcmp(v, "increment")) {
-                fprintf(stderr, "stress: --delay-at: expected cas or increment, got '%s'\n", v);
+            cfg.delay_at = -1;
+            for (int d = 0; d < 3; d++)
+                if (!strcmp(v, DELAY_AT_NAMES[d])) cfg.delay_at = d;
+            if (cfg.delay_at < 0) {
+                fprintf(stderr, "stress: --delay-at: expected cas, increment or store, got '%s'\n", v);
                 exit(2);
             }
-            cfg.delay_at = !strcmp(v, "cas") ? MI_DELAY_BEFORE_CAS : MI_DELAY_BEFORE_INCREMENT;
         }
         else if (!strcmp(a, "--sweepers")) cfg.sweepers = (int)parse_int(a, v);
         else if (!strcmp(a, "--parked")) cfg.parked = (int)parse_int(a, v);
@@ -919,7 +952,8 @@ int main(int argc, char **argv) {
                 "\"i\":%lld,\"m\":%lld,\"n\":%lld,\"j\":%lld,\"k\":%lld},"
                 "\"real\":{\"ran_ms\":%lld,\"epoch_moves\":%lld,\"rounds\":%lld,\"checked\":%lld,"
                 "\"shortest_ms\":%lld},\"trace_events\":%lld,\"forks_moving\":%lld,"
-                "\"forks_quiet\":%lld,\"clock_backs\":%lld,\"walks\":%lld}\n",
+                "\"forks_quiet\":%lld,\"forks_before_increment\":%lld,\"forks_after_increment\":%lld,"
+                "\"clock_backs\":%lld,\"walks\":%lld}\n",
                 cfg.scenario, BUILD_NAME, mi_mutant_names[cfg.mutant], (long long)ran,
                 (long long)cfg.interval, (unsigned long long)epochs, (long long)atomic_load(&sweeps),
                 (long long)atomic_load(&observations), (long long)atomic_load(&checked_b),
@@ -934,7 +968,9 @@ int main(int argc, char **argv) {
                 (long long)real_figures.epochs, (long long)real_figures.rounds,
                 (long long)real_figures.checked, (long long)real_figures.shortest,
                 (long long)atomic_load(&tr_events), (long long)atomic_load(&forks_moving),
-                (long long)atomic_load(&forks_quiet), (long long)atomic_load(&clock_backs),
+                (long long)atomic_load(&forks_quiet),
+                (long long)atomic_load(&forks_in[MI_DELAY_BEFORE_INCREMENT]),
+                (long long)atomic_load(&forks_in[MI_DELAY_BEFORE_STORE]), (long long)atomic_load(&clock_backs),
                 (long long)atomic_load(&walks_checked));
         fclose(f);
     }

@@ -37,7 +37,8 @@ def accepted(path) -> int:
 
 
 # the figure each clean run must reach, and the C check and rejection each broken one gives
-CLEAN = {"fork": lambda s: s["forks_moving"] >= 3 and s["forks_quiet"] >= 1,
+CLEAN = {"fork": lambda s: s["forks_before_increment"] >= 3 and s["forks_after_increment"] >= 3
+         and s["forks_quiet"] >= 1,
          "clock-back": lambda s: s["clock_backs"] == 3,
          "walks": lambda s: s["walks"] > 0}
 BROKEN = [("fork", "fork_child_keeps_moving", "m", "the child still holds MOVING"),
@@ -69,25 +70,28 @@ def test_broken_c_variant_fails_its_check_and_is_rejected(tmp_path, scenario, sw
     assert not v.accepted and why in v.why, v.why
 
 
-def test_the_fork_lands_inside_the_advance(tmp_path):
-    """The forks that found MOVING were made between a sweeper's won CAS and its store of the
-    new start (mostly in the delay of --delay-at increment), and the child holds the epoch
-    of the increments before the fork."""
+def test_forks_land_on_both_sides_of_the_increment(tmp_path):
+    """The forks made while a sweeper slept in its advance land between its won CAS and its
+    increment (the child holds the old epoch) and between the increment and its store of the
+    new start (the new epoch), three of each: the trace's lin order says so, and the child
+    holds the epoch of the increments before the fork."""
     run = run_stress(tmp_path, scenario="fork", ms=40)
+    s = run.summary
+    assert s["forks_before_increment"] >= 3 and s["forks_after_increment"] >= 3, s
     events = [json.loads(line) for line in run.trace.read_text().splitlines()[1:]]
     by_lin = sorted((e for e in events if "lin" in e), key=lambda e: e["lin"])
-    inside = 0
-    for n, e in enumerate(by_lin):
-        if e["ev"] == "fork" and e["moving"]:
-            # after a won CAS and before its store of the new start (a lost CAS or the
-            # increment may come between; the delay holds the window open before the latter)
-            before = [x for x in by_lin[:n] if x["ev"] == "advance_step"
-                      and (x["pc"] == "store_start" or (x["pc"] == "cas" and x["value"] is True))]
-            assert before[-1]["pc"] == "cas"
-            assert e["start"] >= 0 and e["epoch"] == sum(
-                1 for x in by_lin[:n] if x["ev"] == "advance_step" and x["pc"] == "increment")
-            inside += 1
-    assert inside >= 3
+    landed = {"cas": 0, "increment": 0}
+    last, increments = None, 0
+    for e in by_lin:
+        if e["ev"] == "advance_step" and (e["pc"] in ("increment", "store_start")
+                                          or (e["pc"] == "cas" and e["value"] is True)):
+            last = e["pc"]
+            increments += e["pc"] == "increment"
+        elif e["ev"] == "fork" and e["moving"]:
+            assert last in landed and e["start"] >= 0 and e["epoch"] == increments, (last, e)
+            landed[last] += 1
+    assert landed["cas"] >= s["forks_before_increment"], landed
+    assert landed["increment"] >= s["forks_after_increment"], landed
 
 
 def test_a_fork_run_that_never_finds_moving_fails(tmp_path):
@@ -95,7 +99,7 @@ def test_a_fork_run_that_never_finds_moving_fails(tmp_path):
     having reached the path."""
     run = run_stress(tmp_path, scenario="fork", ms=0, max_ms=0, traced=False)
     assert run.returncode == 1 and "n" in run.failed_checks, run.summary
-    assert "(n) 0 of 3 forks found MOVING" in run.stderr
+    assert "(n) in 0 ms, 0 of 3 forks found MOVING held before a sweeper's increment" in run.stderr
 
 
 def edit_first(path, pred, **fields) -> None:
@@ -177,11 +181,12 @@ def test_bad_usage_of_the_new_options():
 @pytest.mark.parametrize("build", ["release", "tsan"])
 @pytest.mark.parametrize("scenario", list(CLEAN))
 def test_longer_runs_hold_and_validate(tmp_path, scenario, build):
-    """Twenty forks at MOVING, twenty steps back, a second and a half of walks."""
+    """Twenty forks on each side of the increment, twenty steps back, 1.5 s of walks."""
     run = run_stress(tmp_path, scenario=scenario, ms=1500, build=build, more=("--steps", "20"))
     assert "ThreadSanitizer" not in run.stderr, run.stderr[-3000:]
     assert run.returncode == 0, run.stderr[-3000:]
     s = run.summary
-    assert {"fork": s["forks_moving"] >= 20, "clock-back": s["clock_backs"] == 20,
+    assert {"fork": min(s["forks_before_increment"], s["forks_after_increment"]) >= 20,
+            "clock-back": s["clock_backs"] == 20,
             "walks": s["walks"] > 0}[scenario], s
     accepted(run.trace)

@@ -124,8 +124,9 @@ def _what_failed(run: StressRun, verdict, with_stderr: bool = False) -> list[str
 
 def _rare_figure(scenario: str, run: StressRun, verdict) -> str:
     got = run.summary
-    what = {"fork": f"{got.get('forks_moving', 0)} forks while MOVING was held, "
-                    f"{got.get('forks_quiet', 0)} outside",
+    what = {"fork": f"{got.get('forks_before_increment', 0)} + "
+                    f"{got.get('forks_after_increment', 0)} forks while MOVING was held "
+                    f"(before + after the increment), {got.get('forks_quiet', 0)} outside a move",
             "clock-back": f"{got.get('clock_backs', 0)} steps of the clock back",
             "walks": f"{got.get('walks', 0):,} walks checked, "
                      f"{verdict.stats.get('blocks_checked', 0):,} mallocs on the model's lists"
