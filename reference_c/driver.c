@@ -539,6 +539,7 @@ static void emit_clock(void) {
 static bool fork_now(int thread) {
     int fds[2];
     if (pipe(fds) != 0) mi_corrupt("pipe failed");
+    lin_lock();   /* a linearized trace: the copy and its event are one step (validate) */
     bool moving = atomic_load(&mi_world->epoch_start) == MI_MOVING;
     pid_t pid = fork();
     if (pid < 0) mi_corrupt("fork failed");
@@ -560,6 +561,7 @@ static bool fork_now(int thread) {
     int status = 0;
     waitpid(pid, &status, 0);
     if (got != sizeof report || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        lin_unlock();
         emit_error(cur_line, "fork: the child did not report its epoch (wait status %d)", status);
         return false;
     }
@@ -569,6 +571,7 @@ static bool fork_now(int thread) {
     tr_u64("epoch", (uint64_t)report[1]);
     tr_int("start", report[0]);
     tr_end();
+    lin_unlock();
     return true;
 }
 

@@ -9,12 +9,19 @@
 
 #include "purge.h"
 
-/* Integer milliseconds: the virtual clock of the op script, or CLOCK_MONOTONIC. */
+/* Test hook: added to every reading of the real clock, so that a test can step the clock
+ * back (stress --scenario clock-back: the seed's "a clock going backwards" in the advance).
+ * 0 in every other run. */
+_Atomic int64_t mi_clock_offset_ms;
+
+/* Integer milliseconds: the virtual clock of the op script, or CLOCK_MONOTONIC (plus the
+ * test's offset). */
 int64_t mi_clock_now(void) {
     if (!mi_world->opt.clock_real) return atomic_load_explicit(&mi_world->vclock, memory_order_relaxed);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000
+           + atomic_load_explicit(&mi_clock_offset_ms, memory_order_relaxed);
 }
 
 /* The op `clock MS` on the virtual clock; false when a monotone clock would go back. */
@@ -114,6 +121,7 @@ mi_advance_t mi_holes_epoch_advance(int64_t interval) {
             lin_step("read_clock_again", now2);
             lin_unlock();
             r.start = mi_mutant == M_START_BEFORE_INCREMENT ? now : now2;   /* broken: early */
+            mi_advance_delay(MI_DELAY_BEFORE_STORE);
             at_step("store_start");
             lin_lock();
             atomic_store_explicit(&w->epoch_start, r.start, memory_order_release);

@@ -69,7 +69,9 @@ void lin_step_wait(int spins, int64_t value) {
  *     two sweepers that both found it due both claim it and both move the epoch;
  *   - before the increment (after the CAS won): with the start recorded from the first clock
  *     read, the epoch begins (the increment) the delay later than recorded, so the next one,
- *     whose sweeper is not delayed, comes early.
+ *     whose sweeper is not delayed, comes early;
+ *   - before the store of the new start (after the increment): MOVING is held on the new
+ *     epoch (stress --scenario fork places its forks there too).
  * Every other epoch, so that a delayed epoch is followed by one that is not. The correct code
  * is unaffected apart from the delay. */
 void (*mi_advance_hook)(const char *pc);
@@ -82,11 +84,17 @@ static void sleep_us(int64_t us) {
     nanosleep(&ts, NULL);
 }
 
+/* The point a sweeper is sleeping at now (-1: none), for a test that places something in
+ * the window the delay holds open (stress --scenario fork). */
+_Atomic int mi_advance_delaying = -1;
+
 void mi_advance_delay(int at) {
     int64_t us = atomic_load_explicit(&mi_advance_delay_us, memory_order_relaxed);
     if (us <= 0 || at != atomic_load_explicit(&mi_advance_delay_at, memory_order_relaxed)
         || atomic_load_explicit(&mi_world->epoch, memory_order_relaxed) % 2) return;
+    atomic_store(&mi_advance_delaying, at);
     sleep_us(us);
+    atomic_store(&mi_advance_delaying, -1);
 }
 
 /* Test hook: the work of each sweep of a parked heap (mi_on_thread_idle with in_handoff) takes

@@ -260,6 +260,7 @@ static inline void mi_after_malloc(mi_tld_t *t, mi_page_t *p) {
 
 /* -- clock and epoch (model/clock.py, model/epoch.py) --------------------------------------- */
 int64_t mi_clock_now(void);
+extern _Atomic int64_t mi_clock_offset_ms;              /* test hook: see mi_clock_now */
 bool mi_clock_advance(int64_t ms);                      /* false: a monotone clock went back */
 int64_t mi_compute_interval(int64_t min_interval);
 uint32_t mi_compute_epoch_age(uint64_t current, uint64_t stamp);
@@ -349,10 +350,11 @@ void lin_unlock(void);
 void lin_step(const char *pc, int64_t value);          /* an advance_step event */
 void lin_step_bool(const char *pc, bool value);
 void lin_step_wait(int spins, int64_t value);
-enum { MI_DELAY_BEFORE_CAS, MI_DELAY_BEFORE_INCREMENT };
+enum { MI_DELAY_BEFORE_CAS, MI_DELAY_BEFORE_INCREMENT, MI_DELAY_BEFORE_STORE };
 extern _Atomic int64_t mi_advance_delay_us;           /* test hook: see mi_advance_delay */
 extern _Atomic int mi_advance_delay_at;
 void mi_advance_delay(int at);
+extern _Atomic int mi_advance_delaying;              /* the point a sweeper sleeps at, or -1 */
 /* Test hook: called before each step of the advance with the model's program counter; the
  * driver runs the interleavings a script armed there (fork_at, clock_at). */
 extern void (*mi_advance_hook)(const char *pc);

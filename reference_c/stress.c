@@ -27,6 +27,11 @@
  * while one more thread sweeps inline beside them. With --park-work-us each park sweep's work
  * lasts that long (linearize.c mi_park_work_delay), as the virtual clock's sweep_ms.
  *
+ * Scenarios `fork`, `clock-back` and `walks` (issue 20's rare paths, and the walk on every
+ * thread at once): forks while a sweeper holds MOVING, checked in the child (m, n); the
+ * clock stepped back before the epoch's start inside an advance, which must then be due (i);
+ * the walk's order and units around each walk (j, k). See each scenario's section below.
+ *
  * Every check is a lower bound on time, or an upper bound against a clock reading taken
  * before the event in question, so it holds on a machine of any load; the one liveness
  * check (the epoch moves, the park gets done) waits for it, 10 s at the most.
@@ -40,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,9 +61,18 @@ static const char *USAGE =
     "usage: stress [OPTIONS]\n"
     "The seed's concurrent tests on real threads and CLOCK_MONOTONIC; writes a linearized\n"
     "trace for `purgecheck validate` with --trace.\n\n"
-    "  --scenario sweepers|park|real  four sweepers beside the thread under test (default),\n"
-    "                            the park handoff with the scavenger thread, or the fork's\n"
-    "                            own sweepers test in its shape (interval 50 ms)\n"
+    "  --scenario NAME        sweepers: four sweepers beside the thread under test (default)\n"
+    "                         park: the park handoff with the scavenger thread\n"
+    "                         real: the fork's own sweepers test in its shape (interval 50)\n"
+    "                         fork: forks while a sweeper holds MOVING (a delay after its\n"
+    "                           CAS, half the interval unless --delay-us says otherwise)\n"
+    "                         clock-back: the clock stepped back inside an advance\n"
+    "                         walks: every thread walking pages of its own (the walk's\n"
+    "                           order and units)\n"
+    "  --steps N              fork: forks that find MOVING held; clock-back: steps back\n"
+    "                         (default 3)\n"
+    "  --back-ms MS           clock-back: the clock goes back to MS before the epoch's start\n"
+    "                         (default 100)\n"
     "  --interval MS          purge_holes_min_interval (default 10)\n"
     "  --ms MS                how long to run at least (default 300)\n"
     "  --max-ms MS            the bound of the liveness waits (default 10000)\n"
@@ -66,8 +81,9 @@ static const char *USAGE =
     "  --cycles N             park scenario: parks per thread (default 2)\n"
     "  --mutant NAME          a run-time switch of reference_c/mutants.c\n"
     "  --delay-us US          a sweeper leaving an even epoch sleeps this long in the advance\n"
-    "  --delay-at cas|increment  ... before its CAS (default) or before its increment: hits\n"
-    "                         the advance's races every time (reference_c/linearize.c)\n"
+    "  --delay-at cas|increment|store  ... before its CAS (default), its increment or its\n"
+    "                         store of the new start: hits the advance's races every time\n"
+    "                         (reference_c/linearize.c)\n"
     "  --park-work-us US      park scenario: each sweep of a parked heap sleeps this long at\n"
     "                         the end of its work and reports a clock reading (the trace's\n"
     "                         bound for the end): sweep_last_before_work then sweeps a park\n"
@@ -78,6 +94,9 @@ static const char *USAGE =
     "examples:\n"
     "  stress --trace run.jsonl && purgecheck validate run.jsonl\n"
     "  stress --mutant no_cas_exclusion --delay-us 2000 --until-violation   # exits 1\n"
+    "  stress --scenario fork --mutant fork_child_keeps_moving   # exits 1: (m)\n"
+    "  stress --scenario clock-back --mutant clock_back_not_due  # exits 1: (i)\n"
+    "  stress --scenario walks --mutant rebuild_keeps_order      # exits 1: (j)\n"
     "  stress --scenario park --parked 1 --cycles 3 --interval 10 --park-work-us 10000 \\\n"
     "         --mutant sweep_last_before_work --trace run.jsonl\n"
     "  purgecheck validate run.jsonl   # rejected: \"its last park sweep ended at ...\"\n";
@@ -88,7 +107,11 @@ static struct {
     int sweepers, parked, cycles, mutant, delay_at;
     bool until_violation;
     const char *trace, *summary;
-} cfg = {"sweepers", 10, 300, 10000, 0, 0, 4, 3, 2, 0, MI_DELAY_BEFORE_CAS, false, NULL, NULL};
+    int steps;                /* fork, clock-back: the forks at MOVING, the steps back */
+    int64_t back_ms;          /* clock-back: how far before the epoch's start */
+} cfg = {"sweepers", 10, 300, 10000, 0, 0, 4, 3, 2, 0, MI_DELAY_BEFORE_CAS, false, NULL, NULL, 3, 100};
+
+static const char *const DELAY_AT_NAMES[] = {"cas", "increment", "store"};   /* MI_DELAY_BEFORE_* */
 
 static _Atomic bool stop;
 static _Atomic int64_t violations_a, violations_b, violations_c, violations_d;
@@ -419,6 +442,120 @@ static void *real_under_test_main(void *arg) {
     return NULL;
 }
 
+/* -- scenario walks: the holes walk on every thread at once -------------------------------------- */
+
+/* Digest 3: the walk takes every unit wholly inside the formed blocks whose blocks are all free
+ * (free-listed, or purged through a unit discarded before: step 2), drops the blocks over
+ * those units, and pushes each kept block on a new head, so the kept ones come back in reverse
+ * (step 3). Each thread builds the shapes of the scenarios walk-order (1000-byte blocks, free
+ * ones beside live ones) and purged-straddler (3000-byte blocks straddling 4 KiB units, one
+ * purged before its neighbour is freed) on pages of its own, walks them as the op `walk` does
+ * (an `op` event, then each page of its heap collected and walked), allocates again and
+ * sweeps, round after round. Around each walk it checks, from the lists and bits it sees
+ * before and after: (j) the free list after the walk is the kept blocks in the reverse order;
+ * (k) every unit that lay wholly in free or purged blocks is purged. */
+static _Atomic int64_t violations_j, violations_k, walks_checked;
+
+static void check_walk(mi_page_t *p, int tid) {
+    int64_t cap = p->capacity, nb = 0;
+    int64_t *before = calloc((size_t)cap + 1, sizeof *before);
+    uint8_t *was_free = calloc((size_t)cap + 1, 1), *was_purged = calloc((size_t)cap + 1, 1);
+    if (!before || !was_free || !was_purged) mi_corrupt("out of memory");
+    for (mi_block_t *b = p->free; b && nb < cap; b = mi_block_next(p, b)) {
+        before[nb] = mi_block_index(p, b);
+        was_free[before[nb++]] = 1;
+    }
+    for (int64_t i = 0; i < cap; i++) was_purged[i] = mi_page_is_block_purged(p, i);
+    int64_t units_before = 0, units_after = 0;
+    for (int64_t k = 0; k < p->bits; k++) units_before += mi_page_is_unit_purged(p, k);
+    mi_walk_result_t r = mi_page_purge_holes_walk(p);
+    for (int64_t k = 0; k < p->bits; k++) units_after += mi_page_is_unit_purged(p, k);
+    atomic_fetch_add(&walks_checked, 1);
+    /* (j): a walk that took units rebuilt the list: the kept ones, last first; one that took
+     * none left it as it was */
+    bool rebuilt = units_after > units_before;
+    int64_t at = rebuilt ? nb - 1 : 0, step = rebuilt ? -1 : 1;
+    for (mi_block_t *b = p->free; b; b = mi_block_next(p, b)) {
+        while (at >= 0 && at < nb && mi_page_is_block_purged(p, before[at])) at += step;
+        int64_t i = mi_block_index(p, b);
+        if (at < 0 || at >= nb || before[at] != i) {
+            violation(&violations_j, "(j) thread %d, page %d: after a walk that %s block %lld is "
+                      "on the free list where the kept blocks %s have %lld", tid, p->id,
+                      rebuilt ? "discarded units" : "discarded nothing", (long long)i,
+                      rebuilt ? "reversed" : "in their order",
+                      at < 0 || at >= nb ? -1LL : (long long)before[at]);
+            break;
+        }
+        at += step;
+    }
+    for (int64_t k = 0; r.complete && k < p->bits; k++) {   /* (k) */
+        if (!mi_is_unit_inside_blocks(p, k, cap) || mi_page_is_unit_purged(p, k)) continue;
+        int64_t i0, i1;
+        mi_blocks_of_unit(p, k, cap, &i0, &i1);
+        bool all_free = true;
+        for (int64_t i = i0; i < i1 && all_free; i++) all_free = was_free[i] || was_purged[i];
+        if (all_free)
+            violation(&violations_k, "(k) thread %d, page %d: unit %lld lay wholly in free or "
+                      "purged blocks (%lld..%lld) and the walk left it", tid, p->id, (long long)k,
+                      (long long)i0, (long long)i1 - 1);
+    }
+    free(before);
+    free(was_free);
+    free(was_purged);
+}
+
+/* The op `walk` of a thread: its event, then each page of its heap collected and walked. */
+static void walk_op(mi_tld_t *t, int tid, int line) {
+    tr_begin("op");
+    tr_int("line", line);
+    tr_int("thread", tid);
+    tr_str("op", "walk");
+    tr_key("args");
+    tr_raw("[]");
+    tr_end();
+    int *ids;
+    int n = mi_heap_page_ids(t, &ids);
+    for (int i = 0; i < n; i++) {
+        mi_page_t *p = mi_page_of(ids[i]);
+        mi_page_free_collect(p);
+        if (mi_page_can_purge_holes(&p->geom)) check_walk(p, tid);
+    }
+    free(ids);
+}
+
+#define ORDER_BLOCKS 24
+#define STRADDLERS 6
+
+static void *walker_main(void *arg) {
+    int tid = (int)(intptr_t)arg;
+    tr_tid = tid;
+    mi_tld_t *t = mi_thread(tid);
+    for (int round = 0; !atomic_load(&stop); round++) {
+        mi_ptr_t w[ORDER_BLOCKS], s[STRADDLERS];
+        bool live_w[ORDER_BLOCKS], live_s[STRADDLERS];
+        for (int i = 0; i < ORDER_BLOCKS; i++) { w[i] = mi_heap_malloc(t, 1000, false, true); live_w[i] = true; }
+        for (int i = 0; i < STRADDLERS; i++) { s[i] = mi_heap_malloc(t, 3000, false, true); live_s[i] = true; }
+        /* walk-order: kept blocks share units with live ones, units 2 and 3 lie in free ones */
+        for (int i = 0; i < ORDER_BLOCKS; i++)
+            if (i == 1 || i == 2 || i == 5 || (i >= 8 && i <= 16)) { mi_free(w[i], tid); live_w[i] = false; }
+        for (int i = 1; i <= 3; i++) { mi_free(s[i], tid); live_s[i] = false; }
+        walk_op(t, tid, 3 * round);
+        mi_free(s[0], tid);   /* unit 0 now lies in s0 (free) and s1 (purged) */
+        live_s[0] = false;
+        walk_op(t, tid, 3 * round + 1);
+        mi_ptr_t x[2];   /* the next mallocs take the kept blocks in the walk's order */
+        for (int i = 0; i < 2; i++) x[i] = mi_heap_malloc(t, 1000, false, true);
+        for (int i = 0; i < 2; i++) mi_free(x[i], tid);
+        for (int i = 0; i < ORDER_BLOCKS; i++) if (live_w[i]) mi_free(w[i], tid);
+        for (int i = 0; i < STRADDLERS; i++) if (live_s[i]) mi_free(s[i], tid);
+        walk_op(t, tid, 3 * round + 2);
+        mi_on_thread_idle(tid, false);
+        atomic_fetch_add(&sweeps, 1);
+    }
+    tr_thread_exit();
+    return NULL;
+}
+
 /* -- the run ------------------------------------------------------------------------------------ */
 
 static void write_header(const mi_options_t *o, int nthreads) {
@@ -433,16 +570,17 @@ static void write_header(const mi_options_t *o, int nthreads) {
              "\"page_kinds\":{\"small\":%lld,\"medium\":%lld,\"large\":%lld},"
              "\"os_page_size\":%lld,\"arch\":%d,\"first_block_offset\":0,\"interval_ms\":%lld,"
              "\"purge_holes\":true,\"full_every\":%lld,\"purge_delay\":%lld,\"variant\":\"epoch\","
-             "\"stale_epochs\":0,\"sweep_ms\":0,\"clock\":\"real\",\"clock_monotone\":true,"
+             "\"stale_epochs\":0,\"sweep_ms\":0,\"clock\":\"real\",\"clock_monotone\":%s,"
              "\"clock_start_ms\":0,\"observe\":\"sweeps\"},"
              "\"producer\":{\"name\":\"stress\",\"build\":\"%s\",\"scenario\":\"%s\",\"mutant\":%s,"
              "\"linearized\":true,\"threads\":[%s],\"delay_us\":%lld,\"delay_at\":\"%s\","
-             "\"park_work_us\":%lld}}",
+             "\"park_work_us\":%lld,\"steps\":%d,\"back_ms\":%lld}}",
              (long long)mi_page_size_of(MI_SMALL, 64), (long long)mi_page_size_of(MI_MEDIUM, 64),
              (long long)mi_page_size_of(MI_LARGE, 64), (long long)o->os_page_size, o->arch_bits,
              (long long)o->interval_ms, (long long)o->full_every, (long long)o->purge_delay,
-             BUILD_NAME, cfg.scenario, mutant, threads, (long long)cfg.delay_us,
-             cfg.delay_at == MI_DELAY_BEFORE_CAS ? "cas" : "increment", (long long)cfg.park_work_us);
+             o->clock_monotone ? "true" : "false", BUILD_NAME, cfg.scenario, mutant, threads, (long long)cfg.delay_us,
+             DELAY_AT_NAMES[cfg.delay_at], (long long)cfg.park_work_us,
+             cfg.steps, (long long)cfg.back_ms);
     tr_header(json);
 }
 
@@ -450,6 +588,193 @@ static void sleep_ms(int64_t ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
     nanosleep(&ts, NULL);
 }
+
+/* -- scenario fork: a fork while another thread holds MOVING ----------------------------------- */
+
+/* Seed 000 (2): "A fork that lands while another thread holds the mark: the child records a
+ * new beginning (_mi_page_purge_holes_forked_child)". The sweepers advance with a delay
+ * (linearize.c mi_advance_delay) after their CAS won, before the increment, or after the
+ * increment, before the store of the new start, so MOVING is held for the delay every other
+ * epoch; the main thread forks while a sweeper sleeps there, moving the delay to the other
+ * point after each fork, and now and then whatever it finds. The child is a copy of the
+ * process at the fork: it reads what it holds, applies the forked-child rule and reports
+ * through a pipe. (m) a child of a fork that found MOVING holds a recorded beginning, no
+ * longer MOVING; (n) `--steps` forks in each window within --max-ms. What else the child
+ * holds (the epoch: the old one before the increment, the new one after it; the start outside
+ * a move) validate checks on the trace.
+ * In a traced run the fork is made under lin_lock, so its `fork` event sits in the lin order
+ * exactly where the copy was taken, and validate replays the model's forked-child rule on the
+ * model's state there (purgecheck/validate/advance.py on_fork). */
+static _Atomic int64_t violations_m, violations_n, violations_i, forks_moving, forks_quiet, clock_backs;
+static _Atomic int64_t forks_in[3];   /* forks made while a sweeper slept at MI_DELAY_BEFORE_* */
+
+typedef struct { int64_t found, start, epoch; } fork_report_t;
+
+/* The child: nothing of the trace (its lock and buffer are the parent's), no hooks. */
+static _Noreturn void fork_child(int fd) {
+    tr_enabled = tr_linearized = false;
+    mi_advance_hook = NULL;
+    fork_report_t r;
+    r.found = atomic_load(&mi_world->epoch_start);
+    mi_page_purge_holes_forked_child();
+    r.start = atomic_load(&mi_world->epoch_start);
+    r.epoch = (int64_t)atomic_load(&mi_world->epoch);
+    _exit(write(fd, &r, sizeof r) == (ssize_t)sizeof r ? 0 : 3);
+}
+
+/* A fork; `window` >= 0: only while a sweeper sleeps at that point of its advance (under
+ * lin_lock in a traced run, so that it cannot leave the window before the fork). */
+static void fork_and_check(int window) {
+    int fds[2];
+    lin_lock();   /* the copy and its event are one step of the lin order */
+    if (window >= 0 && (atomic_load(&mi_advance_delaying) != window
+                        || atomic_load(&mi_world->epoch_start) != MI_MOVING)) {
+        lin_unlock();
+        return;
+    }
+    if (pipe(fds) != 0) mi_corrupt("pipe failed");
+    pid_t pid = fork();
+    if (pid < 0) mi_corrupt("fork failed");
+    if (pid == 0) { close(fds[0]); fork_child(fds[1]); }
+    close(fds[1]);
+    fork_report_t r;
+    size_t got = 0;
+    while (got < sizeof r) {
+        ssize_t k = read(fds[0], (char *)&r + got, sizeof r - got);
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (got != sizeof r || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        mi_corrupt("fork: the child did not report");
+    bool moving = r.found == MI_MOVING;
+    tr_begin("fork");
+    tr_int("thread", 0);
+    tr_bool("moving", moving);
+    tr_u64("epoch", (uint64_t)r.epoch);
+    tr_int("start", r.start);
+    tr_end();
+    lin_unlock();
+    atomic_fetch_add(moving ? &forks_moving : &forks_quiet, 1);
+    if (moving && window >= 0) atomic_fetch_add(&forks_in[window], 1);
+    if (moving && r.start == MI_MOVING)
+        violation(&violations_m, "(m) a fork while another thread held MOVING (epoch %llu): the "
+                  "child still holds MOVING, so no sweep of the child moves the epoch again",
+                  (unsigned long long)r.epoch);
+}
+
+/* The main thread's part: fork while a sweeper sleeps in the window the delay holds open,
+ * before its increment and (the delay moved there after each such fork) before its store of
+ * the new start, and every tenth look whatever it finds, until --steps forks were made in
+ * each window (--max-ms at the most). */
+static void run_forks(int64_t t0) {
+    int window = MI_DELAY_BEFORE_INCREMENT;
+    atomic_store(&mi_advance_delay_at, window);
+    for (int looks = 0; !atomic_load(&stop); looks++) {
+        int64_t before = atomic_load(&forks_in[MI_DELAY_BEFORE_INCREMENT]);
+        int64_t after = atomic_load(&forks_in[MI_DELAY_BEFORE_STORE]);
+        if (before >= cfg.steps && after >= cfg.steps && atomic_load(&forks_quiet) >= 1) break;
+        if (mi_clock_now() - t0 >= cfg.max_ms) {
+            violation(&violations_n, "(n) in %lld ms, %lld of %d forks found MOVING held before "
+                      "a sweeper's increment and %lld after it", (long long)cfg.max_ms,
+                      (long long)before, cfg.steps, (long long)after);
+            break;
+        }
+        if (atomic_load(&mi_advance_delaying) == window) {
+            fork_and_check(window);
+            if (atomic_load(&forks_in[window]) > (window == MI_DELAY_BEFORE_STORE ? after : before)) {
+                window = window == MI_DELAY_BEFORE_STORE ? MI_DELAY_BEFORE_INCREMENT
+                                                         : MI_DELAY_BEFORE_STORE;
+                atomic_store(&mi_advance_delay_at, window);
+            }
+        } else if (looks % 10 == 9) {
+            fork_and_check(-1);
+        }
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* -- scenario clock-back: the clock steps back during an advance -------------------------------- */
+
+/* Digest 7: "if now >= start && now - start < interval return (a clock that went backwards
+ * advances)". The main thread arms a step back; the next sweeper whose advance has loaded the
+ * current start S sets the clock back to --back-ms before S, just before its clock reading
+ * (mi_advance_hook, before read_clock; under lin_lock with a `clock` event). If the clock,
+ * read again after that reading, is still before S, the reading was too: (i) the advance
+ * must find the epoch due and go on to its CAS. Broken (clock_back_not_due), it returns. The
+ * verdict needs no timing: a sweeper held up until the clock caught up with S gives none, and
+ * the step is made again. After each verdict the main thread puts the clock forward again.
+ * The hook knows the start the advance loaded: the epoch and start it reads before the load
+ * are those it reads before the clock reading, and no advance can have come and gone in
+ * between without moving the epoch. */
+static _Atomic bool back_armed, back_judged;
+static _Thread_local struct { uint64_t epoch; int64_t start; int state; } back_seen;
+enum { BACK_NONE, BACK_STEPPED, BACK_MUST_BE_DUE };
+
+static void clock_back_hook(const char *pc) {
+    mi_world_t *w = mi_world;
+    if (back_seen.state == BACK_MUST_BE_DUE && strcmp(pc, "compare")) {
+        back_seen.state = BACK_NONE;
+        if (strcmp(pc, "cas"))   /* the advance returned after its compare */
+            violation(&violations_i, "(i) the clock went back %lld ms before the start of the "
+                      "epoch (%lld) and an advance read it there; the advance found the epoch "
+                      "not due and returned, without its CAS", (long long)cfg.back_ms,
+                      (long long)back_seen.start);
+        else
+            atomic_fetch_add(&clock_backs, 1);
+        atomic_store(&back_judged, true);
+    }
+    if (!strcmp(pc, "load_start")) {
+        back_seen.epoch = atomic_load(&w->epoch);
+        back_seen.start = atomic_load(&w->epoch_start);
+    } else if (!strcmp(pc, "read_clock") && atomic_load(&back_armed)) {
+        lin_lock();
+        int64_t start = atomic_load(&w->epoch_start);
+        if (start != MI_MOVING && start == back_seen.start && atomic_load(&w->epoch) == back_seen.epoch
+            && atomic_exchange(&back_armed, false)) {
+            atomic_fetch_sub(&mi_clock_offset_ms, mi_clock_now() - start + cfg.back_ms);
+            tr_begin("clock");
+            tr_int("now", mi_clock_now());
+            tr_end();
+            back_seen.state = BACK_STEPPED;
+        }
+        lin_unlock();
+    } else if (!strcmp(pc, "compare") && back_seen.state == BACK_STEPPED) {
+        bool before = mi_clock_now() < back_seen.start;   /* so was the reading */
+        back_seen.state = before ? BACK_MUST_BE_DUE : BACK_NONE;
+        if (!before) atomic_store(&back_armed, true);   /* held up too long: no verdict */
+    }
+}
+
+static void run_clock_backs(void) {
+    for (int step = 0; step < cfg.steps && !atomic_load(&stop); step++) {
+        sleep_ms(2 * cfg.interval);
+        atomic_store(&back_judged, false);
+        atomic_store(&back_armed, true);
+        struct timespec r0, r;   /* the offset moves the clock: bound the wait by the real one */
+        clock_gettime(CLOCK_MONOTONIC, &r0);
+        int64_t waited = 0;
+        while (!atomic_load(&back_judged) && waited < cfg.max_ms && !atomic_load(&stop)) {
+            sleep_ms(1);
+            clock_gettime(CLOCK_MONOTONIC, &r);
+            waited = (r.tv_sec - r0.tv_sec) * 1000 + (r.tv_nsec - r0.tv_nsec) / 1000000;
+        }
+        atomic_store(&back_armed, false);
+        if (!atomic_load(&back_judged) && !atomic_load(&stop))
+            violation(&violations_i, "(i) step %d: no advance read the clock after it went back, "
+                      "in %lld ms", step + 1, (long long)cfg.max_ms);
+        lin_lock();   /* the clock forward again (a step forward is always allowed) */
+        atomic_store(&mi_clock_offset_ms, 0);
+        tr_begin("clock");
+        tr_int("now", mi_clock_now());
+        tr_end();
+        lin_unlock();
+    }
+}
+
 
 static int64_t parse_int(const char *flag, const char *v) {
     char *end;
@@ -472,8 +797,10 @@ static void parse_args(int argc, char **argv) {
         else if (!strcmp(a, "--until-violation")) { cfg.until_violation = true; valued = false; }
         else if (!v) { fprintf(stderr, "stress: unknown option or missing value: %s\n%s", a, USAGE); exit(2); }
         else if (!strcmp(a, "--scenario")) {
-            if (strcmp(v, "sweepers") && strcmp(v, "park") && strcmp(v, "real")) {
-                fprintf(stderr, "stress: --scenario: expected sweepers, park or real, got '%s'\n", v);
+            if (strcmp(v, "sweepers") && strcmp(v, "park") && strcmp(v, "real") && strcmp(v, "fork")
+                && strcmp(v, "clock-back") && strcmp(v, "walks")) {
+                fprintf(stderr, "stress: --scenario: expected sweepers, park, real, fork, "
+                        "clock-back or walks, got '%s'\n", v);
                 exit(2);
             }
             cfg.scenario = v;
@@ -483,15 +810,19 @@ static void parse_args(int argc, char **argv) {
         else if (!strcmp(a, "--delay-us")) cfg.delay_us = parse_int(a, v);
         else if (!strcmp(a, "--park-work-us")) cfg.park_work_us = parse_int(a, v);
         else if (!strcmp(a, "--delay-at")) {
-            if (strcmp(v, "cas") && strcmp(v, "increment")) {
-                fprintf(stderr, "stress: --delay-at: expected cas or increment, got '%s'\n", v);
+            cfg.delay_at = -1;
+            for (int d = 0; d < 3; d++)
+                if (!strcmp(v, DELAY_AT_NAMES[d])) cfg.delay_at = d;
+            if (cfg.delay_at < 0) {
+                fprintf(stderr, "stress: --delay-at: expected cas, increment or store, got '%s'\n", v);
                 exit(2);
             }
-            cfg.delay_at = !strcmp(v, "cas") ? MI_DELAY_BEFORE_CAS : MI_DELAY_BEFORE_INCREMENT;
         }
         else if (!strcmp(a, "--sweepers")) cfg.sweepers = (int)parse_int(a, v);
         else if (!strcmp(a, "--parked")) cfg.parked = (int)parse_int(a, v);
         else if (!strcmp(a, "--cycles")) cfg.cycles = (int)parse_int(a, v);
+        else if (!strcmp(a, "--steps")) cfg.steps = (int)parse_int(a, v);
+        else if (!strcmp(a, "--back-ms")) cfg.back_ms = parse_int(a, v);
         else if (!strcmp(a, "--trace")) cfg.trace = v;
         else if (!strcmp(a, "--summary")) cfg.summary = v;
         else if (!strcmp(a, "--mutant")) {
@@ -523,8 +854,14 @@ int main(int argc, char **argv) {
     o.os_page_size = 4 * KiB;
     o.arch_bits = 64;
     o.variant = V_EPOCH;
-    o.clock_monotone = true;
+    bool forks = !strcmp(cfg.scenario, "fork"), backs = !strcmp(cfg.scenario, "clock-back");
+    bool walks = !strcmp(cfg.scenario, "walks");
+    o.clock_monotone = !backs;   /* a trace whose clock goes back says so */
     o.clock_real = true;
+    if (forks && !cfg.delay_us) {   /* MOVING held for half the interval, every other epoch */
+        cfg.delay_us = cfg.interval * 500;
+        cfg.delay_at = MI_DELAY_BEFORE_INCREMENT;
+    }
     static char outbuf[1 << 20];
     if (cfg.trace) {
         if (!freopen(cfg.trace, "w", stdout)) {
@@ -540,9 +877,10 @@ int main(int argc, char **argv) {
     atomic_store(&mi_park_work_delay_us, cfg.park_work_us);
     mi_world = mi_world_new(&o);
     bool park = !strcmp(cfg.scenario, "park"), real = !strcmp(cfg.scenario, "real");
-    int nthreads = park ? cfg.parked + 1 : cfg.sweepers + 1;
+    int nthreads = park ? cfg.parked + 1 : forks || backs || walks ? cfg.sweepers : cfg.sweepers + 1;
     if (cfg.trace) write_header(&o, nthreads);
     tr_tid = 0;
+    if (backs) mi_advance_hook = clock_back_hook;
     if (park) mi_scavenger_start();
     pthread_t th[64], watcher;
     int64_t t0 = mi_clock_now();
@@ -550,10 +888,14 @@ int main(int argc, char **argv) {
     for (int i = 0; i < nthreads; i++) {
         void *(*fn)(void *) = park ? (i < cfg.parked ? parker_main : sweeper_main)
                               : real ? (i < cfg.sweepers ? real_sweeper_main : real_under_test_main)
+                              : forks || backs ? sweeper_main : walks ? walker_main
                                      : (i < cfg.sweepers ? sweeper_main : under_test_main);
         if (pthread_create(&th[i], NULL, fn, (void *)(intptr_t)(i + 1)) != 0) mi_corrupt("pthread_create failed");
     }
-    if (!park && !real && pthread_create(&watcher, NULL, watcher_main, NULL) != 0) mi_corrupt("pthread_create failed");
+    bool watched = !park && !real && !forks && !backs && !walks;   /* a clock that goes back breaks (a) */
+    if (watched && pthread_create(&watcher, NULL, watcher_main, NULL) != 0) mi_corrupt("pthread_create failed");
+    if (forks) run_forks(t0);
+    if (backs) run_clock_backs();
     /* Run for --ms, and on until the epoch has moved (liveness), --max-ms at the most. */
     bool moved = false;
     while (!atomic_load(&stop)) {
@@ -572,7 +914,7 @@ int main(int argc, char **argv) {
     } else {
         atomic_store(&stop, true);
         for (int i = 0; i < nthreads; i++) pthread_join(th[i], NULL);
-        if (!real) pthread_join(watcher, NULL);
+        if (watched) pthread_join(watcher, NULL);
     }
     int64_t ran = mi_clock_now() - t0;
     uint64_t epochs = epoch_now() - e0;
@@ -589,7 +931,10 @@ int main(int argc, char **argv) {
     int64_t failed = atomic_load(&violations_a) + atomic_load(&violations_b)
                      + atomic_load(&violations_c) + atomic_load(&violations_d) + !live
                      + atomic_load(&violations_e) + atomic_load(&violations_f)
-                     + atomic_load(&violations_g) + atomic_load(&violations_h);
+                     + atomic_load(&violations_g) + atomic_load(&violations_h)
+                     + atomic_load(&violations_m) + atomic_load(&violations_n)
+                     + atomic_load(&violations_i) + atomic_load(&violations_j)
+                     + atomic_load(&violations_k);
     fprintf(stderr, "stress %s (%s%s%s): %llu epochs in %lld ms, interval %lld ms, %lld sweeps, "
             "(a) %lld epoch readings, (b) %lld sweeps checked, %lld parks: %s\n",
             cfg.scenario, BUILD_NAME, cfg.mutant ? ", mutant " : "",
@@ -603,9 +948,12 @@ int main(int argc, char **argv) {
         fprintf(f, "{\"scenario\":\"%s\",\"build\":\"%s\",\"mutant\":\"%s\",\"ms\":%lld,"
                 "\"interval_ms\":%lld,\"epochs\":%llu,\"sweeps\":%lld,\"observations\":%lld,"
                 "\"checked_b\":%lld,\"parks\":%lld,\"violations\":{\"a\":%lld,\"b\":%lld,\"c\":%lld,"
-                "\"d\":%lld,\"liveness\":%d,\"e\":%lld,\"f\":%lld,\"g\":%lld,\"h\":%lld},"
+                "\"d\":%lld,\"liveness\":%d,\"e\":%lld,\"f\":%lld,\"g\":%lld,\"h\":%lld,"
+                "\"i\":%lld,\"m\":%lld,\"n\":%lld,\"j\":%lld,\"k\":%lld},"
                 "\"real\":{\"ran_ms\":%lld,\"epoch_moves\":%lld,\"rounds\":%lld,\"checked\":%lld,"
-                "\"shortest_ms\":%lld},\"trace_events\":%lld}\n",
+                "\"shortest_ms\":%lld},\"trace_events\":%lld,\"forks_moving\":%lld,"
+                "\"forks_quiet\":%lld,\"forks_before_increment\":%lld,\"forks_after_increment\":%lld,"
+                "\"clock_backs\":%lld,\"walks\":%lld}\n",
                 cfg.scenario, BUILD_NAME, mi_mutant_names[cfg.mutant], (long long)ran,
                 (long long)cfg.interval, (unsigned long long)epochs, (long long)atomic_load(&sweeps),
                 (long long)atomic_load(&observations), (long long)atomic_load(&checked_b),
@@ -613,10 +961,17 @@ int main(int argc, char **argv) {
                 (long long)atomic_load(&violations_b), (long long)atomic_load(&violations_c),
                 (long long)atomic_load(&violations_d), !live, (long long)atomic_load(&violations_e),
                 (long long)atomic_load(&violations_f), (long long)atomic_load(&violations_g),
-                (long long)atomic_load(&violations_h), (long long)real_figures.ran_ms,
+                (long long)atomic_load(&violations_h), (long long)atomic_load(&violations_i),
+                (long long)atomic_load(&violations_m), (long long)atomic_load(&violations_n),
+                (long long)atomic_load(&violations_j), (long long)atomic_load(&violations_k),
+                (long long)real_figures.ran_ms,
                 (long long)real_figures.epochs, (long long)real_figures.rounds,
                 (long long)real_figures.checked, (long long)real_figures.shortest,
-                (long long)atomic_load(&tr_events));
+                (long long)atomic_load(&tr_events), (long long)atomic_load(&forks_moving),
+                (long long)atomic_load(&forks_quiet),
+                (long long)atomic_load(&forks_in[MI_DELAY_BEFORE_INCREMENT]),
+                (long long)atomic_load(&forks_in[MI_DELAY_BEFORE_STORE]), (long long)atomic_load(&clock_backs),
+                (long long)atomic_load(&walks_checked));
         fclose(f);
     }
     mi_world_free(mi_world);

@@ -131,12 +131,14 @@ def test_validate_engine_quick():
     from purgecheck.engines.validate import run_validate
     results = {r.invariant: r for r in run_validate(Budget(quick=True))}
     assert set(results) == {"EP-NO-SHORT-EPOCH", "HD-YOUNG-KEPT", "PK-DONE-TWO-EPOCHS",
-                            "PK-SPACING"}
+                            "PK-SPACING", "EP-MOVING-HELD", "EP-BACK-IS-DUE",
+                            "PG-WALK-REVERSES", "PG-WALK-TAKES-EVERY-FREE-UNIT"}
     for r in results.values():
         assert r.status == "hold", (r.invariant, r.detail)
     assert "2/2 broken advances caught" in results["EP-NO-SHORT-EPOCH"].figure
     assert "6 parks" in results["PK-DONE-TWO-EPOCHS"].figure
     assert results["PK-SPACING"].figure.startswith("3 parks with park sweeps of 10 ms")
+    assert results["EP-BACK-IS-DUE"].figure.startswith("3 steps of the clock back")
 
 
 def test_validate_engine_kills_a_broken_advance_under_judgement():
@@ -146,7 +148,7 @@ def test_validate_engine_kills_a_broken_advance_under_judgement():
     from purgecheck.mutants.matrix import KILLED, judge
     cell = judge(MUTANTS["no-cas-exclusion"], "validate", quick=True)
     assert cell.verdict == KILLED, cell.note
-    assert any("the C checks failed" in f["detail"] for f in cell.failures)
+    assert any("the C checks failed" in f["detail"] for f in cell.failures), cell.failures
 
 
 def test_validate_engine_kills_sweep_last_before_work_on_real_threads():

@@ -6,6 +6,10 @@ Seed 000, tests: "sweepers at the same time ... Both fail when the exclusion in
 _mi_page_purge_holes_epoch_advance is removed and when the start of an epoch is recorded
 early." Each broken variant runs with an injected delay at the step where its race lies
 (reference_c/linearize.c), so the race is hit in every run.
+
+Issue 20's rare paths run on real threads too (RARE): a real fork while a sweeper holds
+MOVING (seed 000 (2), _mi_page_purge_holes_forked_child), the clock going back inside an
+advance (digest 7), and the walk's order and units on every thread at once (digest 3).
 """
 
 from __future__ import annotations
@@ -33,6 +37,11 @@ DELAY_US = 4000  # of a 10 ms interval: the race window of the broken variants
 SLOW_PARKS = ("--parked", "1", "--cycles", "3", "--park-work-us", str(INTERVAL_MS * 1000))
 # The advance's broken variants: C switch, where the delay goes, the check that must fail.
 BROKEN = {"no_cas_exclusion": "cas", "start_before_increment": "increment"}
+# The rare paths and the walk on real threads (stress --scenario fork, clock-back, walks): the
+# invariant each C check stands for, with the trace's validation (docs/validation.md).
+RARE = {"fork": {"EP-MOVING-HELD": ("m", "n")},
+        "clock-back": {"EP-BACK-IS-DUE": ("i",)},
+        "walks": {"PG-WALK-REVERSES": ("j",), "PG-WALK-TAKES-EVERY-FREE-UNIT": ("k",)}}
 
 
 @dataclass
@@ -113,8 +122,50 @@ def _what_failed(run: StressRun, verdict, with_stderr: bool = False) -> list[str
     return why
 
 
+def _rare_figure(scenario: str, run: StressRun, verdict) -> str:
+    got = run.summary
+    what = {"fork": f"{got.get('forks_before_increment', 0)} + "
+                    f"{got.get('forks_after_increment', 0)} forks while MOVING was held "
+                    f"(before + after the increment), {got.get('forks_quiet', 0)} outside a move",
+            "clock-back": f"{got.get('clock_backs', 0)} steps of the clock back",
+            "walks": f"{got.get('walks', 0):,} walks checked, "
+                     f"{verdict.stats.get('blocks_checked', 0):,} mallocs on the model's lists"
+            }[scenario]
+    return f"{what}, {verdict.events:,} events"
+
+
+def run_rare(tmp: Path, ms: int, switch: str | None) -> list[Result]:
+    """The rare paths on real threads (a fork while a sweeper holds MOVING, the clock going
+    back in an advance) and the walk's order and units on every thread at once: each C check
+    holds and the trace validates. A C check fails whatever the model says, so that the
+    kill matrix, which patches the model too, sees the C variant."""
+    from purgecheck.validate import validate_file
+
+    out = []
+    for scenario, checks in RARE.items():
+        t0 = time.perf_counter()
+        run = run_stress(tmp, scenario=scenario, ms=ms, mutant=switch, name=scenario)
+        verdict = validate_file(str(run.trace))
+        figure = _rare_figure(scenario, run, verdict)
+        seconds = time.perf_counter() - t0
+        for invariant, letters in checks.items():
+            failed = [c for c in letters if run.summary.get("violations", {}).get(c)]
+            why = [f"C check ({c}) failed" for c in failed]
+            if run.returncode not in (0, 1):
+                why.append(f"stress exited {run.returncode}: {run.stderr.strip()[-300:]}")
+            elif run.returncode == 1 and not run.failed_checks:
+                why.append(f"stress failed: {run.stderr.strip()[-300:]}")
+            if not verdict.accepted:
+                why.append(f"the trace was rejected at line {verdict.line}: {verdict.why}")
+            out.append(_result(invariant, not why, figure, seconds, "; ".join(why),
+                               run.replay()))
+            seconds = 0.0
+    return out
+
+
 @engine(ENGINE, "concurrent C runs on real threads: their traces validated on the model; "
-                "the broken advances rejected")
+                "the broken advances rejected; forks while MOVING is held, a clock going "
+                "back, the walk's order")
 def run_validate(budget: Budget) -> list[Result]:
     from purgecheck.validate import validate_file
 
@@ -129,10 +180,14 @@ def run_validate(budget: Budget) -> list[Result]:
         tmp = Path(tmp)
         t0 = time.perf_counter()
         # A mutant under judgement (the kill matrix) runs on the C side by its switch; one of
-        # the broken advances gets its delay, so that its race is hit.
+        # the broken advances gets its delay, so that its race is hit, and runs until a C
+        # check fails (10 s at the most): on a loaded machine a run of `ms` may end before
+        # the watcher has seen the race's double move, and the model the matrix patches
+        # with the same broken rule accepts the trace.
+        broken = switch in BROKEN
         clean = run_stress(tmp, ms=ms, mutant=switch, name="sweepers",
-                           delay_us=DELAY_US if switch in BROKEN else 0,
-                           delay_at=BROKEN.get(switch, "cas"))
+                           delay_us=DELAY_US if broken else 0,
+                           delay_at=BROKEN.get(switch, "cas"), until_violation=broken)
         verdict = validate_file(str(clean.trace))
         why = _what_failed(clean, verdict, with_stderr=True)
         broken_ok, broken_why = [], []
@@ -152,6 +207,11 @@ def run_validate(budget: Budget) -> list[Result]:
         out.append(_result("HD-YOUNG-KEPT", clean.returncode == 0 and verdict.accepted,
                            f"{clean.summary.get('checked_b', 0):,} sweeps checked (b)", 0.0,
                            "; ".join(why), clean.replay()))
+        if budget.first_failure and any(not r.ok for r in out):
+            return out
+        out += run_rare(tmp, ms, switch)
+        if budget.first_failure and any(not r.ok for r in out):
+            return out
         t0 = time.perf_counter()
         park = run_stress(tmp, scenario="park", ms=ms, mutant=switch, name="park")
         pv = validate_file(str(park.trace))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from model.epoch import (MOVING, PC_CAS, PC_COMPARE, PC_DONE, PC_INCREMENT, PC_LOAD,
                          PC_READ_CLOCK, PC_READ_CLOCK2, PC_STORE, PC_WAIT, STEPS, AdvanceFrame,
-                         begin_advance, mi_holes_epoch_advance,
+                         begin_advance, fork_child_epoch, mi_holes_epoch_advance,
                          mi_holes_epoch_advance_interleaved)
 from purgecheck.validate.common import Event, Rejection, STEP_PCS, show_start
 
@@ -202,6 +202,7 @@ class AdvanceReplay:
             raise Rejection(f"fork by thread {ev.thread}: the child still holds MOVING "
                             f"(_mi_page_purge_holes_forked_child records a new beginning)")
         if self.linearized:
+            self.fork_at_lin(ev)
             return
         if not ev.moving and (ev.epoch != self.st.epoch
                               or (self.start_known and ev.start != self.st.start)):
@@ -211,6 +212,23 @@ class AdvanceReplay:
         if ev.moving and ev.epoch not in (self.st.epoch, self.st.epoch + 1):
             raise Rejection(f"fork by thread {ev.thread} during a move: the child holds epoch "
                             f"{ev.epoch}, not {self.st.epoch} or the next")
+
+    def fork_at_lin(self, ev: Event) -> None:
+        """A linearized fork (stress --scenario fork) is made under lin_lock, so the child is a
+        copy of the state the events before it reached: it found MOVING exactly when the
+        model's start is MOVING, and holds what the model's forked-child rule leaves there,
+        its new beginning being a reading of the clock taken at the fork."""
+        st = self.st
+        if ev.moving != (st.start == MOVING):
+            raise Rejection(f"fork by thread {ev.thread}: the child found MOVING "
+                            f"{'held' if ev.moving else 'not held'}, but start is "
+                            f"{show_start(st.start)}")
+        now = self.clock(ev.start, self.line, "fork") if ev.moving else 0
+        child = fork_child_epoch(st, now)
+        if (ev.epoch, ev.start) != (child.epoch, child.start):
+            raise Rejection(f"fork by thread {ev.thread}: the child holds epoch {ev.epoch} "
+                            f"begun at {show_start(ev.start)}; the model's forked child holds "
+                            f"epoch {child.epoch} begun at {show_start(child.start)}")
 
     def on_epoch_skip(self, ev: Event, tid) -> None:
         e = ev.epoch
