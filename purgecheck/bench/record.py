@@ -52,6 +52,7 @@ def figures(tiny: bool = False, pairs: int | None = None,
             long_calls: int | None = None) -> list[Figure]:
     from model.glibc.versions import VERSIONS
     from purgecheck.formats.alloc_trace import read_trace
+    from purgecheck.glibc.fromtrace import Conversion
     from purgecheck.glibc.replay import load, measure, run_model
     from purgecheck.record.run import ROOT, record
 
@@ -90,13 +91,12 @@ def figures(tiny: bool = False, pairs: int | None = None,
         traces["threaded (recorded_threads)"] = rec.files[0]
         for what, path in traces.items():
             img, _ = load(path)
-            seen = []
+            stats = Conversion()
             c0 = time.process_time()
-            run_model(img, VERSIONS["2.23+"], {}, False,
-                      after_op=lambda i, op, p: seen.append(i) and False)
+            run_model(img, VERSIONS["2.23+"], {}, False, stats)  # as `purgecheck replay`
             cpu = time.process_time() - c0
-            out.append(Figure(BENCH, f"model replay, {what}: ops per second", len(seen) / cpu,
-                              "ops/s", f"{len(seen):,} ops on the model of 2.23+, CPU time "
+            out.append(Figure(BENCH, f"model replay, {what}: ops per second", stats.ops / cpu,
+                              "ops/s", f"{stats.ops:,} ops on the model of 2.23+, CPU time "
                                        f"(conversion included)"))
             out += _replay_parts(img, what)
             try:
@@ -105,8 +105,8 @@ def figures(tiny: bool = False, pairs: int | None = None,
                 out.append(not_measured(BENCH, f"real replay, {what}: ops per second",
                                         "ops/s", f"not measured: {e}"))
                 continue
-            out.append(Figure(BENCH, f"real replay, {what}: ops per second", len(seen) / wall,
-                              "ops/s", f"{len(seen):,} ops, glibc_driver under strace "
+            out.append(Figure(BENCH, f"real replay, {what}: ops per second", stats.ops / wall,
+                              "ops/s", f"{stats.ops:,} ops, glibc_driver under strace "
                                        f"--seccomp-bpf, wall clock with start-up"))
         out += long_trace_figures(long_calls or (20_000 if tiny else 10_000_000), Path(tmp))
     return out
@@ -154,14 +154,14 @@ def _replay_parts(img, what: str) -> list[Figure]:
     from model.glibc.process import Process
     from model.glibc.versions import VERSIONS
     from purgecheck.glibc.fromtrace import to_ops
-    from purgecheck.glibc.modelrun import apply
+    from purgecheck.glibc.modelrun import handlers
 
     c0 = time.process_time()
     ops = list(to_ops(img))
     c1 = time.process_time()
-    p = Process(VERSIONS["2.23+"], {}, False)
-    for op in ops:
-        apply(p, op)
+    do = handlers(Process(VERSIONS["2.23+"], {}, False))
+    for op in ops:  # as replay.run_model runs them
+        do[op.name](op.thread, *op.args)
     c2 = time.process_time()
     return [Figure(BENCH, f"conversion alone, {what}: ops per second",
                    len(ops) / max(c1 - c0, 1e-9), "ops/s", "records to ops, CPU time"),
