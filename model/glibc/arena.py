@@ -40,10 +40,16 @@ def bin_index(size: int) -> int:
     apart, below MIN_LARGE_SIZE); bins 64..126 hold ranges that widen by powers of 8."""
     if size < MIN_LARGE_SIZE:
         return size >> 4
-    for shift, base, limit in ((6, 48, 48), (9, 91, 20), (12, 110, 10), (15, 119, 4),
-                               (18, 124, 2)):
-        if size >> shift <= limit:
-            return base + (size >> shift)
+    if size >> 6 <= 48:
+        return 48 + (size >> 6)
+    if size >> 9 <= 20:
+        return 91 + (size >> 9)
+    if size >> 12 <= 10:
+        return 110 + (size >> 12)
+    if size >> 15 <= 4:
+        return 119 + (size >> 15)
+    if size >> 18 <= 2:
+        return 124 + (size >> 18)
     return 126
 
 

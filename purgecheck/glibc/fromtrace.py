@@ -169,12 +169,16 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
         for i, k, t, f, a, r, rec in img.rows():
             s = slots.get(t)
             if s is not None and not f & F_IN_CREATE:
-                # most records: a malloc or a free of a running thread, one op (the general
-                # case below gives the same op)
-                if k == K_MALLOC and r and not pending_old:
+                # most records: a malloc or a free of a running thread, one op, and the first
+                # half of a realloc (the general case below does the same); a malloc that got
+                # an address still live may need a realloc in flight settled first
+                if k == K_MALLOC and r and (not pending_old or r not in live):
                     op = make(GlibcOp, (s, "malloc", (new_id(r, rec), a), rec))
                 elif k == K_FREE and a not in pthread_own:
                     op = make(GlibcOp, (s, "free", (drop(a, rec, "free"),), rec))
+                elif k == K_OLD:
+                    pending_old[t] = (a, rec, i)
+                    continue
                 else:
                     op = None
                 if op is not None:
