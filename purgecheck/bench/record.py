@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from purgecheck.bench import Figure, not_measured
+from purgecheck.bench import Figure, not_measured, own_peak_kb
 
 BENCH = "record"
 PY_WORKLOAD = ("import json, re\n"
@@ -114,7 +114,7 @@ def figures(tiny: bool = False, pairs: int | None = None,
 
 def _long_replay(path: str) -> dict:
     """Replay a trace file as `purgecheck replay` does (streamed, model of 2.23+) in this
-    process: its ops, CPU seconds and peak RSS (run in a child, so the peak is the replay's)."""
+    process: its ops, CPU seconds and peak RSS (run in a child: its own VmHWM, own_peak_kb)."""
     from model.glibc.versions import VERSIONS
     from purgecheck.glibc.fromtrace import Conversion
     from purgecheck.glibc.replay import load_stream, run_model
@@ -124,7 +124,7 @@ def _long_replay(path: str) -> dict:
     stats = Conversion()
     run_model(img, VERSIONS["2.23+"], {}, False, stats)
     return {"ops": stats.ops, "cpu": time.process_time() - c0,
-            "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+            "peak_kb": own_peak_kb()}
 
 
 def long_trace_figures(calls: int, tmp: Path) -> list[Figure]:
