@@ -97,3 +97,24 @@ def test_the_in_memory_reader_fails_the_same_bound(short_and_long):
     a, b = peak_bytes(lambda: in_memory(short)), peak_bytes(lambda: in_memory(long_))
     print(f"in-memory peak: {a:,} bytes for 3k calls, {b:,} for 30k")
     assert not b < 1.5 * a
+
+
+PEAK_OF_A_CHILD = ("import resource, sys; from purgecheck.bench import own_peak_kb; "
+                   "print(own_peak_kb(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+
+
+def test_the_long_replays_peak_is_its_own_not_its_parents():
+    """The benchmark's long replay runs in a child and reports its peak RSS: the child's own
+    VmHWM. The broken variant, ru_maxrss, reports the parent's peak when subprocess starts
+    the child with vfork+exec (Linux): a parent holding 160 MB makes a small child look big."""
+    import subprocess
+    import sys
+    held = bytearray(160 << 20)
+    held[::4096] = b"\1" * len(held[::4096])  # resident, page by page
+    out = subprocess.run([sys.executable, "-c", PEAK_OF_A_CHILD], capture_output=True,
+                         text=True, check=True).stdout.split()
+    own, maxrss = int(out[0]), int(out[1])
+    del held
+    assert own < 100 << 10  # a bare interpreter: some 10 to 30 MB
+    if maxrss >= 160 << 10:  # the parent's peak leaked into ru_maxrss (vfork on Linux)
+        assert own < maxrss

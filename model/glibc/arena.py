@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from typing import Callable
 
-from model.glibc.constants import MIN_LARGE_SIZE, MINSIZE, SIZE_SZ, csize2tidx
+from model.glibc.constants import (MAX_TCACHE_CHUNK, MIN_LARGE_SIZE, MINSIZE, SIZE_SZ,
+                                   csize2tidx)
 from model.glibc.heap import FAST, FREE, INUSE, TOP, Chunk, Segment
 
 
@@ -38,10 +40,16 @@ def bin_index(size: int) -> int:
     apart, below MIN_LARGE_SIZE); bins 64..126 hold ranges that widen by powers of 8."""
     if size < MIN_LARGE_SIZE:
         return size >> 4
-    for shift, base, limit in ((6, 48, 48), (9, 91, 20), (12, 110, 10), (15, 119, 4),
-                               (18, 124, 2)):
-        if size >> shift <= limit:
-            return base + (size >> shift)
+    if size >> 6 <= 48:
+        return 48 + (size >> 6)
+    if size >> 9 <= 20:
+        return 91 + (size >> 9)
+    if size >> 12 <= 10:
+        return 110 + (size >> 12)
+    if size >> 15 <= 4:
+        return 119 + (size >> 15)
+    if size >> 18 <= 2:
+        return 124 + (size >> 18)
     return 126
 
 
@@ -141,6 +149,11 @@ class Bins:
         return group[0] if i < 64 else group[-1]  # a small bin's oldest is its first
 
 
+def _no_pages(addr: int, length: int) -> int:
+    """The writes of an arena without a process: no resident pages are kept."""
+    return 0
+
+
 @dataclass(eq=False)
 class Arena:
     name: str
@@ -149,34 +162,35 @@ class Arena:
     top: Chunk | None = None
     bins: Bins = field(default_factory=Bins)
     last_remainder: int | None = None  # av->last_remainder: an address, compared as such
-    fastbins: dict[int, list[Chunk]] = field(default_factory=dict)  # LIFO per size
+    # LIFO per size; a size whose list empties is deleted, so have_fastchunks is a cheap test
+    fastbins: dict[int, list[Chunk]] = field(default_factory=dict)
     system_mem: int = 0
     attached_threads: int = 0
     trims: list[TrimRecord] = field(default_factory=list)
     process: object = None
+    # av.write(addr, length): malloc writes its own metadata at `addr` (a size field, a free
+    # chunk's links, a footer), so the page becomes resident (model.glibc.resident; seed 001:
+    # the malloc after a madvise refaults). Never read by a rule. The process's
+    # ResidentPages.write, bound once: it is the model's most frequent call.
+    write: Callable[[int, int], int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.write = self.process.resident.write if self.process is not None else _no_pages
 
     @property
     def have_fastchunks(self) -> bool:
-        return any(self.fastbins.values())
+        return bool(self.fastbins)
 
     @property
     def top_size(self) -> int:
         return self.top.size if self.top else 0
 
 
-def write(av: Arena, addr: int, length: int) -> None:
-    """malloc writes its own metadata at `addr` (a size field, a free chunk's links, a
-    footer): the page becomes resident (model.glibc.resident; seed 001: the malloc after a
-    madvise refaults). Never read by a rule."""
-    if av.process is not None:
-        av.process.resident.write(addr, length)
-
-
 def write_free_chunk(av: Arena, c: Chunk) -> None:
     """A chunk put in the bins: set_head (its size), fd/bk, and set_foot (the next chunk's
     prev_size) with the next chunk's PREV_INUSE bit cleared."""
-    write(av, c.addr + SIZE_SZ, 3 * SIZE_SZ)
-    write(av, c.end, 2 * SIZE_SZ)
+    av.write(c.addr + SIZE_SZ, 3 * SIZE_SZ)
+    av.write(c.end, 2 * SIZE_SZ)
 
 
 def take_from_bins(p, av: Arena, nb: int, t) -> Chunk | None:
@@ -199,8 +213,8 @@ def take_from_bins(p, av: Arena, nb: int, t) -> Chunk | None:
             return victim
         bins.remove(victim)
         if victim.size == nb:
-            write(av, victim.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset
-            if t is not None and t.tcache is not None and malloc.tcache_has_room(t, nb):
+            av.write(victim.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset
+            if nb <= MAX_TCACHE_CHUNK and malloc.tcache_has_room(t, nb):
                 victim.state = INUSE
                 malloc.tcache_put(t, victim)  # "Fill cache first, return to user only if cache fills"
                 cached = True
@@ -231,12 +245,12 @@ def cut_tail(av: Arena, c: Chunk, nb: int, at_least: int, state: str) -> Chunk |
     tail has at least `at_least` bytes; else the chunk keeps it all (None)."""
     rest = c.size - nb
     if rest < at_least:
-        write(av, c.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset (victim, size)
+        av.write(c.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset (victim, size)
         return None
     c.size = nb
     tail = Chunk(c.addr + nb, rest, state)
     c.segment.insert(tail)
-    write(av, c.addr + SIZE_SZ, SIZE_SZ)  # set_head_size (victim, nb)
+    av.write(c.addr + SIZE_SZ, SIZE_SZ)  # set_head_size (victim, nb)
     return tail
 
 
@@ -257,8 +271,8 @@ def split_top(av: Arena, nb: int) -> Chunk:
     seg.move(top, top.addr + nb)
     top.size -= nb
     seg.insert(victim)
-    write(av, victim.addr + SIZE_SZ, SIZE_SZ)  # set_head (victim)
-    write(av, top.addr + SIZE_SZ, SIZE_SZ)  # set_head (remainder), the new top
+    av.write(victim.addr + SIZE_SZ, SIZE_SZ)  # set_head (victim)
+    av.write(top.addr + SIZE_SZ, SIZE_SZ)  # set_head (remainder), the new top
     return victim
 
 
@@ -268,7 +282,7 @@ def coalesce_with_top(av: Arena, c: Chunk) -> Chunk:
     seg.remove(c)
     seg.move(av.top, c.addr)
     av.top.size += c.size
-    write(av, c.addr + SIZE_SZ, SIZE_SZ)  # set_head (p, size | PREV_INUSE); av->top = p
+    av.write(c.addr + SIZE_SZ, SIZE_SZ)  # set_head (p, size | PREV_INUSE); av->top = p
     return av.top
 
 
@@ -297,7 +311,7 @@ def coalesce(av: Arena, c: Chunk) -> Chunk:
 def malloc_consolidate(av: Arena) -> None:
     """Every fastbin chunk is merged with its free neighbours (or into top) and binned."""
     for size in sorted(av.fastbins):
-        chunks, av.fastbins[size] = av.fastbins[size], []
+        chunks = av.fastbins.pop(size)
         for c in reversed(chunks):  # from the head of the LIFO list, as glibc walks it
             c.state = INUSE
             coalesce(av, c)
@@ -306,7 +320,7 @@ def malloc_consolidate(av: Arena) -> None:
 def push_fastbin(av: Arena, c: Chunk) -> None:
     c.state = FAST
     av.fastbins.setdefault(c.size, []).append(c)
-    write(av, c.addr + 2 * SIZE_SZ, SIZE_SZ)  # p->fd
+    av.write(c.addr + 2 * SIZE_SZ, SIZE_SZ)  # p->fd
 
 
 def is_top(c: Chunk) -> bool:

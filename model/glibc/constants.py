@@ -31,6 +31,9 @@ MIN_LARGE_SIZE = 64 * MALLOC_ALIGNMENT  # chunks below 1024 bytes are in the sma
 
 TCACHE_MAX_BINS = 64
 TCACHE_FILL_COUNT = 7
+# the largest chunk a tcache bin holds (tidx2usize (TCACHE_MAX_BINS - 1) = 1032 usable bytes):
+# a larger chunk's csize2tidx is past the last bin, so it never reaches a tcache
+MAX_TCACHE_CHUNK = (TCACHE_MAX_BINS - 1) * MALLOC_ALIGNMENT + MINSIZE
 TCACHE_STRUCT_REQUEST = 640  # sizeof(tcache_perthread_struct): the request that creates a thread's arena
 
 # pthread's side (nptl): the default stack, its guard, the cache of joined stacks, the dtv

@@ -72,8 +72,9 @@ class Segment:
         self.insert(c)
 
     def after(self, c: Chunk) -> Chunk | None:
-        i = bisect.bisect_right(self.addrs, c.addr)
-        return self.chunks[self.addrs[i]] if i < len(self.addrs) else None
+        """next_chunk (p): chunk_at_offset (p, chunksize (p)), the chunk that starts where
+        `c` ends (the chunks tile the segment); None past the last chunk."""
+        return self.chunks.get(c.addr + c.size)
 
     def before(self, c: Chunk) -> Chunk | None:
         i = bisect.bisect_left(self.addrs, c.addr)

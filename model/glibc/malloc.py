@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 
 from model.glibc import system, trim
 from model.glibc.arena import (Arena, coalesce, malloc_consolidate, push_fastbin,
-                               split_top, take_from_bins, write)
-from model.glibc.constants import (MALLOC_ALIGN_MASK, MAX_FAST_CHUNK, MIN_LARGE_SIZE,
-                                   MINSIZE, SIZE_SZ, TCACHE_FILL_COUNT, csize2tidx)
+                               split_top, take_from_bins)
+from model.glibc.constants import (MALLOC_ALIGN_MASK, MAX_FAST_CHUNK, MAX_TCACHE_CHUNK,
+                                   MIN_LARGE_SIZE, MINSIZE, SIZE_SZ, TCACHE_FILL_COUNT,
+                                   csize2tidx)
 from model.glibc.heap import FENCE, INUSE, TCACHE, TOP, Chunk
 
 if TYPE_CHECKING:
@@ -26,33 +27,38 @@ class OutOfMemory(Exception):
 
 
 def tcache_has_room(t: "Thread | None", size: int) -> bool:
-    if t is None or t.tcache is None:
+    """_int_free's `tcache != NULL && tc_idx < mp_.tcache_bins` and the bin's count below
+    mp_.tcache_count. A caller on a hot path tests `size <= MAX_TCACHE_CHUNK` first: most
+    chunks of a large size then cost no call."""
+    if t is None or t.tcache is None or size > MAX_TCACHE_CHUNK:
         return False
-    i = csize2tidx(size)
-    return i < len(t.tcache) and len(t.tcache[i]) < TCACHE_FILL_COUNT
+    return len(t.tcache[csize2tidx(size)]) < TCACHE_FILL_COUNT
 
 
 def tcache_put(t: "Thread", c: Chunk) -> None:
     c.state = TCACHE
     t.tcache[csize2tidx(c.size)].append(c)
-    write(c.segment.arena, c.addr + 2 * SIZE_SZ, 2 * SIZE_SZ)  # e->next, e->key
+    c.segment.arena.write(c.addr + 2 * SIZE_SZ, 2 * SIZE_SZ)  # e->next, e->key
 
 
 def int_malloc(p: "Process", av: Arena, nb: int, t: "Thread | None") -> Chunk:
     """_int_malloc: fastbin, small bin, (consolidate for a large request), the unsorted scan
     and the bins (arena.take_from_bins), top, system."""
-    if nb <= MAX_FAST_CHUNK and av.fastbins.get(nb):
-        c = av.fastbins[nb].pop()
+    if nb <= MAX_FAST_CHUNK and nb in av.fastbins:
+        fastbin = av.fastbins[nb]
+        c = fastbin.pop()
         c.state = INUSE
-        while av.fastbins[nb] and tcache_has_room(t, nb):  # 2.26+: stash the rest
-            tcache_put(t, av.fastbins[nb].pop())
+        while fastbin and tcache_has_room(t, nb):  # 2.26+: stash the rest
+            tcache_put(t, fastbin.pop())
+        if not fastbin:
+            del av.fastbins[nb]
         return c
     if nb < MIN_LARGE_SIZE:
         c = av.bins.oldest_small(nb)
         if c is not None:
             av.bins.remove(c)
             c.state = INUSE
-            write(av, c.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset (victim, nb)
+            av.write(c.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset (victim, nb)
             while (s := av.bins.oldest_small(nb)) is not None and tcache_has_room(t, nb):
                 av.bins.remove(s)
                 tcache_put(t, s)
@@ -84,7 +90,7 @@ def sysmalloc(p: "Process", av: Arena, nb: int, t: "Thread | None") -> Chunk:
         if system.grow_heap(p, seg, MINSIZE + nb - av.top.size):
             av.system_mem += seg.end - av.top.end
             av.top.size = seg.end - av.top.addr
-            write(av, av.top.addr + SIZE_SZ, SIZE_SZ)  # set_head (old_top, ...)
+            av.write(av.top.addr + SIZE_SZ, SIZE_SZ)  # set_head (old_top, ...)
             if p.version.throttle:
                 trim.rfc_count_growth(seg.mt)
         else:
@@ -106,10 +112,10 @@ def start_new_heap(p: "Process", av: Arena, new, t: "Thread | None") -> None:
     old_seg = old_top.segment
     av.top = Chunk(new.first, new.end - new.first, TOP)
     new.insert(av.top)
-    write(av, av.top.addr + SIZE_SZ, SIZE_SZ)  # set_head (top, ...) in the new heap
+    av.write(av.top.addr + SIZE_SZ, SIZE_SZ)  # set_head (top, ...) in the new heap
     old_size = (old_top.size - MINSIZE) & ~MALLOC_ALIGN_MASK
     final = Chunk(old_top.addr + old_top.size - 16, 16, FENCE)
-    write(av, old_top.addr + old_size, MINSIZE)  # the two fenceposts (or the one)
+    av.write(old_top.addr + old_size, MINSIZE)  # the two fenceposts (or the one)
     if old_size >= MINSIZE:
         old_top.size = old_size
         old_top.state = INUSE
@@ -125,7 +131,7 @@ def start_new_heap(p: "Process", av: Arena, new, t: "Thread | None") -> None:
 def int_free(p: "Process", av: Arena, c: Chunk, t: "Thread | None") -> None:
     """_int_free: to the thread's tcache if it has room, else a fastbin for a small chunk,
     else merge and, when the merged chunk reaches 64 KiB, consider a trim."""
-    if tcache_has_room(t, c.size):
+    if c.size <= MAX_TCACHE_CHUNK and tcache_has_room(t, c.size):
         tcache_put(t, c)
         return
     if c.size <= MAX_FAST_CHUNK:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from model.glibc.arena import Arena, write
+from model.glibc.arena import Arena
 from model.glibc.constants import (CHUNK_HDR_SZ, MALLOC_ALIGNMENT, MINSIZE, PAGESIZE, align_up,
                                    request2size)
 from model.glibc.heap import INUSE, MMAPPED, Chunk
@@ -56,12 +56,12 @@ def int_memalign(p: "Process", av: Arena, t: "Thread | None", alignment: int,
         lead = brk - c.addr
         if c.state == MMAPPED:  # "For mmapped chunks, just adjust offset"
             c.addr, c.offset, c.size = brk, c.offset + lead, c.size - lead
-            write(av, brk, CHUNK_HDR_SZ)
+            av.write(brk, CHUNK_HDR_SZ)
             return c
         newp = Chunk(brk, c.size - lead, INUSE)
         c.segment.insert(newp)
         c.size = lead
-        write(av, brk, CHUNK_HDR_SZ)  # set_prev_size, set_head (newp, ...)
+        av.write(brk, CHUNK_HDR_SZ)  # set_prev_size, set_head (newp, ...)
         int_free(p, av, c, t)  # "give back leader, use the rest"
         c = newp
     if c.state != MMAPPED and c.size > nb + MINSIZE:

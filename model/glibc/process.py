@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from model.glibc import malloc, system
 from model.glibc.arena import Arena, malloc_consolidate
 from model.glibc.constants import (CHUNK_HDR_SZ, DTV_CALLOC_REQUEST, HEAP_MAX_SIZE,
-                                   MALLOC_ALIGNMENT, MINSIZE, PAGESIZE, SIZE_SZ, STACK_SIZE,
-                                   STACK_CACHE_MAXSIZE, TCACHE_MAX_BINS, TCACHE_STRUCT_REQUEST,
-                                   csize2tidx, request2size)
+                                   MALLOC_ALIGNMENT, MAX_TCACHE_CHUNK, MINSIZE, PAGESIZE,
+                                   SIZE_SZ, STACK_SIZE, STACK_CACHE_MAXSIZE, TCACHE_MAX_BINS,
+                                   TCACHE_STRUCT_REQUEST, csize2tidx, request2size)
 from model.glibc.heap import MMAPPED, Chunk
 from model.glibc.memalign import effective_alignment, int_memalign, pvalloc_request
 from model.glibc.mtrim import malloc_trim
@@ -110,17 +110,17 @@ class Process:
 
     def malloc(self, tid: int, block: int, size: int) -> Chunk:
         """__libc_malloc: tcache (2.26+, initialised on first use), else the arena."""
-        t = self.thread(tid)
+        t = self.threads.get(tid) or self.thread(tid)  # (thread() names a missing one)
         nb = request2size(size)
         if t.tcache is None:
             self.maybe_init_tcache(t)
-        tcache, i = t.tcache, csize2tidx(nb)
-        if tcache is not None and i < TCACHE_MAX_BINS and tcache[i]:
+        tcache = t.tcache
+        if tcache is not None and nb <= MAX_TCACHE_CHUNK and tcache[i := csize2tidx(nb)]:
             c = tcache[i].pop()
             c.state = "inuse"
             self.resident.write(c.addr + 3 * SIZE_SZ, SIZE_SZ)  # tcache_get: e->key = 0
         else:
-            c = malloc.int_malloc(self, self.arena_get(t, size), nb, t)
+            c = malloc.int_malloc(self, t.arena or self.arena_get(t, size), nb, t)
         self.blocks[block] = c  # an id still live is overwritten: that block leaks, as in C
         return c
 
@@ -191,7 +191,7 @@ class Process:
         """__libc_free: an mmapped chunk is unmapped, anything else goes to _int_free of the
         arena that owns it (through the freeing thread's tcache). Freeing an id that holds
         nothing is free(NULL)."""
-        t = self.thread(tid)
+        t = self.threads.get(tid) or self.thread(tid)
         c = self.blocks.pop(block, None)
         if c is None:
             return

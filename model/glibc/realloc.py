@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from model.glibc.arena import Arena, cut_tail, write
+from model.glibc.arena import Arena, cut_tail
 from model.glibc.constants import MINSIZE, SIZE_SZ
 from model.glibc.heap import FREE, INUSE, Chunk
 from model.glibc.malloc import int_free, int_malloc
@@ -34,8 +34,8 @@ def int_realloc(p: "Process", av: Arena, t: "Thread", c: Chunk, nb: int) -> Chun
             seg.move(nxt, c.addr + nb)
             nxt.size = c.size + nxt.size - nb
             c.size = nb
-            write(av, c.addr + SIZE_SZ, SIZE_SZ)
-            write(av, nxt.addr + SIZE_SZ, SIZE_SZ)
+            av.write(c.addr + SIZE_SZ, SIZE_SZ)
+            av.write(nxt.addr + SIZE_SZ, SIZE_SZ)
             return c
         if nxt is not av.top and nxt is not None and nxt.state == FREE \
                 and c.size + nxt.size >= nb:

@@ -85,12 +85,12 @@ class ResidentPages:
         if length <= 0:
             return 0
         lo, hi = addr // PAGESIZE, (addr + length + PAGESIZE - 1) // PAGESIZE
-        hot = self.hot
-        if hot[0] <= lo and hi <= hot[1]:  # the pages just written: most of malloc's writes
-            return 0
         few = hi - lo <= 2
         recent = self.recent
-        if few and lo in recent and hi - 1 in recent:
+        if few and lo in recent and hi - 1 in recent:  # most of malloc's writes: tested first
+            return 0
+        hot = self.hot
+        if hot[0] <= lo and hi <= hot[1]:  # the pages just written (a large write)
             return 0
         bits = self.bits
         region, first = divmod(lo, REGION_PAGES)

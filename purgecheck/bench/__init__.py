@@ -45,3 +45,16 @@ class Figure:
 def not_measured(bench: str, name: str, unit: str, why: str) -> Figure:
     """The row of a figure that could not be measured here, saying why."""
     return Figure(bench, name, math.nan, unit, why)
+
+
+def own_peak_kb() -> int:
+    """This process's own peak resident memory in KiB: its VmHWM. Not ru_maxrss: on Linux a
+    process started by vfork+exec (as subprocess starts one) inherits its parent's peak in
+    ru_maxrss, so a child measuring a replay would report the benchmark's own memory."""
+    import re
+    import resource
+    try:
+        with open("/proc/self/status") as f:
+            return int(re.search(r"VmHWM:\s*(\d+) kB", f.read()).group(1))
+    except (OSError, AttributeError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from purgecheck.bench import Figure, not_measured
+from purgecheck.bench import Figure, not_measured, own_peak_kb
 
 BENCH = "record"
 PY_WORKLOAD = ("import json, re\n"
@@ -57,6 +57,7 @@ def figures(tiny: bool = False, pairs: int | None = None,
             long_calls: int | None = None) -> list[Figure]:
     from model.glibc.versions import VERSIONS
     from purgecheck.formats.alloc_trace import read_trace
+    from purgecheck.glibc.fromtrace import Conversion
     from purgecheck.glibc.replay import load, measure, run_model
     from purgecheck.record.run import ROOT, record
 
@@ -95,13 +96,12 @@ def figures(tiny: bool = False, pairs: int | None = None,
         traces["threaded (recorded_threads)"] = rec.files[0]
         for what, path in traces.items():
             img, _ = load(path)
-            seen = []
+            stats = Conversion()
             c0 = time.process_time()
-            run_model(img, VERSIONS["2.23+"], {}, False,
-                      after_op=lambda i, op, p: seen.append(i) and False)
+            run_model(img, VERSIONS["2.23+"], {}, False, stats)  # as `purgecheck replay`
             cpu = time.process_time() - c0
-            out.append(Figure(BENCH, f"model replay, {what}: ops per second", len(seen) / cpu,
-                              "ops/s", f"{len(seen):,} ops on the model of 2.23+, CPU time "
+            out.append(Figure(BENCH, f"model replay, {what}: ops per second", stats.ops / cpu,
+                              "ops/s", f"{stats.ops:,} ops on the model of 2.23+, CPU time "
                                        f"(conversion included)"))
             out += _replay_parts(img, what)
             try:
@@ -110,8 +110,8 @@ def figures(tiny: bool = False, pairs: int | None = None,
                 out.append(not_measured(BENCH, f"real replay, {what}: ops per second",
                                         "ops/s", f"not measured: {e}"))
                 continue
-            out.append(Figure(BENCH, f"real replay, {what}: ops per second", len(seen) / wall,
-                              "ops/s", f"{len(seen):,} ops, glibc_driver under strace "
+            out.append(Figure(BENCH, f"real replay, {what}: ops per second", stats.ops / wall,
+                              "ops/s", f"{stats.ops:,} ops, glibc_driver under strace "
                                        f"--seccomp-bpf, wall clock with start-up"))
         out += long_trace_figures(long_calls or (20_000 if tiny else 10_000_000), Path(tmp))
     return out
@@ -119,7 +119,7 @@ def figures(tiny: bool = False, pairs: int | None = None,
 
 def _long_replay(path: str) -> dict:
     """Replay a trace file as `purgecheck replay` does (streamed, model of 2.23+) in this
-    process: its ops, CPU seconds and peak RSS (run in a child, so the peak is the replay's)."""
+    process: its ops, CPU seconds and peak RSS (run in a child: its own VmHWM, own_peak_kb)."""
     from model.glibc.versions import VERSIONS
     from purgecheck.glibc.fromtrace import Conversion
     from purgecheck.glibc.replay import load_stream, run_model
@@ -129,7 +129,7 @@ def _long_replay(path: str) -> dict:
     stats = Conversion()
     run_model(img, VERSIONS["2.23+"], {}, False, stats)
     return {"ops": stats.ops, "cpu": time.process_time() - c0,
-            "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}
+            "peak_kb": own_peak_kb()}
 
 
 def long_trace_figures(calls: int, tmp: Path) -> list[Figure]:
@@ -159,14 +159,14 @@ def _replay_parts(img, what: str) -> list[Figure]:
     from model.glibc.process import Process
     from model.glibc.versions import VERSIONS
     from purgecheck.glibc.fromtrace import to_ops
-    from purgecheck.glibc.modelrun import apply
+    from purgecheck.glibc.modelrun import handlers
 
     c0 = time.process_time()
     ops = list(to_ops(img))
     c1 = time.process_time()
-    p = Process(VERSIONS["2.23+"], {}, False)
-    for op in ops:
-        apply(p, op)
+    do = handlers(Process(VERSIONS["2.23+"], {}, False))
+    for op in ops:  # as replay.run_model runs them
+        do[op.name](op.thread, *op.args)
     c2 = time.process_time()
     return [Figure(BENCH, f"conversion alone, {what}: ops per second",
                    len(ops) / max(c1 - c0, 1e-9), "ops/s", "records to ops, CPU time"),

@@ -26,7 +26,7 @@ file does not have, so the ops stop before it (`Conversion.stopped` says where a
 
 from __future__ import annotations
 
-import heapq
+from heapq import heappop, heappush
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
@@ -78,38 +78,46 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
     last = img.last_of_threads()  # recorded thread -> the index of its last record
     main = img.main_thread
     live: dict[int, tuple[int, int]] = {}  # address -> (id, record that made it)
-    gone: dict[int, int] = {}  # address -> record that freed it (for the message)
+    # address -> the record that freed it, for the message only: it is read for an address
+    # not live, whose last event was the free that wrote it (so a malloc need not erase it)
+    gone: dict[int, int] = {}
     free_ids: list[int] = []
     next_id = 0
+    max_live = 0
     pthread_own: set[int] = set()
     slots: dict[int, int] = {main: 0}
     free_slots = list(range(1, MAX_THREADS))
     pending_old: dict[int, tuple[int, int, int]] = {}  # thread -> (old pointer, record, index)
     settled: set[int] = set()  # record numbers of reallocs already replayed (by settle)
 
+    def still_live(addr: int, rec: int) -> ConvertError:
+        return ConvertError(src, rec, f"{addr:#x} returned while still live (made at "
+                                      f"record {live[addr][1]}): expected a freed address")
+
+    def not_live(addr: int, rec: int, what: str) -> ConvertError:
+        when = f"freed at record {gone[addr]}" if addr in gone else "never allocated"
+        return ConvertError(src, rec, f"{what} of {addr:#x}, which is {when}: expected a "
+                                      f"live block")
+
     def new_id(addr: int, rec: int) -> int:
-        nonlocal next_id
+        nonlocal next_id, max_live
         if addr in live:
-            raise ConvertError(src, rec, f"{addr:#x} returned while still live (made at "
-                                         f"record {live[addr][1]}): expected a freed address")
+            raise still_live(addr, rec)
         if free_ids:
-            i = heapq.heappop(free_ids)
+            i = heappop(free_ids)
         else:
             i, next_id = next_id, next_id + 1
         live[addr] = (i, rec)
-        gone.pop(addr, None)
-        if len(live) > st.max_live:
-            st.max_live = len(live)
+        if len(live) > max_live:
+            max_live = len(live)
         return i
 
     def drop(addr: int, rec: int, what: str) -> int:
         if addr not in live:
-            when = (f"freed at record {gone[addr]}" if addr in gone else "never allocated")
-            raise ConvertError(src, rec, f"{what} of {addr:#x}, which is {when}: expected a "
-                                         f"live block")
+            raise not_live(addr, rec, what)
         i, _ = live.pop(addr)
         gone[addr] = rec
-        heapq.heappush(free_ids, i)
+        heappush(free_ids, i)
         return i
 
     def slot(t: int, rec: int) -> tuple[int, list[GlibcOp]]:
@@ -118,7 +126,7 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
         if not free_slots:
             raise ConvertError(src, rec, f"more than {MAX_THREADS - 1} threads alive at once "
                                          f"(the replay driver has {MAX_THREADS - 1} workers)")
-        s = heapq.heappop(free_slots)
+        s = heappop(free_slots)
         slots[t] = s
         st.max_threads = max(st.max_threads, len(slots))
         return s, [GlibcOp(s, "start", (), rec)]
@@ -155,93 +163,106 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
     ALIGNED = {KIND[k] for k in ("memalign", "posix_memalign", "aligned_alloc")}
     PAGED = {KIND["valloc"], KIND["pvalloc"]}
     RETURNS_A_BLOCK = {K_MALLOC, K_CALLOC, K_REALLOC} | ALIGNED | PAGED
-    for i, k, t, f, a, r, rec in img.rows():
-        s = slots.get(t)
-        if s is not None and not f & F_IN_CREATE and (
-                k == K_MALLOC and r and not pending_old
-                or k == K_FREE and a not in pthread_own):
-            # most records: a malloc or a free of a running thread, one op (the general
-            # case below gives the same op)
-            st.ops += 1
-            if k == K_MALLOC:
-                yield GlibcOp(s, "malloc", (new_id(r, rec), a), rec)
-            else:
-                yield GlibcOp(s, "free", (drop(a, rec, "free"),), rec)
-            if t != main and last[t] == i and t not in pending_old:
-                st.ops += 1
-                del slots[t]
-                heapq.heappush(free_slots, s)
-                yield GlibcOp(s, "join", (), rec)
-            continue
-        out: list[GlibcOp] = []
-        if k == K_NEW:
-            if a not in slots:
-                _, out = slot(a, rec)
-        elif k in QUIET or rec in settled:
-            pass
-        elif f & F_IN_CREATE and k != K_OLD and k != K_REALLOC:
-            if k == K_FREE:
-                pthread_own.discard(a)
-            elif r:
-                pthread_own.add(r)
-            st.skip("made by pthread_create (the replay's start makes it)")
-        else:
-            s, out = slot(t, rec)
-            if r in live and pending_old and k in RETURNS_A_BLOCK:
-                try:
-                    out += settle(r, t, rec)
-                except _PrefixEnds:
-                    return
-            if k == K_MALLOC or k == K_CALLOC:
-                if r:
-                    out.append(GlibcOp(s, KINDS[k], (new_id(r, rec), a), rec))
+    make = tuple.__new__  # GlibcOp(...) without the Python-level __new__ of a named tuple
+    n_ops = 0
+    try:
+        for i, k, t, f, a, r, rec in img.rows():
+            s = slots.get(t)
+            if s is not None and not f & F_IN_CREATE:
+                # most records: a malloc or a free of a running thread, one op, and the first
+                # half of a realloc (the general case below does the same); a malloc that got
+                # an address still live may need a realloc in flight settled first
+                if k == K_MALLOC and r and (not pending_old or r not in live):
+                    op = make(GlibcOp, (s, "malloc", (new_id(r, rec), a), rec))
+                elif k == K_FREE and a not in pthread_own:
+                    op = make(GlibcOp, (s, "free", (drop(a, rec, "free"),), rec))
+                elif k == K_OLD:
+                    pending_old[t] = (a, rec, i)
+                    continue
                 else:
-                    st.skip("failed allocation")
-            elif k == K_FREE:
-                if a in pthread_own:
+                    op = None
+                if op is not None:
+                    n_ops += 1
+                    yield op
+                    if t != main and last[t] == i and t not in pending_old:
+                        n_ops += 1
+                        del slots[t]
+                        heappush(free_slots, s)
+                        yield make(GlibcOp, (s, "join", (), rec))
+                    continue
+            out: list[GlibcOp] = []
+            if k == K_NEW:
+                if a not in slots:
+                    _, out = slot(a, rec)
+            elif k in QUIET or rec in settled:
+                pass
+            elif f & F_IN_CREATE and k != K_OLD and k != K_REALLOC:
+                if k == K_FREE:
                     pthread_own.discard(a)
-                    st.skip("free of a block pthread_create made")
-                else:
-                    out.append(GlibcOp(s, "free", (drop(a, rec, "free"),), rec))
-            elif k == K_OLD:
-                pending_old[t] = (a, rec, i)
-            elif k == K_REALLOC:
-                if t not in pending_old:
-                    raise ConvertError(src, rec, "realloc without its realloc_old record "
-                                                 "(expected the pair from one thread)")
-                old, _, _ = pending_old.pop(t)
-                out += _realloc(src, s, old, a, r, rec, live, gone, new_id, drop, st)
-            elif k in ALIGNED:
-                if not r:
-                    st.skip("failed allocation")
-                else:
-                    align = 1 << (f & ALIGN_LOG2)
-                    if f & F_NOT_POW2 and k == KIND["posix_memalign"]:
-                        raise ConvertError(src, rec, "posix_memalign succeeded with an "
-                                                     "alignment that is not a power of two "
-                                                     "(glibc returns EINVAL)")
-                    out.append(GlibcOp(s, "memalign", (new_id(r, rec), align, a), rec))
-            elif k in PAGED:
-                if r:
-                    out.append(GlibcOp(s, KINDS[k], (new_id(r, rec), a), rec))
-                else:
-                    st.skip("failed allocation")
-            elif k == KIND["mallopt"]:
-                param = _signed(a)
-                if param not in MALLOPT_PARAMS:
-                    raise ConvertError(src, rec, f"mallopt parameter {param} is not modelled "
-                                                 f"(expected one of {sorted(MALLOPT_PARAMS)})")
-                out.append(GlibcOp(s, "mallopt", (MALLOPT_PARAMS[param],
-                                                  max(0, _signed(r))), rec))
-            elif k == KIND["malloc_trim"]:
-                out.append(GlibcOp(s, "trim", (a,), rec))
-        if t != main and last.get(t) == i and t in slots and t not in pending_old:
-            s = slots.pop(t)
-            heapq.heappush(free_slots, s)
-            out.append(GlibcOp(s, "join", (), rec))
-        if out:
-            st.ops += len(out)
-            yield from out
+                elif r:
+                    pthread_own.add(r)
+                st.skip("made by pthread_create (the replay's start makes it)")
+            else:
+                s, out = slot(t, rec)
+                if r in live and pending_old and k in RETURNS_A_BLOCK:
+                    try:
+                        out += settle(r, t, rec)
+                    except _PrefixEnds:
+                        return
+                if k == K_MALLOC or k == K_CALLOC:
+                    if r:
+                        out.append(GlibcOp(s, KINDS[k], (new_id(r, rec), a), rec))
+                    else:
+                        st.skip("failed allocation")
+                elif k == K_FREE:
+                    if a in pthread_own:
+                        pthread_own.discard(a)
+                        st.skip("free of a block pthread_create made")
+                    else:
+                        out.append(GlibcOp(s, "free", (drop(a, rec, "free"),), rec))
+                elif k == K_OLD:
+                    pending_old[t] = (a, rec, i)
+                elif k == K_REALLOC:
+                    if t not in pending_old:
+                        raise ConvertError(src, rec, "realloc without its realloc_old record "
+                                                     "(expected the pair from one thread)")
+                    old, _, _ = pending_old.pop(t)
+                    out += _realloc(src, s, old, a, r, rec, live, gone, new_id, drop, st)
+                elif k in ALIGNED:
+                    if not r:
+                        st.skip("failed allocation")
+                    else:
+                        align = 1 << (f & ALIGN_LOG2)
+                        if f & F_NOT_POW2 and k == KIND["posix_memalign"]:
+                            raise ConvertError(src, rec, "posix_memalign succeeded with an "
+                                                         "alignment that is not a power of "
+                                                         "two (glibc returns EINVAL)")
+                        out.append(GlibcOp(s, "memalign", (new_id(r, rec), align, a), rec))
+                elif k in PAGED:
+                    if r:
+                        out.append(GlibcOp(s, KINDS[k], (new_id(r, rec), a), rec))
+                    else:
+                        st.skip("failed allocation")
+                elif k == KIND["mallopt"]:
+                    param = _signed(a)
+                    if param not in MALLOPT_PARAMS:
+                        raise ConvertError(src, rec, f"mallopt parameter {param} is not "
+                                                     f"modelled (expected one of "
+                                                     f"{sorted(MALLOPT_PARAMS)})")
+                    out.append(GlibcOp(s, "mallopt", (MALLOPT_PARAMS[param],
+                                                      max(0, _signed(r))), rec))
+                elif k == KIND["malloc_trim"]:
+                    out.append(GlibcOp(s, "trim", (a,), rec))
+            if t != main and last.get(t) == i and t in slots and t not in pending_old:
+                s = slots.pop(t)
+                heappush(free_slots, s)
+                out.append(GlibcOp(s, "join", (), rec))
+            if out:
+                n_ops += len(out)
+                yield from out
+    finally:  # also when the replay stops early (the generator is closed)
+        st.ops += n_ops
+        st.max_live = max(st.max_live, max_live)
 
 
 def _realloc(src, s, old, size, new, rec, live, gone, new_id, drop, st) -> list[GlibcOp]:
@@ -267,7 +288,6 @@ def _realloc(src, s, old, size, new, rec, live, gone, new_id, drop, st) -> list[
             raise ConvertError(src, rec, f"{new:#x} returned while still live (made at "
                                          f"record {live[new][1]}): expected a freed address")
         live[new] = (block, rec)
-        gone.pop(new, None)
     return [GlibcOp(s, "realloc", (block, size), rec)]
 
 

@@ -13,21 +13,20 @@ from purgecheck.formats.ops import OpScriptError
 AfterStep = Callable[[GlibcOp, Process], None]
 
 
+# Every op but repeat/end is the Process method of its name, called (thread, *args).
+OPS = ("malloc", "free", "calloc", "realloc", "valloc", "pvalloc", "memalign", "trim",
+       "mallopt", "start", "join")
+
+
+def handlers(p: Process) -> dict[str, Callable]:
+    """The process's method for each op name: a replay calls `handlers[op.name](op.thread,
+    *op.args)` for each of its ops, one dict lookup instead of a chain of comparisons."""
+    return {name: getattr(p, name) for name in OPS}
+
+
 def apply(p: Process, op: GlibcOp) -> None:
-    if op.name == "malloc":
-        p.malloc(op.thread, *op.args)
-    elif op.name == "free":
-        p.free(op.thread, *op.args)
-    elif op.name in ("calloc", "realloc", "valloc", "pvalloc", "memalign"):
+    if op.name in OPS:
         getattr(p, op.name)(op.thread, *op.args)
-    elif op.name == "trim":
-        p.trim(op.thread, *op.args)
-    elif op.name == "mallopt":
-        p.mallopt(op.thread, *op.args)
-    elif op.name == "start":
-        p.start(op.thread)
-    elif op.name == "join":
-        p.join(op.thread)
 
 
 def run_model(ops: list[GlibcOp], version: Version, settings: dict[str, int] | None = None,

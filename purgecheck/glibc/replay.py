@@ -25,7 +25,7 @@ from purgecheck.formats.heaptrack import HeaptrackImage, is_heaptrack
 from purgecheck.formats.glibc_ops import GlibcOp
 from purgecheck.glibc.compare import mismatches
 from purgecheck.glibc.fromtrace import ConvertError, Conversion, image_to_replay, to_ops
-from purgecheck.glibc.modelrun import apply
+from purgecheck.glibc.modelrun import apply, handlers
 from purgecheck.glibc.trace import (Classifier, TraceResult, installed_release, may_shrink_heap,
                                     run_traced)
 
@@ -104,14 +104,20 @@ def run_model(img: Image, version: Version, settings: dict[str, int], overcommit
               stats: Conversion | None = None, after_op=None) -> Process:
     """The model after every op of the image; ReplayError / ConvertError name the record."""
     p = Process(version, dict(settings), overcommit_2)
-    for i, op in enumerate(ops_of(img, stats)):
-        try:
-            apply(p, op)
-        except (ScriptError, OutOfMemory) as e:
-            raise ReplayError(f"{img.source}: record {op.line}: the model cannot run "
-                              f"`{op.render()}`: {e}") from None
-        if after_op is not None and after_op(i, op, p):
-            break
+    do = handlers(p)
+    op = None
+    try:
+        if after_op is None:  # `purgecheck replay`: the loop is most of a replay's time
+            for op in ops_of(img, stats):
+                do[op.name](op.thread, *op.args)
+        else:
+            for i, op in enumerate(ops_of(img, stats)):
+                do[op.name](op.thread, *op.args)
+                if after_op(i, op, p):
+                    break
+    except (ScriptError, OutOfMemory) as e:
+        raise ReplayError(f"{img.source}: record {op.line}: the model cannot run "
+                          f"`{op.render()}`: {e}") from None
     return p
 
 
