@@ -346,6 +346,26 @@ def test_a_block_freed_inside_a_realloc_in_flight_is_taken_by_another_thread(tmp
     assert ops[-4:] == ["2 free 1", "2 join", "1 free 0", "1 join"]  # each block by its id
 
 
+def test_a_thread_whose_last_call_is_a_failed_realloc_is_still_joined(tmp_path):
+    """The conversion's short path takes a realloc's second record (issue 16, fourth round):
+    a failed realloc (NULL, the block unchanged) makes no op, and the thread it ends must still
+    be joined; a realloc that moved its block keeps the block's id at the new address."""
+    from purgecheck.formats.alloc_trace import read_trace
+    from purgecheck.glibc.fromtrace import Conversion, to_ops
+    f = tmp_path / "failed.rec"
+    f.write_bytes(start() + encode(1, 0, "thread_new", 1) + encode(2, 0, "thread_new", 2)
+                  + encode(3, 1, "malloc", 300, 0x1000) + encode(4, 2, "malloc", 200, 0x3000)
+                  + encode(5, 2, "realloc_old", 0x3000) + encode(6, 2, "realloc", 900, 0x5000)
+                  + encode(7, 2, "free", 0x5000)
+                  + encode(8, 1, "realloc_old", 0x1000) + encode(9, 1, "realloc", 1 << 40, 0))
+    (img,) = read_trace(f).images
+    stats = Conversion()
+    ops = [op.render() for op in to_ops(img, stats)]
+    assert ops == ["1 start", "2 start", "1 malloc 0 300", "2 malloc 1 200",
+                   "2 realloc 1 900", "2 free 1", "2 join", "1 join"]
+    assert stats.skipped == {"failed realloc (the block is unchanged)": 1}
+
+
 def test_a_killed_image_stops_before_a_call_that_saw_an_unfinished_realloc(capsys, tmp_path):
     """Found by CI on a killed recorded_threads run (regression case): thread 1's realloc
     freed its old block and thread 2 got it back, and then the program was killed before

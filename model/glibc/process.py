@@ -145,12 +145,13 @@ class Process:
         if size == 0:
             self.free(tid, block)
             return None
-        t = self.thread(tid)
+        t = self.threads.get(tid) or self.thread(tid)  # (thread() names a missing one)
         nb = request2size(size)
         if c.state == MMAPPED:
             system.mremap_chunk(self, c, nb)
             return c
-        self.maybe_init_tcache(t)
+        if t.tcache is None:
+            self.maybe_init_tcache(t)
         c = self.blocks[block] = int_realloc(self, c.segment.arena, t, c, nb)
         return c
 

@@ -82,13 +82,14 @@ class ResidentPages:
 
     def write(self, addr: int, length: int) -> int:
         """The program or malloc writes [addr, addr + length); returns the pages that fault."""
+        lo, last = addr // PAGESIZE, (addr + length - 1) // PAGESIZE
+        recent = self.recent
+        if last - lo <= 1 and lo in recent and last in recent:  # most of malloc's writes:
+            return 0  # tested first (a length <= 0 that passes writes nothing either)
         if length <= 0:
             return 0
-        lo, hi = addr // PAGESIZE, (addr + length + PAGESIZE - 1) // PAGESIZE
+        hi = last + 1
         few = hi - lo <= 2
-        recent = self.recent
-        if few and lo in recent and hi - 1 in recent:  # most of malloc's writes: tested first
-            return 0
         hot = self.hot
         if hot[0] <= lo and hi <= hot[1]:  # the pages just written (a large write)
             return 0

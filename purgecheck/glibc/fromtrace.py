@@ -169,21 +169,42 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
         for i, k, t, f, a, r, rec in img.rows():
             s = slots.get(t)
             if s is not None and not f & F_IN_CREATE:
-                # most records: a malloc or a free of a running thread, one op, and the first
-                # half of a realloc (the general case below does the same); a malloc that got
-                # an address still live may need a realloc in flight settled first
-                if k == K_MALLOC and r and (not pending_old or r not in live):
-                    op = make(GlibcOp, (s, "malloc", (new_id(r, rec), a), rec))
-                elif k == K_FREE and a not in pthread_own:
-                    op = make(GlibcOp, (s, "free", (drop(a, rec, "free"),), rec))
+                # most records: a malloc or a free of a running thread, one op, and the two
+                # halves of a realloc (the general case below does the same, with new_id and
+                # drop); a call that got an address still live while another thread's realloc
+                # is in flight may need that realloc settled first, and a record that is bad
+                # input is named by the general case
+                if k == K_MALLOC and r and r not in live:
+                    # new_id, inline: the lowest id free
+                    if free_ids:
+                        b = heappop(free_ids)
+                    else:
+                        b, next_id = next_id, next_id + 1
+                    live[r] = (b, rec)
+                    if len(live) > max_live:
+                        max_live = len(live)
+                    op = make(GlibcOp, (s, "malloc", (b, a), rec))
+                elif k == K_FREE and a in live and a not in pthread_own:
+                    b = live.pop(a)[0]  # drop, inline
+                    gone[a] = rec
+                    heappush(free_ids, b)
+                    op = make(GlibcOp, (s, "free", (b,), rec))
                 elif k == K_OLD:
                     pending_old[t] = (a, rec, i)
                     continue
+                elif k == K_REALLOC and t in pending_old and rec not in settled \
+                        and (len(pending_old) == 1 or r not in live):
+                    # the second half of a realloc that no other thread's realloc in flight
+                    # can have moved (see settle): as the general case below does
+                    old = pending_old.pop(t)[0]
+                    ops = _realloc(src, s, old, a, r, rec, live, gone, new_id, drop, st)
+                    op = ops[0] if ops else False  # False: a failed realloc, no op
                 else:
                     op = None
                 if op is not None:
-                    n_ops += 1
-                    yield op
+                    if op:
+                        n_ops += 1
+                        yield op
                     if t != main and last[t] == i and t not in pending_old:
                         n_ops += 1
                         del slots[t]
