@@ -103,6 +103,10 @@ def test_replay_prints_every_version_and_the_agreement(capsys, traces):
     assert rc == 0
     assert "model 2.21" in out and "model rfc-2015" in out and "glibc 2." in out
     assert "agree in every category" in out
+    (speed,) = [ln for ln in out.splitlines() if "ops per CPU second" in ln]
+    rates = dict(r.split(" ") for r in speed.split(": ")[1].split(", "))
+    assert set(rates) == {"2.21", "rfc-2015", "2.22", "2.23+"}
+    assert all(int(v.replace(",", "")) > 0 for v in rates.values())
     rc, out, _ = cli(capsys, "replay", str(traces["python3"]), "--json")
     doc = orjson.loads(out)
     assert rc == 0 and set(doc["predicted"]) == {"2.21", "rfc-2015", "2.22", "2.23+"}

@@ -181,6 +181,10 @@ def print_table(rep, env) -> None:
             if real != rep.predicted[rep.installed][cat]:
                 line += "   <- differs"
         print(line)
+    rates = [f"{v} {conv.ops / rep.model_seconds[v]:,.0f}" for v in versions
+             if rep.model_seconds.get(v)]
+    if rates:  # the speed a reviewer can expect of their own trace (docs/record.md, "Speed")
+        print(f"  ops per CPU second, conversion included: {', '.join(rates)}")
     if rep.measured is None:
         return
     if rep.ok:
