@@ -34,7 +34,7 @@ class RealCase:
     unmodelled: str = ""  # what the case asserts that no check here states (said, not hidden)
     out_of_scope: str = ""  # why the case is not reproduced at all
     grid: str | None = None  # a grid of purgecheck.arith that re-expresses it (no scenario)
-    threads: str | None = None  # a scenario of reference_c/stress.c that runs it on real threads
+    threads: str | None = None  # a scenario of reference_c/stress (stress_*.c) for real threads
 
 
 CASES: tuple[RealCase, ...] = (
@@ -285,7 +285,7 @@ def run_threads(scenario: str) -> dict:
     return {"failed": failed, "figures": run.summary.get("real", {})}
 
 
-REAL_INTERVAL_MS = 50  # the interval of the fork's sweepers test (reference_c/stress.c)
+REAL_INTERVAL_MS = 50  # the interval of the fork's sweepers test (reference_c/stress_real.c)
 
 
 def real_tests_page(assessments: list[Assessment]) -> str:

@@ -1,5 +1,5 @@
-"""The seed's concurrent tests on real threads and the real clock (reference_c/stress.c), and
-their linearized traces replayed by `purgecheck validate`.
+"""The seed's concurrent tests on real threads and the real clock (reference_c/stress.c, a
+file per scenario), and their linearized traces replayed by `purgecheck validate`.
 
 Seed 000: "sweepers at the same time: four threads that allocate from a large page of their
 own and sweep without a pause, next to the thread under test ... (a) no epoch is shorter than

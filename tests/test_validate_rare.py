@@ -1,5 +1,6 @@
 """Issue 20's rare paths and the walk on real threads, run by the C reference and validated on
-the model (reference_c/stress.c scenarios fork, clock-back and walks; docs/validation.md).
+the model (reference_c/stress scenarios fork, clock-back and walks: stress_fork.c,
+stress_clock_back.c, stress_walks.c; docs/validation.md).
 
 Seed 000 (2): "A fork that lands while another thread holds the mark: the child records a new
 beginning (_mi_page_purge_holes_forked_child)"; digest 7: "a clock that went backwards

@@ -1,6 +1,7 @@
 """Large linearized traces for the benchmark of `validate` and `diff`: millions of events.
 
-The generator plays the C reference's `stress` run (reference_c/stress.c) in virtual time:
+The generator plays the C reference's `stress` run (reference_c/stress.c and its scenarios,
+stress_*.c) in virtual time:
 sweeper threads that allocate from a large page of their own and sweep without a pause, now
 and then one that goes quiet so that its page ages and is walked, and a thread that parks and
 that the scavenger sweeps. Their atomic steps are interleaved at random (seeded), the clock
