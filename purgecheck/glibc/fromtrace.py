@@ -175,15 +175,7 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
                 # is in flight may need that realloc settled first, and a record that is bad
                 # input is named by the general case
                 if k == K_MALLOC and r and r not in live:
-                    # new_id, inline: the lowest id free
-                    if free_ids:
-                        b = heappop(free_ids)
-                    else:
-                        b, next_id = next_id, next_id + 1
-                    live[r] = (b, rec)
-                    if len(live) > max_live:
-                        max_live = len(live)
-                    op = make(GlibcOp, (s, "malloc", (b, a), rec))
+                    op = make(GlibcOp, (s, "malloc", (new_id(r, rec), a), rec))
                 elif k == K_FREE and a in live and a not in pthread_own:
                     b = live.pop(a)[0]  # drop, inline
                     gone[a] = rec
