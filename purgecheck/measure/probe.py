@@ -1,0 +1,86 @@
+"""What a black box shows of its memory: /proc readings and the madvise calls under strace.
+
+Seed 000 measured RSS and anonymous memory from smaps_rollup, page faults and instructions
+with perf, and discards as madvise calls. Here: `/proc/PID/smaps_rollup` (Rss, Anonymous),
+`/proc/PID/stat` (minor faults, user and kernel CPU of the whole process), and the process's
+`madvise` calls as `strace -f --seccomp-bpf -e trace=madvise` logs them (only madvise stops the
+process; the cost of that is measured by `purgecheck measure --no-strace` and `make bench`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+# The advices by which an allocator gives memory back without unmapping it: mimalloc's
+# _mi_os_discard and its arena purge are MADV_DONTNEED on Linux (digest 3, 10); MADV_FREE is
+# counted too, should a build use it.
+DISCARD_ADVICES = ("MADV_DONTNEED", "MADV_FREE")
+
+
+@dataclass(frozen=True)
+class Stat:
+    """The counters of /proc/PID/stat that a measurement reads."""
+
+    minflt: int
+    majflt: int
+    utime_ms: float
+    stime_ms: float
+
+
+def read_stat(pid: int) -> Stat | None:
+    """/proc/PID/stat of the whole process (all threads), or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) "; comm may hold spaces
+    # fields[0] is field 3 (state): minflt is field 10, majflt 12, utime 14, stime 15
+    return Stat(int(fields[7]), int(fields[9]), int(fields[11]) * 1000 / CLK_TCK,
+                int(fields[12]) * 1000 / CLK_TCK)
+
+
+def read_rollup(pid: int) -> dict[str, int] | None:
+    """Rss and Anonymous of /proc/PID/smaps_rollup in bytes, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            text = f.read()
+    except OSError:
+        return None
+    out = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("Rss", "Anonymous"):
+            out[key.lower()] = int(rest.split()[0]) * 1024
+    return out if len(out) == 2 else None
+
+
+@dataclass(frozen=True)
+class Madvise:
+    t: float  # the wall clock (time.time()) of the call, as strace -ttt prints it
+    length: int
+    advice: str
+
+
+_CALL = re.compile(r"^\d+\s+(\d+\.\d+)\s+madvise\((0x[0-9a-f]+|NULL), (\d+), (\w+)")
+
+
+def parse_strace(text: str) -> list[Madvise]:
+    """The madvise calls of a `strace -f -ttt -e trace=madvise` log (an unfinished call is
+    counted where it began: the length and the advice are on that line)."""
+    calls = []
+    for line in text.splitlines():
+        m = _CALL.match(line)
+        if m and not line.rstrip().endswith("= -1") and " = -1 " not in line:
+            calls.append(Madvise(float(m.group(1)), int(m.group(3)), m.group(4)))
+    return calls
+
+
+def discards(calls: list[Madvise], t0: float, t1: float) -> tuple[int, int]:
+    """Discard calls and bytes with t0 <= t < t1."""
+    sel = [c for c in calls if t0 <= c.t < t1 and c.advice in DISCARD_ADVICES]
+    return len(sel), sum(c.length for c in sel)

@@ -1,0 +1,255 @@
+"""One measured run of a workload on the real Bun under one design: the seed's figures, read
+from outside (purgecheck/measure/probe.py), with the load and the idle told apart by time.
+
+A run starts the program (under strace unless `count_madvise` is off), waits for it to say
+that its load begins (`ready PID PORT` of a server, `load-start PID` of a single program),
+reads /proc/PID/stat there, samples smaps_rollup every `sample_ms` on a thread of its own,
+and notes the end of the load (the load generator exits, or the program says `load-end`).
+After `idle_s` of idle it tells the program to quit. Everything is bounded in time: a program
+that does not answer is killed with its process group, and a RunError says what happened.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from purgecheck.measure import probe
+from purgecheck.measure.designs import design_env
+from purgecheck.measure.workloads import JS, MeasuredWorkload
+
+START_TIMEOUT_S = 30.0  # a program that has not said it is ready by then is killed
+
+
+class RunError(Exception):
+    """A run that could not be measured (the program died, did not start, the load failed)."""
+
+
+@dataclass
+class RunResult:
+    workload: str
+    design: str
+    options: dict[str, str]
+    params: dict
+    repeat: int
+    figures: dict[str, float] = field(default_factory=dict)
+    # (ms from the start of the load, rss bytes, anonymous bytes)
+    samples: list[tuple[float, int, int]] = field(default_factory=list)
+    load_end_ms: float = 0.0
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+# The figures of a run, with what each means (the table's legend, the JSON's keys, the docs).
+FIGURES = {
+    "requests": "requests served under load (typed-arrays: allocations; buffer-loop: rounds)",
+    "load_s": "seconds of load (wall clock)",
+    "requests_per_s": "requests per second of load",
+    "faults_load": "minor page faults of the process under load (/proc/PID/stat)",
+    "faults_per_request": "minor page faults per request under load",
+    "user_us_per_request": "user CPU per request under load, microseconds",
+    "sys_us_per_request": "kernel CPU per request under load, microseconds",
+    "discards_load": "madvise(MADV_DONTNEED or MADV_FREE) calls under load",
+    "discarded_mb_load": "MB those calls covered",
+    "discards_idle": "the same calls in the idle after the load",
+    "discarded_mb_idle": "MB those calls covered",
+    "rss_mb_load_end": "RSS at the end of the load (smaps_rollup), MB",
+    "anon_mb_load_end": "anonymous memory at the end of the load, MB",
+    "rss_mb_idle_end": "RSS at the end of the idle, MB",
+    "anon_mb_idle_end": "anonymous memory at the end of the idle, MB",
+    "anon_mb_peak": "the highest anonymous memory sampled, MB",
+    "anon_mb_s": "anonymous memory integrated over load and idle, MB x s",
+    "ms_to_floor": "ms from the end of the load until anonymous memory is within 1 % (at least "
+                   "256 KiB) of its lowest in the idle",
+}
+MB = 1 << 20
+
+
+class _Lines:
+    """The program's stdout, line by line, read on a thread (so a read can time out)."""
+
+    def __init__(self, stream) -> None:
+        self.q: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream) -> None:
+        for line in stream:
+            self.q.put(line.rstrip("\n"))
+        self.q.put(None)
+
+    def expect(self, word: str, timeout: float) -> tuple[float, list[str]]:
+        """Wait for a line starting with `word`: (time.time() when read, its fields)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RunError(f"no {word!r} line from the program within {timeout:.0f} s")
+            try:
+                line = self.q.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise RunError(f"the program ended before it printed {word!r}")
+            if line.startswith(word + " ") or line == word:
+                return time.time(), line.split()[1:]
+
+
+class _Sampler(threading.Thread):
+    """smaps_rollup every `every_s` until stopped."""
+
+    def __init__(self, pid: int, every_s: float) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.every_s = pid, every_s
+        self.samples: list[tuple[float, int, int]] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            r = probe.read_rollup(self.pid)
+            if r is None:
+                return
+            self.samples.append((time.time(), r["rss"], r["anonymous"]))
+            self.done.wait(self.every_s)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Ask the program to quit, then kill its process group if it does not."""
+    try:
+        if proc.stdin:
+            proc.stdin.write("quit\n")
+            proc.stdin.flush()
+            proc.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+
+def measure_once(bun: Path, w: MeasuredWorkload, params: dict, design: str,
+                 options: dict[str, str] | None = None, repeat: int = 0,
+                 count_madvise: bool = True, sample_ms: float = 50.0) -> RunResult:
+    """One run of `w` under `design` (plus `options`); see the module's docstring."""
+    options = options or {}
+    idle_s = float(params["idle_s"])
+    lifetime_ms = int(1000 * (params.get("load_s", params.get("seconds", 60)) + idle_s + 120))
+    env = design_env(design, options)
+    env.update(w.env_of(params), LIFETIME_MS=str(lifetime_ms))
+    strace = shutil.which("strace") if count_madvise else None
+    if count_madvise and not strace:
+        raise RunError("strace is not installed (make setup installs it; --no-strace measures "
+                       "without counting madvise calls)")
+    with tempfile.TemporaryDirectory(prefix="purgecheck-measure-") as tmp:
+        log = Path(tmp) / "madvise.log"
+        argv = [str(bun), str(JS / w.script)]
+        if strace:
+            argv = [strace, "-f", "--seccomp-bpf", "-qq", "-ttt", "-e", "trace=madvise",
+                    "-e", "signal=none", "-o", str(log), *argv]
+        err = open(Path(tmp) / "stderr", "w+")
+        proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=err, text=True, start_new_session=True)
+        try:
+            lines = _Lines(proc.stdout)
+            result = _run_phases(bun, w, params, proc, lines, idle_s, sample_ms)
+        except RunError as e:
+            err.seek(0)
+            tail = err.read().strip().splitlines()[-1:] or [""]
+            raise RunError(f"{w.name} under {design}: {e}" +
+                           (f" (stderr: {tail[0][:200]})" if tail[0] else "")) from None
+        finally:
+            if proc.poll() is None:
+                _stop(proc)
+            err.close()
+        t_start, t_end, t_idle_end, s0, s1, samples, requests = result
+        calls = probe.parse_strace(log.read_text()) if strace else []
+    return _figures(w, design, options, params, repeat, t_start, t_end, t_idle_end, s0, s1,
+                    samples, requests, calls, bool(strace))
+
+
+def _run_phases(bun, w, params, proc, lines, idle_s, sample_ms):
+    word = "ready" if w.kind == "serve" else "load-start"
+    _, fields = lines.expect(word, START_TIMEOUT_S)
+    pid = int(fields[0])
+    sampler = _Sampler(pid, sample_ms / 1000)
+    t_start = time.time()
+    s0 = probe.read_stat(pid)
+    sampler.start()
+    if w.kind == "serve":
+        requests = _load(bun, int(fields[1]), params)
+        t_end = time.time()
+    else:
+        t_end, fields = lines.expect("load-end", 600)
+        requests = int(fields[0])
+    s1 = probe.read_stat(pid)
+    if s0 is None or s1 is None:
+        raise RunError("the program ended during its load")
+    time.sleep(idle_s)
+    t_idle_end = time.time()
+    last = probe.read_rollup(pid)
+    sampler.done.set()
+    sampler.join()
+    if last is None:
+        raise RunError("the program ended during its idle")
+    samples = [*sampler.samples, (t_idle_end, last["rss"], last["anonymous"])]
+    return t_start, t_end, t_idle_end, s0, s1, samples, requests
+
+
+def _load(bun: Path, port: int, params: dict) -> int:
+    """The load generator, a Bun of its own with Bun's default options: the requests it got
+    answered. Any error of a request fails the run."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MIMALLOC_")}
+    argv = [str(bun), str(JS / "load.js"), str(port), str(params["connections"]),
+            str(params["load_s"]), str(params["body"])]
+    try:
+        out = subprocess.run(argv, env=env, capture_output=True, text=True,
+                             timeout=params["load_s"] + 60)
+    except subprocess.TimeoutExpired:
+        raise RunError("the load generator did not finish in time") from None
+    fields = out.stdout.split()
+    if out.returncode != 0 or len(fields) != 4 or fields[0] != "requests":
+        raise RunError(f"the load generator failed: {(out.stderr or out.stdout).strip()[:200]}")
+    if int(fields[3]):
+        raise RunError(f"{fields[3]} requests of the load failed")
+    return int(fields[1])
+
+
+def _figures(w, design, options, params, repeat, t_start, t_end, t_idle_end, s0, s1, samples,
+             requests, calls, counted) -> RunResult:
+    load_s = t_end - t_start
+    per = max(requests, 1)
+    idle = [s for s in samples if s[0] >= t_end]
+    at_end = idle[0] if idle else samples[-1]
+    floor = min(s[2] for s in idle)
+    near = floor + max(0.01 * floor, 256 * 1024)
+    reached = next(s[0] for s in idle if s[2] <= near)
+    area = sum((b[0] - a[0]) * a[2] for a, b in zip(samples, samples[1:]))
+    f = {
+        "requests": requests, "load_s": load_s, "requests_per_s": requests / load_s,
+        "faults_load": s1.minflt - s0.minflt,
+        "faults_per_request": (s1.minflt - s0.minflt) / per,
+        "user_us_per_request": 1000 * (s1.utime_ms - s0.utime_ms) / per,
+        "sys_us_per_request": 1000 * (s1.stime_ms - s0.stime_ms) / per,
+        "rss_mb_load_end": at_end[1] / MB, "anon_mb_load_end": at_end[2] / MB,
+        "rss_mb_idle_end": samples[-1][1] / MB, "anon_mb_idle_end": samples[-1][2] / MB,
+        "anon_mb_peak": max(s[2] for s in samples) / MB, "anon_mb_s": area / MB,
+        "ms_to_floor": 1000 * max(0.0, reached - t_end),
+    }
+    if counted:
+        n_load, b_load = probe.discards(calls, 0, t_end)
+        n_idle, b_idle = probe.discards(calls, t_end, t_idle_end + 1e9)
+        f.update(discards_load=n_load, discarded_mb_load=b_load / MB, discards_idle=n_idle,
+                 discarded_mb_idle=b_idle / MB)
+    series = [(1000 * (t - t_start), rss, anon) for t, rss, anon in samples]
+    return RunResult(w.name, design, dict(options), dict(params), repeat, f, series,
+                     1000 * load_s)
