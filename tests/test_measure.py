@@ -261,3 +261,27 @@ def test_bad_usage_is_one_line_and_exit_2(argv, words, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0], err
+
+
+# -- a program of the user's ---------------------------------------------------------------
+
+def test_a_users_program_is_measured_and_stopped_though_it_never_reads_stdin(tmp_path, capsys):
+    script = tmp_path / "app.js"
+    script.write_text("console.log('load-start');\n"
+                      "const a = []; for (let i = 0; i < 50; i++) a.push(new Uint8Array(300000).fill(1));\n"
+                      "console.log('load-end 50');\n"
+                      "setInterval(() => a.length, 1 << 30);\n")
+    assert main(["measure", "--script", str(script), "--set", "idle_s=0.2", "--design", "before",
+                 "--repeats", "1", "--json"]) == 0
+    doc = orjson.loads(capsys.readouterr().out)
+    figs = doc["summary"]["before"]
+    assert figs["requests"]["median"] == 50
+    assert figs["anon_mb_load_end"]["median"] > 14  # 50 x 300 kB written, alive at the end
+
+
+def test_a_users_program_without_the_load_lines_is_refused_before_running(tmp_path, capsys):
+    script = tmp_path / "app.js"
+    script.write_text("console.log('hello')\n")
+    assert main(["measure", "--script", str(script)]) == 2
+    assert "load-start" in capsys.readouterr().err
+    assert main(["measure", "--script", str(tmp_path / "none.js")]) == 2

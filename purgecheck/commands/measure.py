@@ -20,6 +20,7 @@ EXAMPLE = """examples:
   purgecheck measure bun-serve --compare           and the model beside it, figure by figure
   purgecheck measure --seed-tables                 seed 000's tables: seed | real | model
   purgecheck measure --seed-tables --from FILE     the same from a saved measurement
+  purgecheck measure --script my-app.js --set idle_s=10     your own program
 designs: before (MIMALLOC_PURGE_HOLES=0), no-hold (MIMALLOC_PURGE_HOLES_MIN_INTERVAL=0 and
 MIMALLOC_PURGE_HOLES_LARGE_FLOOR=0), epoch (MIMALLOC_PURGE_HOLES_LARGE_FLOOR=0: the seed's
 rule), default (Bun 1.4.4 as shipped); --option adds a setting to every design run.
@@ -43,6 +44,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("workload", nargs="?", metavar="WORKLOAD", help="a workload (--list)")
     p.add_argument("--list", action="store_true", help="list workloads, parameters and designs")
+    p.add_argument("--script", metavar="FILE.js",
+                   help="your own Bun program instead of a workload: it prints `load-start` and "
+                        "`load-end [REQUESTS]` lines; the idle (--set idle_s=S) follows")
     p.add_argument("--design", action="append", metavar="D",
                    help="a design (repeatable; default: before, no-hold, epoch, default)")
     p.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
@@ -164,13 +168,16 @@ def run(args) -> int:
     if args.list:
         return _list()
     _check(args)
-    if not args.workload and not args.seed_tables:
-        raise UsageError("name a workload (see --list), or give --seed-tables")
+    if args.script is not None and (args.workload or args.seed_tables or args.compare):
+        raise UsageError("--script measures your program: give no WORKLOAD, --seed-tables or "
+                         "--compare with it (the model has no workload of its shape)")
+    if not args.workload and not args.seed_tables and args.script is None:
+        raise UsageError("name a workload (see --list), or give --seed-tables or --script")
     try:
         sets = _pairs(args.set, "--set")
         options = dict(parse_option(o) for o in args.option)
-        if args.workload:
-            w, params = workload_params(args.workload, sets)
+        if args.workload or args.script is not None:
+            w, params = workload_params(args.workload, sets, args.script)
     except ValueError as e:
         raise UsageError(str(e)) from None
     designs = args.design or list(DESIGNS)
@@ -201,7 +208,7 @@ def run(args) -> int:
             return 1
     if args.seed_tables:
         return _seed_tables(measured, args)
-    doc = measured.get(args.workload) or next(iter(measured.values()))
+    doc = next(iter(measured.values()))
     if args.compare:
         from purgecheck.measure.compare import compare
         doc["comparison"] = compare(doc["workload"], doc["params"], doc["summary"]).as_json()
@@ -214,9 +221,9 @@ def run(args) -> int:
 def _print_doc(doc: dict, args) -> None:
     from purgecheck.measure.report import table
     from purgecheck.measure.workloads import WORKLOADS
-    w = WORKLOADS[doc["workload"]]
+    request = WORKLOADS[doc["workload"]].request if doc["workload"] in WORKLOADS else "request"
     m = doc["machine"]
-    print(table(doc["summary"], w.name, w.request))
+    print(table(doc["summary"], doc["workload"], request))
     print(f"({m['date']}, {m['cpus']} cpus, load {m['load_1min']} at the end; "
           f"options {doc['options'] or 'none'} on top of each design)")
     if "comparison" in doc:
