@@ -107,6 +107,7 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
 def _measure(bun, w, params: dict, designs: list[str], options: dict, args,
              progress: str = "") -> dict:
     """Every design `args.repeats` times, interleaved: the JSON document of one workload."""
+    from purgecheck.measure.bun import installed_version
     from purgecheck.measure.report import machine, summarise
     from purgecheck.measure.run import measure_once
     runs = []
@@ -118,7 +119,8 @@ def _measure(bun, w, params: dict, designs: list[str], options: dict, args,
             runs.append(measure_once(bun, w, params, d, options, rep,
                                      count_madvise=not args.no_strace, sample_ms=args.sample_ms))
     return {"workload": w.name, "params": params, "options": options, "designs": designs,
-            "bun": str(bun), "counted_madvise": not args.no_strace, "machine": machine(),
+            "bun": str(bun), "bun_version": installed_version(bun),
+            "counted_madvise": not args.no_strace, "machine": machine(),
             "summary": summarise(runs), "runs": [r.as_json() for r in runs]}
 
 

@@ -141,7 +141,7 @@ def tables(measured: dict) -> dict[str, list[Cell]]:
                      _med(s, design, "faults_per_request"),
                      _predict(m, design, "refaults_per_request",
                               _med(s, BASE_REAL, "faults_per_request")))]
-        out["inline loop: buffer-loop (per round)"] = cells
+        out["inline loop: buffer-loop (MB over the load, faults per round)"] = cells
     return out
 
 
