@@ -81,8 +81,9 @@ class Comparison:
     note: str = ""
 
     def as_json(self) -> dict:
+        band = None if not self.band else [None if x in (INF, -INF) else x for x in self.band]
         return {"relation": self.relation, "a": self.a, "b": self.b,
-                "band": list(self.band) if self.band else None, "margin": self.margin,
+                "band": band,  # [lo, hi]; None for a side without a bound "margin": self.margin,
                 "margin_bytes": self.margin_bytes, "basis": self.basis, "value": self.value,
                 "holds": self.holds, "note": self.note}
 
