@@ -285,3 +285,21 @@ def test_a_users_program_without_the_load_lines_is_refused_before_running(tmp_pa
     assert main(["measure", "--script", str(script)]) == 2
     assert "load-start" in capsys.readouterr().err
     assert main(["measure", "--script", str(tmp_path / "none.js")]) == 2
+
+
+def test_the_claims_carry_the_recorded_real_figures_per_20_s_of_load():
+    from purgecheck.measure.seedtables import claim_reals
+    from purgecheck.simulate.claims import seed_claims
+    record = orjson.loads(open(DATA, "rb").read())
+    reals = claim_reals(record)
+    s = record["workloads"]["bun-serve"]["summary"]
+    per20 = 20 / s["before"]["load_s"]["median"]
+    assert reals["load-no-hold"]["no-hold discards"] == \
+        pytest.approx(s["no-hold"]["discards_load"]["median"] * per20)
+    assert reals["load-no-hold"]["no-hold discarded"] == \
+        pytest.approx(s["no-hold"]["discarded_mb_load"]["median"] * per20 / 1024)
+    assert "clock discards" not in reals["load-epoch-vs-clock"]  # no option for the clock
+    claims = {c.id: c for c in seed_claims(scale=0.02, glibc=False, real=reals)}
+    assert claims["load-no-hold"].figure("no-hold discards").real == \
+        reals["load-no-hold"]["no-hold discards"]
+    assert claims["idle-bun-serve"].figure("epoch free at idle end").real is None

@@ -114,13 +114,24 @@ def _list() -> int:
     return 0
 
 
+def _real_figures() -> dict:
+    """The real Bun's figures of the claims, from the recorded measurement of `purgecheck
+    measure --seed-tables --record` (docs/data/real-bun.json), when there is one."""
+    from purgecheck.measure.seedtables import claim_reals
+    from purgecheck.reports import store
+    path = store.project_root() / "docs" / "data" / "real-bun.json"
+    if not path.is_file():
+        return {}
+    return claim_reals(orjson.loads(path.read_bytes()))
+
+
 def _seeds(args) -> int:
     from purgecheck.simulate.claims import FAILS, seed_claims, summary
     from purgecheck.simulate.report import print_claims
 
     if not 0 < args.scale <= 1:
         raise UsageError(f"--scale: expected a number in (0, 1], found {args.scale:g}")
-    claims = seed_claims(scale=args.scale)
+    claims = seed_claims(scale=args.scale, real=_real_figures())
     if args.json:
         doc = {"claims": [c.as_json() for c in claims], "summary": summary(claims)}
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")

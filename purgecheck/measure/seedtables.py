@@ -206,3 +206,37 @@ def render(tabs: dict[str, list[Cell]]) -> str:
         out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
         out.append("")
     return "\n".join(out)
+
+
+def claim_reals(record: dict) -> dict[str, dict[str, float]]:
+    """The real Bun's figures for the claims of `purgecheck simulate --seeds`
+    (purgecheck/simulate/claims.py), by claim id and figure name, from a recorded
+    `--seed-tables` measurement; counts per 20 s of load as the seed's. Figures that a black
+    box cannot show (free resident memory) and designs that Bun has no option for (the clock,
+    deferring in the handoff only) stay None."""
+    measured = record.get("workloads", {})
+    out: dict[str, dict[str, float]] = {}
+    if "bun-serve" in measured:
+        s = measured["bun-serve"]["summary"]
+        per20 = LOAD_S_SEED / (_med(s, BASE_REAL, "load_s") or LOAD_S_SEED)
+        real = {
+            "no-hold discards": _med(s, "no-hold", "discards_load"),
+            "epoch discards": _med(s, "epoch", "discards_load"),
+            "no-hold discarded": _med(s, "no-hold", "discarded_mb_load"),
+            "epoch discarded": _med(s, "epoch", "discarded_mb_load"),
+            "no-hold faults/request": _med(s, "no-hold", "faults_per_request"),
+            "epoch faults/request": _med(s, "epoch", "faults_per_request")}
+        for k in ("no-hold discards", "epoch discards", "no-hold discarded", "epoch discarded"):
+            if real[k] is not None:
+                real[k] *= per20
+        if real["no-hold discarded"] is not None:
+            real["no-hold discarded"] /= 1024  # the claim gives it in GB
+        out["load-no-hold"] = {k: v for k, v in real.items() if v is not None}
+        out["load-epoch-vs-clock"] = {k: real[k] for k in ("epoch discards", "epoch discarded")
+                                      if real[k] is not None}
+    if "buffer-loop" in measured:
+        s = measured["buffer-loop"]["summary"]
+        out["inline-handoff"] = {k: v for k, v in (
+            ("epoch discards", _med(s, "epoch", "discards_load")),
+            ("epoch faults/request", _med(s, "epoch", "faults_per_request"))) if v is not None}
+    return out
