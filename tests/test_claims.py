@@ -133,7 +133,7 @@ def test_the_json_carries_every_figure_as_numbers(seeds_json):
             assert _is_number(f["model"]), (c["id"], f)
             assert f["seed_lo"] is None or (_is_number(f["seed_lo"]) and _is_number(f["seed_hi"])
                                             and f["seed_lo"] <= f["seed_hi"])
-            assert f["real"] is None and f["unit"]
+            assert (f["real"] is None or _is_number(f["real"])) and f["unit"]
         for k in c["comparisons"]:
             assert k["relation"] in RELATIONS and isinstance(k["holds"], bool)
             # a band is [lo, hi] in numbers; null only for a side without a bound
