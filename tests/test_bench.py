@@ -192,7 +192,7 @@ def test_make_bench_passes_each_standard_size_to_its_benchmark(capsys, monkeypat
         monkeypatch.setattr(module, "figures", record)
     assert {n for n in BENCHMARKS
             if getattr(importlib.import_module(f"purgecheck.bench.{n}"), "STANDARD", None)
-            } == {"cluster", "record"}
+            } == {"cluster", "measure", "record"}
     assert bench_main(["--json", "--only", "cluster", "--only", "record"]) == 0
     from purgecheck.bench import cluster, record
     assert seen == {"cluster": (False, cluster.STANDARD), "record": (False, record.STANDARD)}
