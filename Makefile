@@ -7,9 +7,9 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: setup check nightly test bench bench-full clean reference tools
+.PHONY: setup check nightly test bench bench-full clean reference tools bun
 
-setup: tools $(STAMP) reference
+setup: tools $(STAMP) reference bun
 
 # System tools the checks run (CI is a fresh Debian, as root): strace for glibc conformance,
 # sqlite3, one of the real programs `purgecheck record` is tested on (docs/record.md),
@@ -25,6 +25,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e .
 	touch $(STAMP)
+
+# The real Bun whose mimalloc is seed 000's fork (purgecheck measure): version 1.4.4 from the
+# npm registry, its integrity checked against the one pinned in purgecheck/measure/bun.py,
+# into .purgecheck/bun-1.4.4/ (nothing to do when it is there).
+bun: $(STAMP)
+	$(BIN)/python -m purgecheck.measure.bun install
 
 reference:
 	@if [ -f reference_c/Makefile ]; then $(MAKE) --no-print-directory -C reference_c; fi

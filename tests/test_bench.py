@@ -32,6 +32,11 @@ EXPECTED = {
                  "largest bare configuration exhausted within 2 s"),
     "fuzz": tuple(f"{m} machine, {d} driver: steps per second by CPU time"
                   for m in ("page", "epoch", "park") for d in ("program", "rules")),
+    "measure": ("bun-serve default, requests per second: with strace / without",
+                "bun-serve default, kernel CPU per request: with strace / without",
+                "bun-serve: one measured run, wall time",
+                "bun-serve, no-hold, discards_load: model / real",
+                "bun-serve, designs ordered by discards_load: same on both sides"),
     "record": ("recorder: cost per call", "trace: bytes per recorded call",
                "recorder: slowdown of python3",
                "model replay, single-threaded (python3): ops per second",

@@ -66,14 +66,17 @@ def test_docs_keeps_the_dated_pages_out_of_the_work_tree(tmp_path, monkeypatch):
     """make check ends with `purgecheck docs`: the pages of the last runs, dated, go under
     .purgecheck/docs/ and not into docs/ unless asked (--results)."""
     import purgecheck.docs as docs_mod
+    import purgecheck.docs.real_bun_page as bun_page
     import purgecheck.docs.simulate_page as sim_page
     monkeypatch.setenv("PURGECHECK_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setattr(docs_mod, "deterministic", lambda facts=None: {"invariants.md": "x\n"})
     monkeypatch.setattr(docs_mod, "from_results", lambda: {"results.md": "dated\n"})
     monkeypatch.setattr(sim_page, "simulate_files", lambda: {"simulate.md": "s\n"})
+    monkeypatch.setattr(bun_page, "real_bun_files", lambda root: {"real-bun.md": "r\n"})
     out = tmp_path / "docs"
     assert main(["docs", "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["invariants.md", "simulate.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["invariants.md", "real-bun.md",
+                                                     "simulate.md"]
     assert (tmp_path / "state" / "docs" / "results.md").read_text() == "dated\n"
     assert main(["docs", "--out", str(out), "--results"]) == 0
     assert (out / "results.md").read_text() == "dated\n"

@@ -13,8 +13,9 @@ from model.glibc.resident import ResidentPages
 from purgecheck.cli import main
 from purgecheck.glibc import workloads as glibc_workloads
 from purgecheck.mutants import MUTANTS, applied
+from purgecheck.simulate.claims import glibc_claims
 from purgecheck.simulate.glibc import (MAX_SAMPLES, Costs, GlibcSimulation, ebizzy,
-                                       glibc_claims, script_lane, simulate_glibc)
+                                       script_lane, simulate_glibc)
 from purgecheck.simulate.result import COUNTERS
 
 SMALL_EBIZZY = {"seconds": 0.05}  # about 750 records on 2.21, 2,200 with the RFC
@@ -242,24 +243,34 @@ def claims():
     return glibc_claims(scale=0.1)
 
 
-def test_the_seed_001_claims_hold_in_the_model(claims):
+def test_the_seed_001_claims_carry_the_seeds_figures_as_numbers(claims):
     assert len(claims) >= 7
-    for c in claims:
-        assert set(c) >= {"seed", "claim", "seed_figures", "model_figures", "holds"}
-        assert c["seed"] == "001" and c["holds"], c
-    texts = " ".join(c["seed_figures"] for c in claims)
-    for figure in ("1024", "9,000", "0.06", "10,230", "43,271", "22.49"):
-        assert figure in texts
+    by_id = {c.id: c for c in claims}
+    assert all(c.seed == "001" for c in claims)
+    seed = {(c.id, f.name): (f.seed_lo, f.seed_hi) for c in claims for f in c.figures}
+    assert seed["glibc-bench-free", "2.21 madvise"] == (1024, 1024)
+    assert seed["glibc-ebizzy-madvise", "2.21 madvise/s"] == (9000, 9000)
+    assert seed["glibc-ebizzy-records", "2.21 records/s"] == (10230, 10230)
+    assert seed["glibc-ebizzy-records", "patch records/s"] == (43271, 43271)
+    assert seed["glibc-ebizzy-sys", "2.21 kernel s in 30 s"] == (22.49, 22.49)
+    # bench-free does not depend on the scale: the model's counts are the seed's, exactly
+    bench = by_id["glibc-bench-free"]
+    assert bench.figure("2.21 madvise").model == 1024
+    assert bench.figure("patch madvise").model == 2 and bench.verdict == "holds"
+    # the thread counts' ratio is the one thread's: the model has no contention
+    assert by_id["glibc-ebizzy-threads"].by_construction
 
 
 def test_the_claims_figures_are_computed_when_called(claims):
     """A mutant that changes a cost changes the figures (and the verdict) the claims give."""
+    def figures(cs):
+        return [f.model for c in cs for f in c.figures]
     with applied(MUTANTS["glibc-2.23-no-threshold"]):
         broken = glibc_claims(scale=0.1)
-    assert broken[0]["model_figures"] != claims[0]["model_figures"]
+    assert figures(broken[:1]) != figures(claims[:1])
     with applied(MUTANTS["glibc-pad-ignored"]):
         padless = glibc_claims(scale=0.1)
-    assert [c["model_figures"] for c in padless] != [c["model_figures"] for c in claims]
+    assert figures(padless) != figures(claims)
 
 
 def test_claims_scale_is_checked():

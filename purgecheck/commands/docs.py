@@ -96,8 +96,10 @@ def _dated(docs, args, out: Path) -> dict[str, str]:
 
 
 def _simulated() -> dict[str, str]:
+    from purgecheck.docs.real_bun_page import real_bun_files
     from purgecheck.docs.simulate_page import simulate_files
-    return simulate_files()
+    from purgecheck.reports import store
+    return {**simulate_files(), **real_bun_files(store.project_root())}
 
 
 @contextlib.contextmanager

@@ -18,8 +18,10 @@ EXAMPLE = """examples:
   purgecheck simulate my.calls --idle park --park-after 50    a trace of your program
   purgecheck simulate bench-free                  glibc: every version of seed 001
   purgecheck simulate --seeds                     each claim of the seeds beside the model's
-exit status: 0 simulated (with --seeds: whether each claim holds is in the table), 2 bad
-usage or a bad trace (one line naming the file, line or option)
+exit status: 0 simulated (with --seeds: every claim holds, or holds by construction of the
+model), 1 with --seeds: a claim fails (its comparison of the model's figures with the seed's
+does not hold, or a ratio has a zero side), 2 bad usage or a bad trace (one line naming the
+file, line or option)
 """
 
 
@@ -39,7 +41,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="a named workload (--list) or a call trace file (docs/simulate.md)")
     p.add_argument("--list", action="store_true", help="list workloads, designs, idle behaviours")
     p.add_argument("--seeds", action="store_true",
-                   help="reproduce the seeds' claims side by side with the model's figures")
+                   help="the seeds' claims: each figure of the seed beside the model's, the "
+                        "comparison and its verdict (holds, fails, by construction)")
     p.add_argument("--scale", type=float, default=1.0, metavar="F",
                    help="with --seeds: scale the loads by F (0 < F <= 1; default 1)")
     p.add_argument("--design", action="append", metavar="D",
@@ -111,19 +114,30 @@ def _list() -> int:
     return 0
 
 
+def _real_figures() -> dict:
+    """The real Bun's figures of the claims, from the recorded measurement of `purgecheck
+    measure --seed-tables --record` (docs/data/real-bun.json), when there is one."""
+    from purgecheck.measure.seedtables import claim_reals
+    from purgecheck.reports import store
+    path = store.project_root() / "docs" / "data" / "real-bun.json"
+    if not path.is_file():
+        return {}
+    return claim_reals(orjson.loads(path.read_bytes()))
+
+
 def _seeds(args) -> int:
-    from purgecheck.simulate.claims import seed_claims
+    from purgecheck.simulate.claims import FAILS, seed_claims, summary
     from purgecheck.simulate.report import print_claims
 
     if not 0 < args.scale <= 1:
         raise UsageError(f"--scale: expected a number in (0, 1], found {args.scale:g}")
-    claims = seed_claims(scale=args.scale)
+    claims = seed_claims(scale=args.scale, real=_real_figures())
     if args.json:
-        sys.stdout.buffer.write(orjson.dumps({"claims": [c.as_json() for c in claims]},
-                                             option=orjson.OPT_INDENT_2) + b"\n")
+        doc = {"claims": [c.as_json() for c in claims], "summary": summary(claims)}
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
     else:
         print_claims(claims)
-    return 0
+    return 1 if any(c.verdict == FAILS for c in claims) else 0
 
 
 def run(args) -> int:

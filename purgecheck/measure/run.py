@@ -122,7 +122,8 @@ class _Sampler(threading.Thread):
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    """Ask the program to quit, then kill its process group if it does not."""
+    """Ask the program to quit (the workloads of js/ do), then SIGTERM its process group (a
+    program of the user's need not read stdin), then SIGKILL it."""
     try:
         if proc.stdin:
             proc.stdin.write("quit\n")
@@ -130,11 +131,17 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.stdin.close()
     except (BrokenPipeError, OSError):
         pass
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+    for sig, wait_s in ((None, 2), (signal.SIGTERM, 5), (signal.SIGKILL, 10)):
+        if sig is not None:
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def measure_once(bun: Path, w: MeasuredWorkload, params: dict, design: str,
@@ -180,7 +187,7 @@ def measure_once(bun: Path, w: MeasuredWorkload, params: dict, design: str,
 def _run_phases(bun, w, params, proc, lines, idle_s, sample_ms):
     word = "ready" if w.kind == "serve" else "load-start"
     _, fields = lines.expect(word, START_TIMEOUT_S)
-    pid = int(fields[0])
+    pid = int(fields[0]) if fields and fields[0].isdigit() else _bun_pid(proc)
     sampler = _Sampler(pid, sample_ms / 1000)
     t_start = time.time()
     s0 = probe.read_stat(pid)
@@ -189,8 +196,8 @@ def _run_phases(bun, w, params, proc, lines, idle_s, sample_ms):
         requests = _load(bun, int(fields[1]), params)
         t_end = time.time()
     else:
-        t_end, fields = lines.expect("load-end", 600)
-        requests = int(fields[0])
+        t_end, fields = lines.expect("load-end", float(params.get("max_load_s", 600)))
+        requests = int(fields[0]) if fields and fields[0].isdigit() else 1
     s1 = probe.read_stat(pid)
     if s0 is None or s1 is None:
         raise RunError("the program ended during its load")
@@ -203,6 +210,18 @@ def _run_phases(bun, w, params, proc, lines, idle_s, sample_ms):
         raise RunError("the program ended during its idle")
     samples = [*sampler.samples, (t_idle_end, last["rss"], last["anonymous"])]
     return t_start, t_end, t_idle_end, s0, s1, samples, requests
+
+
+def _bun_pid(proc: subprocess.Popen) -> int:
+    """The bun process: `proc` itself, or its child when `proc` is strace."""
+    try:
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+            children = f.read().split()
+    except OSError:
+        children = []
+    if Path(f"/proc/{proc.pid}/exe").resolve().name == "strace" and children:
+        return int(children[0])
+    return proc.pid
 
 
 def _load(bun: Path, port: int, params: dict) -> int:

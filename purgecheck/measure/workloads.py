@@ -33,7 +33,7 @@ class MeasuredWorkload:
 
 
 # Parameters that the harness uses itself and does not pass to the program.
-LOAD_PARAMS = ("connections", "load_s", "body", "idle_s")
+LOAD_PARAMS = ("connections", "load_s", "body", "idle_s", "max_load_s")
 
 SERVE = {"body": 256 * KiB, "kept": 40, "keep_every": 1000, "connections": 16, "load_s": 10.0,
          "idle_s": 5.0}
@@ -55,20 +55,43 @@ WORKLOADS: dict[str, MeasuredWorkload] = {w.name: w for w in (
                       "idle_s": 1.0}, request="round"),
 )}
 
+def script_workload(path: str) -> MeasuredWorkload:
+    """A program of the user's: it prints `load-start` when its load begins and `load-end`
+    (optionally followed by how many requests it served) when it ends; the idle follows.
+    A ValueError names what is wrong with the file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"--script {path}: no such file")
+    try:
+        text = p.read_text(errors="replace")
+    except OSError as e:
+        raise ValueError(f"--script {path}: {e.strerror or e}") from None
+    for word in ("load-start", "load-end"):
+        if word not in text:
+            raise ValueError(f"--script {path}: the program must print a line `{word}` (see "
+                             f"docs/measure.md, measuring your own program)")
+    return MeasuredWorkload(p.name, f"the program {path}", str(p.resolve()), "single", "",
+                            {"idle_s": 2.0, "max_load_s": 300.0}, request="request")
+
+
 # Each parameter's range (lo, hi): bounded so that a measurement always ends.
 RANGES = {"body": (1, 64 << 20), "kept": (0, 100_000), "keep_every": (1, 10_000_000),
           "connections": (1, 256), "load_s": (0.1, 600), "idle_s": (0, 600),
           "allocations": (1, 10_000_000), "lo": (1, 64 << 20), "hi": (1, 64 << 20),
           "lifetime": (0, 100_000), "size": (1, 64 << 20), "batch": (1, 10_000),
-          "step_ms": (0, 10_000), "seconds": (0.1, 600)}
+          "step_ms": (0, 10_000), "seconds": (0.1, 600), "max_load_s": (1, 3600)}
 
 
-def workload_params(name: str, sets: dict[str, str]) -> tuple[MeasuredWorkload, dict]:
-    """The workload and its parameters with `sets` applied; a ValueError names the workload,
-    the parameter and its range."""
-    if name not in WORKLOADS:
+def workload_params(name: str, sets: dict[str, str],
+                    script: str | None = None) -> tuple[MeasuredWorkload, dict]:
+    """The workload (or the user's `script`) and its parameters with `sets` applied; a
+    ValueError names the workload, the parameter and its range."""
+    if script is not None:
+        w = script_workload(script)
+    elif name not in WORKLOADS:
         raise ValueError(f"unknown workload {name!r}; expected one of {', '.join(WORKLOADS)}")
-    w = WORKLOADS[name]
+    else:
+        w = WORKLOADS[name]
     params = dict(w.params)
     for k, text in sets.items():
         if k not in params:

@@ -14,7 +14,8 @@ and a refault then there is a lot of system overhead."
 Workloads (`WORKLOADS`): `bench-free`, the seed's test case, wraps the op script of
 purgecheck/glibc/workloads.py; `ebizzy`, threads that each allocate a large record, use it
 and free it until their time is up. `simulate_glibc` runs one on every version;
-`glibc_claims` sets each figure of seed 001 beside what the simulator computes now.
+`claim_figures` computes the figures of seed 001's claims (purgecheck/simulate/claims.py
+judges them).
 """
 
 from __future__ import annotations
@@ -502,19 +503,14 @@ def simulate_calls(name: str, calls, versions: list[str] | None = None,
     return out
 
 
-# -- seed 001's claims, computed now -------------------------------------------------------------
+# -- the figures of seed 001's claims, computed now ------------------------------------------------
 
 # The runs the claims read. The seed ran ebizzy for 30 s; the model's rates are steady after
-# its first records, so the claims run a second of it (scale 1) and check that the RFC's
-# calls stop early (then the seed's 30 s would hold the same calls).
+# its first records, so the claims run a second of it (scale 1) and carry the RFC's calls over
+# to the seed's 30 s only when they stopped in the first half of the run.
 CLAIM_EBIZZY_S = 1.0
 CLAIM_THREADS_S = 0.2
 SEED_RUN_S = 30.0
-
-
-def _same_order(model: float, seed: float) -> bool:
-    """Within a factor of ten of the seed's figure (both positive)."""
-    return model > 0 and seed > 0 and 0.1 <= model / seed <= 10
 
 
 def _last_call_ms(run: DesignRun) -> float:
@@ -523,119 +519,30 @@ def _last_call_ms(run: DesignRun) -> float:
     return next((s.t_ms for s in run.samples if s.discards >= target), run.load_end_ms)
 
 
-def glibc_claims(scale: float = 1.0) -> list[dict]:
-    """Each figure seed 001 gives, beside what the simulator computes now, and whether the
-    claim holds in the model (direction and order of magnitude: the model is not the
-    machine). `scale` shortens the ebizzy runs (the tests run them small)."""
+def claim_figures(scale: float = 1.0) -> dict[str, dict]:
+    """The model's figures that seed 001's claims read, as numbers ({run: {figure: value}});
+    `purgecheck.simulate.claims` sets them beside the seed's and judges them. `scale`
+    shortens the ebizzy runs (the tests run them small)."""
     if not 0 < scale <= 1:
         raise ValueError(f"scale: expected a number in (0, 1], found {scale:g}")
-    out = []
     bench = {r.design: r.counters for r in simulate_glibc("bench-free")}
-    old, rfc = bench["2.21"], bench["rfc-2015"]
-    out.append({
-        "seed": "001", "workload": "bench-free",
-        "claim": "bench-free (1024 x free(malloc(48 pages)) in a thread): 2.21 calls madvise "
-                 "at every free, the RFC's throttle twice in the run",
-        "seed_figures": "1024 madvise calls on 2.21, 2 with the patch",
-        "model_figures": f"{old['madvise']:.0f} on 2.21 ({old['heap_madvise']:.0f} heap + the "
-                         f"stack's), {rfc['madvise']:.0f} with the RFC "
-                         f"({rfc['heap_madvise']:.0f} heap); {bench['2.22']['madvise']:.0f} "
-                         f"on 2.22, {bench['2.23+']['madvise']:.0f} on 2.23+ (the digest "
-                         f"measured 0 heap + 1 on 2.36)",
-        "holds": _same_order(old["madvise"], 1024) and rfc["madvise"] <= 20
-                 and old["madvise"] >= 100 * max(1, rfc["madvise"]),
-    })
-
     seconds = CLAIM_EBIZZY_S * scale
     runs = {r.design: r for r in simulate_glibc("ebizzy", ["2.21", "rfc-2015", "2.23+"],
                                                 seconds=seconds)}
-    eb = {v: r.counters for v, r in runs.items()}
-    old, rfc, today = eb["2.21"], eb["rfc-2015"], eb["2.23+"]
-    quiet_after = _last_call_ms(runs["rfc-2015"])
-    steady = quiet_after <= runs["rfc-2015"].load_end_ms / 2
-    out.append({
-        "seed": "001", "workload": "ebizzy",
-        "claim": "ebizzy, 1 thread: 2.21 calls madvise thousands of times a second; with the "
-                 "patch twice in the whole run",
-        "seed_figures": "about 9,000 a second on 2.21 (strace); twice in 30 s, 0.06 a second, "
-                        "with the patch",
-        "model_figures": f"{old['madvise_per_s']:,.0f} a second on 2.21; the RFC "
-                         f"{rfc['madvise']:.0f} in {seconds:g} s, none after "
-                         f"{quiet_after:.1f} ms, so {rfc['madvise']:.0f} in the seed's 30 s "
-                         f"({rfc['madvise'] / SEED_RUN_S:.2f} a second); 2.23+ "
-                         f"{today['madvise']:.0f} in the run",
-        "holds": _same_order(old["madvise_per_s"], 9000) and rfc["madvise"] <= 20 and steady,
-    })
-    out.append({
-        "seed": "001", "workload": "ebizzy",
-        "claim": "ebizzy: 2.21 calls madvise at nearly every free, the RFC almost never",
-        "seed_figures": "\"the free() will call madvise ... every time\"; about 9,000 madvise "
-                        "calls for 10,230 records a second",
-        "model_figures": f"heap madvise per free: {old['heap_madvise'] / old['allocations']:.3f} "
-                         f"on 2.21, {rfc['heap_madvise'] / rfc['allocations']:.5f} with the "
-                         f"RFC, {today['heap_madvise'] / today['allocations']:.5f} on 2.23+ "
-                         f"({old['allocations']:,.0f}, {rfc['allocations']:,.0f} and "
-                         f"{today['allocations']:,.0f} records)",
-        "holds": old["heap_madvise"] >= 0.9 * old["allocations"]
-                 and rfc["heap_madvise"] <= 0.01 * rfc["allocations"],
-    })
-    ratio = rfc["records_per_s"] / old["records_per_s"]
-    out.append({
-        "seed": "001", "workload": "ebizzy",
-        "claim": "ebizzy, 1 thread: the patch roughly quadruples the records processed a "
-                 "second (the RFC's rate is the user time the workload is given, the seed's "
-                 "own; 2.21's follows from the model's madvise calls and refaults)",
-        "seed_figures": "10,230 records/s on 2.21, 43,271 with the patch (x4.2)",
-        "model_figures": f"{old['records_per_s']:,.0f} on 2.21, {rfc['records_per_s']:,.0f} "
-                         f"with the RFC (x{ratio:.1f}); {old['refaults'] / old['allocations']:.0f}"
-                         f" refaulted pages a record on 2.21",
-        "holds": _same_order(old["records_per_s"], 10230)
-                 and _same_order(rfc["records_per_s"], 43271) and ratio > 1.5
-                 and _same_order(ratio, 43271 / 10230),
-    })
-    share_old = old["sys_ms"] / (old["sys_ms"] + old["user_ms"])
-    share_rfc = rfc["sys_ms"] / (rfc["sys_ms"] + rfc["user_ms"])
-    out.append({
-        "seed": "001", "workload": "ebizzy",
-        "claim": "ebizzy, 1 thread: on 2.21 most of the time goes to the kernel; with the "
-                 "patch none",
-        "seed_figures": "sys 22.49 s of 30 s on 2.21 (user 7.47); sys 0.00 s with the patch "
-                        "(user 29.96)",
-        "model_figures": f"of every 30 s, {SEED_RUN_S * share_old:.2f} s in the kernel on 2.21,"
-                         f" {SEED_RUN_S * share_rfc:.2f} s with the RFC (the kernel's costs: "
-                         f"{COST_DEFAULTS['release_us']:g} us a madvise, "
-                         f"{COST_DEFAULTS['fault_us']:g} us a page fault)",
-        "holds": share_old > 0.3 and share_rfc < 0.01,
-    })
-    grew = rfc["rss_mean"] / old["rss_mean"]
-    out.append({
-        "seed": "001", "workload": "ebizzy",
-        "claim": "the patch reduces the overhead \"at that cost of slightly higher RSS\"",
-        "seed_figures": "no figure: slightly higher RSS",
-        "model_figures": f"mean resident {old['rss_mean'] / KiB:,.0f} KiB on 2.21, "
-                         f"{rfc['rss_mean'] / KiB:,.0f} KiB with the RFC (x{grew:.2f}), "
-                         f"{today['rss_mean'] / KiB:,.0f} KiB on 2.23+",
-        "holds": 1 < grew <= 2,
-    })
-
-    seed_rates = {1: (10230, 43271), 2: (19153, 85562), 4: (34295, 157634), 8: (51007, 183901)}
-    ratios, rates = {1: ratio}, {1: (old["records_per_s"], rfc["records_per_s"])}
+    eb = {v: dict(r.counters) for v, r in runs.items()}
+    rfc_run = runs["rfc-2015"]
+    quiet_after = _last_call_ms(rfc_run)
+    # the RFC's calls in the seed's 30 s: as many as in this run when they stopped in its
+    # first half (the rest of the run is steady), else at this run's rate
+    steady = quiet_after <= rfc_run.load_end_ms / 2
+    eb["rfc-2015"]["madvise_quiet_after_ms"] = quiet_after
+    eb["rfc-2015"]["madvise_in_seed_run"] = (eb["rfc-2015"]["madvise"] if steady else
+                                             eb["rfc-2015"]["madvise"] * SEED_RUN_S / seconds)
+    threads = {1: (eb["2.21"]["records_per_s"], eb["rfc-2015"]["records_per_s"])}
     for n in (2, 4):  # 8 workers and the main arena are more than the model's 8 arenas
         got = {r.design: r.counters["records_per_s"] for r in
                simulate_glibc("ebizzy", ["2.21", "rfc-2015"], threads=n,
                               seconds=CLAIM_THREADS_S * scale)}
-        rates[n] = (got["2.21"], got["rfc-2015"])
-        ratios[n] = got["rfc-2015"] / got["2.21"]
-    out.append({
-        "seed": "001", "workload": "ebizzy",
-        "claim": "ebizzy at 1, 2, 4 threads: the patch gives about four times the records a "
-                 "second at every thread count (8 threads: more arenas than the model has; the"
-                 " model has no contention between threads, so its rates grow with them)",
-        "seed_figures": ", ".join(f"{n}: {a:,} vs {b:,} (x{b / a:.1f})"
-                                  for n, (a, b) in seed_rates.items()),
-        "model_figures": ", ".join(f"{n}: {a:,.0f} vs {b:,.0f} (x{ratios[n]:.1f})"
-                                   for n, (a, b) in rates.items()),
-        "holds": all(r > 1.5 and _same_order(r, seed_rates[n][1] / seed_rates[n][0])
-                     for n, r in ratios.items()),
-    })
-    return out
+        threads[n] = (got["2.21"], got["rfc-2015"])
+    return {"bench-free": bench, "ebizzy": eb, "seconds": seconds,
+            "threads": {n: {"2.21": a, "rfc-2015": b} for n, (a, b) in threads.items()}}

@@ -77,21 +77,48 @@ def _print_table(runs: list[DesignRun], workload: str, file=None) -> None:
     console.print(table)
 
 
+def figure_text(f) -> str:
+    """A claim's figure in one line: the seed's value or range, the model's, the real one."""
+    from purgecheck.simulate.claims import _num
+    seed = ("-" if f.seed_lo is None else _num(f.seed_lo) if f.seed_lo == f.seed_hi
+            else f"{_num(f.seed_lo)} .. {_num(f.seed_hi)}")
+    real = "" if f.real is None else f", real {_num(f.real)}"
+    return f"{f.name} ({f.unit}): seed {seed}, model {_num(f.model)}{real}"
+
+
+def comparison_text(c) -> str:
+    return f"{'ok' if c.holds else 'NO'}: {c.statement()}" + (f" ({c.note})" if c.note else "")
+
+
+def summary_text(s: dict) -> str:
+    return (f"{s['reproduced']} of {s['claims']} claims reproduced, {s['fails']} fail, "
+            f"{s['by_construction']} hold by construction of the model (not counted as "
+            f"reproduced)")
+
+
+VERDICT_STYLE = {"holds": "green", "fails": "bold red", "by construction": "yellow"}
+
+
 def print_claims(claims, file=None) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
+
+    from purgecheck.simulate.claims import summary
 
     console = Console(file=file or sys.stdout, width=200)
     table = Table(title="the seeds' claims beside the model's figures (computed now)",
                   show_lines=True)
-    for col, width in (("seed", 4), ("claim", 44), ("the seed measured", 36),
-                       ("the model computes", 52), ("holds", 5)):
-        table.add_column(col, max_width=width)
+    for col, width in (("claim", 46), ("figures: the seed, the model", 62),
+                       ("comparisons", 62), ("verdict", 15)):
+        table.add_column(col, max_width=width, no_wrap=col == "verdict")
     for c in claims:
-        style = "green" if c.holds else "bold red"
-        table.add_row(c.seed, c.claim, c.seed_figures, c.model_figures,
-                      f"[{style}]{'yes' if c.holds else 'NO'}[/{style}]")
+        style = VERDICT_STYLE[c.verdict]
+        why = f"\n[{'by construction' if c.by_construction else 'band'}: {c.reason}]" \
+            if c.reason else ""
+        table.add_row(escape(f"{c.id} (seed {c.seed}): {c.claim}{why}"),
+                      escape("\n".join(figure_text(f) for f in c.figures)),
+                      escape("\n".join(comparison_text(k) for k in c.comparisons)),
+                      f"[{style}]{c.verdict}[/{style}]")
     console.print(table)
-    held = sum(c.holds for c in claims)
-    console.print(f"{held} of {len(claims)} claims hold in the model; docs/simulate.md explains "
-                  f"the others")
+    console.print(summary_text(summary(claims)))

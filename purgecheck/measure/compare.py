@@ -1,0 +1,198 @@
+"""The model beside the real Bun: the simulator run on the workload that was measured, with
+the measured run's parameters and pace, and each figure compared within a stated band.
+
+The model holds the large-page heap of seed 000 only; the real process also has JSC's heap,
+its arena purges and its start-up. So every figure is compared as its excess over the design
+without hole purging: the real `before` (MIMALLOC_PURGE_HOLES=0) against the model's `off`.
+
+| figure | real | model | band |
+|---|---|---|---|
+| discards under load | madvise calls of d less those of before | discards of d less off | x2 |
+| MB discarded under load | the same in MB | the same | x2 |
+| faults per request under load | minor faults per request, d less before | refaults per request, d less off | x2 |
+| MB given back at idle | anonymous at idle end, before less d | RSS at idle end, off less d | 25 % |
+
+A real figure whose excess is inside its own noise (half the spread of its runs plus half
+that of before's) is not compared ("within noise"). Beyond the bands, the designs must come in the same
+order on both sides for every figure (ties within the real noise allowed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from purgecheck.measure.designs import MODEL_DESIGN
+
+MB = 1 << 20
+BASE_REAL, BASE_MODEL = "before", "off"
+
+# figure -> (what it is, real figure, model counter, sign, band kind, band)
+# sign +1: the excess is design less before; -1: before less design (memory given back).
+FIGURES = {
+    "discards_load": ("discard calls under load, over before", "discards_load",
+                      "discards_load", 1, "factor", 2.0),
+    "discarded_mb_load": ("MB discarded under load, over before", "discarded_mb_load",
+                          "discarded_bytes_load", 1, "factor", 2.0),
+    "faults_per_request": ("page faults per request under load, over before",
+                           "faults_per_request", "refaults_per_request", 1, "factor", 2.0),
+    "mb_given_back_idle": ("MB given back by the end of the idle, against before",
+                           "anon_mb_idle_end", "rss_end", -1, "relative", 0.25),
+}
+
+
+@dataclass
+class Comparison:
+    workload: str
+    design: str
+    figure: str
+    real: float | None  # the real excess (median), None when not measured
+    real_noise: float  # the spread of the real runs that the excess is judged against
+    model: float | None  # the model's excess, None when the model has no such design
+    band: str
+    verdict: str  # "within band", "outside band", "within noise", "no model design"
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class WorkloadComparison:
+    workload: str
+    params: dict
+    model_params: dict
+    rows: list[Comparison] = field(default_factory=list)
+    order: dict[str, dict] = field(default_factory=dict)  # figure -> real/model order, verdict
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+
+def model_workload(workload: str, params: dict, summary: dict) -> tuple[str, dict, float]:
+    """The simulator's workload of the measured one: (name, parameters, idle ms), with the
+    measured pace (requests per ms of the median run of `before`, which nothing slows)."""
+    base = summary[BASE_REAL] if BASE_REAL in summary else next(iter(summary.values()))
+    n = max(1, int(base["requests"]["median"]))
+    load_ms = 1000 * base["load_s"]["median"]
+    idle_ms = 1000 * float(params["idle_s"])
+    if workload.startswith("bun-serve"):
+        kept = min(int(params["kept"]), n // int(params["keep_every"]))
+        return workload, {"requests": n, "body": int(params["body"]), "kept": kept,
+                          "inflight": int(params["connections"]),
+                          "think_ms": load_ms / n}, idle_ms
+    if workload == "typed-arrays":
+        return workload, {"allocations": n, "lo": int(params["lo"]), "hi": int(params["hi"]),
+                          "keep_every": int(params["keep_every"]),
+                          "lifetime": int(params["lifetime"]), "think_ms": load_ms / n}, idle_ms
+    if workload == "buffer-loop":
+        return workload, {"seconds": load_ms / 1000, "size": int(params["size"]),
+                          "batch": int(params["batch"]), "step_ms": load_ms / n,
+                          "kept": int(params["kept"])}, idle_ms
+    raise ValueError(f"no model workload for {workload!r}")
+
+
+def run_model(workload: str, model_params: dict, idle_ms: float, designs: list[str],
+              sample_ms: float = 10.0) -> dict[str, dict[str, float]]:
+    """The model's counters per real design name (a design the model lacks is left out)."""
+    from purgecheck.simulate.mimalloc import DESIGNS as MODEL_DESIGNS, simulate
+    from purgecheck.simulate.workloads import make_workload
+    w = make_workload(workload, idle_ms=idle_ms, **model_params)
+    out = {}
+    for d in dict.fromkeys([BASE_REAL, *designs]):
+        md = MODEL_DESIGN.get(d)
+        if md in MODEL_DESIGNS:
+            out[d] = simulate(w, md, sample_ms=sample_ms).counters
+    return out
+
+
+def _excess(values: dict, design: str, key: str, sign: int, scale: float = 1.0):
+    if design not in values or BASE_REAL not in values:
+        return None
+    return sign * (values[design][key] - values[BASE_REAL][key]) / scale
+
+
+def compare(workload: str, params: dict, summary: dict,
+            model: dict[str, dict[str, float]] | None = None) -> WorkloadComparison:
+    """Every figure of every measured design against the model (run now unless given)."""
+    name, mparams, idle_ms = model_workload(workload, params, summary)
+    designs = [d for d in summary if d != BASE_REAL]
+    if model is None:
+        model = run_model(name, mparams, idle_ms, designs)
+    real_med = {d: {k: v["median"] for k, v in s.items()} for d, s in summary.items()}
+    out = WorkloadComparison(workload, dict(params), mparams)
+    for fig, (_, rkey, mkey, sign, kind, band) in FIGURES.items():
+        scale = MB if mkey.endswith("bytes_load") or mkey == "rss_end" else 1.0
+        for d in designs:
+            if rkey not in summary[d]:
+                continue
+            real = _excess(real_med, d, rkey, sign)
+            noise = _noise(summary, d, rkey)
+            mod = _excess(model, d, mkey, sign, scale)
+            out.rows.append(Comparison(workload, d, fig, real, noise, mod,
+                                       _band_text(kind, band), _verdict(real, noise, mod, kind,
+                                                                        band)))
+        out.order[fig] = _order(summary, real_med, model, designs, rkey, mkey, sign, scale)
+    return out
+
+
+def _noise(summary: dict, design: str, key: str) -> float:
+    """Half the spread of the runs of `design` plus half that of before's: an excess no larger
+    than that lies where the two sets of runs overlap, and is not told apart from 0."""
+    a, b = summary[design][key], summary[BASE_REAL][key]
+    return ((a["max"] - a["min"]) + (b["max"] - b["min"])) / 2
+
+
+def _band_text(kind: str, band: float) -> str:
+    return f"x{band:g}" if kind == "factor" else f"±{band:.0%}"
+
+
+def within(real: float, model: float, kind: str, band: float) -> bool:
+    """Whether `model` is inside the band around `real` (both excesses, same sign)."""
+    if kind == "factor":
+        if real <= 0 or model <= 0:
+            return False
+        return real / band <= model <= real * band
+    return abs(model - real) <= band * abs(real)
+
+
+def _verdict(real, noise, model, kind, band) -> str:
+    if model is None:
+        return "no model design"
+    if real is None or abs(real) <= noise:
+        return "within noise"
+    return "within band" if within(real, model, kind, band) else "outside band"
+
+
+def _order(summary, real, model, designs, rkey, mkey, sign, scale) -> dict:
+    """The designs sorted by the figure on each side; the same unless the real figures of two
+    designs differ by less than their noise (a tie)."""
+    both = [d for d in [BASE_REAL, *designs] if d in model and rkey in summary[d]]
+    r = sorted(both, key=lambda d: sign * real[d][rkey])
+    m = sorted(both, key=lambda d: sign * model[d][mkey] / scale)
+    agree = True
+    for i, a in enumerate(both):
+        for b in both[i + 1:]:
+            dr = sign * (real[a][rkey] - real[b][rkey])
+            dm = sign * (model[a][mkey] - model[b][mkey]) / scale
+            tie = abs(dr) <= (summary[a][rkey]["max"] - summary[a][rkey]["min"]
+                              + summary[b][rkey]["max"] - summary[b][rkey]["min"]) / 2
+            if not tie and dr * dm <= 0:
+                agree = False
+    return {"real": r, "model": m, "same": agree}
+
+
+def table(c: WorkloadComparison) -> str:
+    """The comparison as text: one row per figure and design."""
+    lines = [f"{c.workload}: the model beside the real Bun (excess over before; model "
+             f"workload {', '.join(f'{k}={v:.4g}' if isinstance(v, float) else f'{k}={v}' for k, v in c.model_params.items())})",
+             f"{'figure':20} {'design':8} {'real':>9} {'noise':>8} {'model':>9} {'band':>5}  verdict"]
+    for row in c.rows:
+        what = row.figure
+        real = "-" if row.real is None else f"{row.real:,.2f}"
+        mod = "-" if row.model is None else f"{row.model:,.2f}"
+        lines.append(f"{what:20} {row.design:8} {real:>9} {row.real_noise:>8,.2f} {mod:>9} "
+                     f"{row.band:>5}  {row.verdict}")
+    lines.append("(" + "; ".join(f"{k}: {v[0]}" for k, v in FIGURES.items()) + ")")
+    for fig, o in c.order.items():
+        lines.append(f"order by {fig}: real {' < '.join(o['real'])}; model "
+                     f"{' < '.join(o['model'])}: {'same' if o['same'] else 'DIFFERENT'}")
+    return "\n".join(lines)

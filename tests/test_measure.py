@@ -1,0 +1,305 @@
+"""purgecheck measure: the pinned Bun's install refuses what it cannot verify; the /proc and
+strace readers on recorded text; the real Bun at a small scale, asserting only directions that
+hold on a loaded machine (lower bounds); the comparison's bands and verdicts on figures given
+here; the command line's bad usage."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import os
+import tarfile
+
+import orjson
+import pytest
+
+from purgecheck.cli import main
+from purgecheck.measure import bun as bunmod
+from purgecheck.measure import probe
+from purgecheck.measure.compare import compare, within
+from purgecheck.measure.designs import design_env, parse_option
+from purgecheck.measure.run import measure_once
+from purgecheck.measure.workloads import workload_params
+
+DATA = os.path.join(os.path.dirname(__file__), "data", "real-bun-small.json")
+
+
+# -- the install: pinned version, integrity checked ------------------------------------------
+
+def _tarball(content: bytes) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        info = tarfile.TarInfo("package/bin/bun")
+        info.size = len(content)
+        tar.addfile(info, io.BytesIO(content))
+    return buf.getvalue()
+
+
+def _registry(monkeypatch, integrity: str, tarball: bytes):
+    def get(url, timeout=120):
+        if url.endswith("/1.4.4"):
+            return json.dumps({"dist": {"integrity": integrity,
+                                        "tarball": "https://registry.example/bun.tgz"}}).encode()
+        return tarball
+    monkeypatch.setattr(bunmod, "_get", get)
+
+
+def test_install_refuses_a_registry_whose_integrity_is_not_the_pinned_one(monkeypatch, tmp_path):
+    _registry(monkeypatch, "sha512-AAAA", _tarball(b"#!/bin/sh\n"))
+    with pytest.raises(bunmod.BunMissing, match="not the pinned"):
+        bunmod.install(tmp_path / "b", quiet=True)
+    assert not (tmp_path / "b" / "bun").exists()
+
+
+def test_install_refuses_a_tarball_whose_bytes_differ_from_the_pinned_hash(monkeypatch, tmp_path):
+    _registry(monkeypatch, bunmod.BUN_INTEGRITY, _tarball(b"#!/bin/sh\necho 1.4.4\n"))
+    with pytest.raises(bunmod.BunMissing, match="tarball's sha512"):
+        bunmod.install(tmp_path / "b", quiet=True)
+    assert not (tmp_path / "b" / "bun").exists()
+
+
+def test_the_integrity_is_the_base64_sha512_of_the_bytes():
+    data = b"bun"
+    assert bunmod._sha512_integrity(data) == \
+        "sha512-" + base64.b64encode(hashlib.sha512(data).digest()).decode()
+
+
+def test_the_installed_bun_is_the_pinned_version():
+    assert bunmod.installed_version(bunmod.find_bun()) == bunmod.BUN_VERSION
+
+
+def test_a_bun_path_that_is_not_a_bun_is_refused_in_one_line(tmp_path, capsys):
+    script = tmp_path / "bun"
+    script.write_text("#!/bin/sh\nexit 3\n")
+    script.chmod(0o755)
+    assert main(["measure", "bun-serve", "--bun", str(script)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--version` failed" in err[0]
+    assert main(["measure", "bun-serve", "--bun", str(tmp_path / "none")]) == 2
+
+
+def test_no_bun_installed_says_how_to_get_one(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(bunmod, "BUN_PATH", tmp_path / "bun")
+    monkeypatch.delenv("PURGECHECK_BUN", raising=False)
+    assert main(["measure", "bun-serve"]) == 2
+    assert "make setup" in capsys.readouterr().err
+
+
+# -- the readers -------------------------------------------------------------------------------
+
+STRACE = """\
+4242  1764752400.100000 madvise(0x7f0000000000, 262144, MADV_DONTNEED) = 0
+4243  1764752400.200000 madvise(0x7f0000100000, 16384, MADV_DONTNEED <unfinished ...>
+4242  1764752400.200100 madvise(0x7f0000200000, 4096, MADV_WILLNEED) = 0
+4243  1764752400.200200 <... madvise resumed>) = 0
+4242  1764752400.300000 madvise(0x7f0000300000, 65536, MADV_FREE) = 0
+4242  1764752400.400000 madvise(0x7f0000400000, 65536, MADV_DONTNEED) = -1 EINVAL (Invalid argument)
+"""
+
+
+def test_strace_madvise_lines_are_counted_by_advice_and_time():
+    calls = probe.parse_strace(STRACE)
+    assert [c.advice for c in calls] == ["MADV_DONTNEED", "MADV_DONTNEED", "MADV_WILLNEED",
+                                         "MADV_FREE"]
+    assert probe.discards(calls, 0, 1764752400.25) == (2, 262144 + 16384)
+    assert probe.discards(calls, 1764752400.25, 2e9) == (1, 65536)
+
+
+def test_proc_readings_of_this_process():
+    s = probe.read_stat(os.getpid())
+    r = probe.read_rollup(os.getpid())
+    assert s.minflt > 0 and s.utime_ms >= 0
+    assert r["rss"] > 0 and 0 < r["anonymous"] <= r["rss"]
+    assert probe.read_stat(2 ** 22 + 1) is None  # above pid_max's default: no such process
+
+
+def test_a_users_mimalloc_setting_never_leaks_into_a_design(monkeypatch):
+    monkeypatch.setenv("MIMALLOC_PURGE_HOLES", "0")
+    env = design_env("default")
+    assert "MIMALLOC_PURGE_HOLES" not in env
+    env = design_env("epoch", {"purge_holes_min_interval": "50"})
+    assert env["MIMALLOC_PURGE_HOLES_LARGE_FLOOR"] == "0"
+    assert env["MIMALLOC_PURGE_HOLES_MIN_INTERVAL"] == "50"
+
+
+@pytest.mark.parametrize("text", ["purge_holes", "nope=1", "purge_holes=-1", "purge_delay=x"])
+def test_a_bad_option_is_refused(text):
+    with pytest.raises(ValueError, match="--option"):
+        parse_option(text)
+
+
+# -- the real Bun, small: directions that hold on a loaded machine ------------------------------
+
+@pytest.fixture(scope="module")
+def serve_runs():
+    w, p = workload_params("bun-serve", {"load_s": "2", "idle_s": "1"})
+    return {d: measure_once(bunmod.find_bun(), w, p, d).figures
+            for d in ("default", "no-hold", "before")}
+
+
+def test_without_the_hold_the_real_bun_discards_and_refaults_many_times_the_default(serve_runs):
+    nohold, default = serve_runs["no-hold"], serve_runs["default"]
+    assert nohold["requests"] > 100 and default["requests"] > 100
+    assert nohold["discards_load"] >= 5 * default["discards_load"]
+    assert nohold["faults_per_request"] >= 5 * default["faults_per_request"]
+
+
+def test_the_real_bun_with_purging_off_gives_nothing_of_the_large_pages_back_at_idle(serve_runs):
+    before, default = serve_runs["before"], serve_runs["default"]
+    assert before["anon_mb_idle_end"] > default["anon_mb_idle_end"] + 4
+    assert before["discarded_mb_idle"] < default["discarded_mb_idle"]
+
+
+def test_typed_arrays_leave_their_free_memory_resident_only_with_purging_off():
+    w, p = workload_params("typed-arrays", {"allocations": "1200", "idle_s": "1"})
+    figs = {d: measure_once(bunmod.find_bun(), w, p, d).figures for d in ("before", "epoch")}
+    assert figs["before"]["anon_mb_idle_end"] > figs["epoch"]["anon_mb_idle_end"] + 20
+    assert figs["epoch"]["anon_mb_idle_end"] < figs["epoch"]["anon_mb_load_end"]
+
+
+def test_the_command_measures_and_its_json_has_every_run(tmp_path):
+    out = tmp_path / "m.json"
+    assert main(["measure", "buffer-loop", "--set", "seconds=0.5", "--set", "idle_s=0.3",
+                 "--design", "epoch", "--repeats", "2", "--out", str(out)]) == 0
+    doc = orjson.loads(out.read_bytes())
+    assert len(doc["runs"]) == 2 and doc["summary"]["epoch"]["requests"]["n"] == 2
+    assert doc["summary"]["epoch"]["requests"]["min"] > 10
+    assert doc["machine"]["cpus"] == os.cpu_count()
+
+
+# -- the comparison: bands and verdicts on figures given here ---------------------------------
+
+def _summary(values: dict[str, dict[str, list[float]]]) -> dict:
+    from purgecheck.measure.report import spread
+    return {d: {k: spread(v) for k, v in figs.items()} for d, figs in values.items()}
+
+
+def _figs(requests, discards, mb, faults, anon):
+    return {"requests": requests, "load_s": [2.0] * len(requests), "discards_load": discards,
+            "discarded_mb_load": mb, "faults_per_request": faults, "anon_mb_idle_end": anon}
+
+
+def test_the_bands():
+    assert within(100, 199, "factor", 2) and not within(100, 201, "factor", 2)
+    assert within(100, 51, "factor", 2) and not within(100, 49, "factor", 2)
+    assert not within(100, 0, "factor", 2)  # a zero side is never inside a factor band
+    assert within(10, 12.5, "relative", 0.25) and not within(10, 12.6, "relative", 0.25)
+
+
+def test_a_comparison_judges_the_excess_over_before_against_the_model():
+    summary = _summary({
+        "before": _figs([4000, 4100], [20, 22], [30, 31], [1.0, 1.1], [30, 31]),
+        "no-hold": _figs([3000, 3100], [1500, 1600], [800, 900], [20, 22], [10, 11]),
+        "epoch": _figs([4000, 4100], [21, 23], [30, 32], [1.0, 1.2], [12, 13])})
+    model = {"before": {"discards_load": 0, "discarded_bytes_load": 0, "refaults_per_request": 0,
+                        "rss_end": 20 << 20},
+             "no-hold": {"discards_load": 100, "discarded_bytes_load": 60 << 20,
+                         "refaults_per_request": 15.0, "rss_end": 1 << 20},
+             "epoch": {"discards_load": 0, "discarded_bytes_load": 0,
+                       "refaults_per_request": 0.0, "rss_end": 2 << 20}}
+    params = {"body": 262144, "kept": 0, "keep_every": 1000, "connections": 16, "idle_s": 1}
+    c = compare("bun-serve", params, summary, model)
+    v = {(r.design, r.figure): r.verdict for r in c.rows}
+    assert v[("no-hold", "discards_load")] == "outside band"  # 100 against 1530
+    assert v[("no-hold", "faults_per_request")] == "within band"  # 15 against 20
+    assert v[("epoch", "discards_load")] == "within noise"  # 1 more call, inside the spread
+    assert v[("epoch", "mb_given_back_idle")] == "within band"  # 18 against 18
+    assert c.model_params["requests"] == 4050 and c.model_params["inflight"] == 16
+    assert c.order["discards_load"]["same"]
+
+
+def test_designs_in_another_order_on_the_model_are_reported():
+    summary = _summary({
+        "before": _figs([4000] * 2, [20] * 2, [30] * 2, [1.0] * 2, [30] * 2),
+        "no-hold": _figs([3000] * 2, [1500] * 2, [800] * 2, [20] * 2, [10] * 2),
+        "epoch": _figs([4000] * 2, [200] * 2, [90] * 2, [2.0] * 2, [12] * 2)})
+    zero = {"discards_load": 0, "discarded_bytes_load": 0, "refaults_per_request": 0,
+            "rss_end": 0}
+    model = {"before": zero, "no-hold": {**zero, "discards_load": 10},
+             "epoch": {**zero, "discards_load": 50}}
+    c = compare("bun-serve", {"body": 1, "kept": 0, "keep_every": 1, "connections": 1,
+                              "idle_s": 1}, summary, model)
+    assert not c.order["discards_load"]["same"]
+
+
+# -- a recorded measurement: the seed tables and --compare without running Bun ----------------
+
+def test_the_seed_tables_from_a_recorded_measurement_show_its_medians(capsys):
+    assert main(["measure", "--seed-tables", "--from", DATA, "--json"]) == 0
+    doc = orjson.loads(capsys.readouterr().out)
+    recorded = orjson.loads(open(DATA, "rb").read())["workloads"]
+    cells = {(c["figure"], c["design"]): c for c in doc["tables"]["at idle: typed-arrays"]}
+    assert cells[("anon_mb", "epoch")]["real"] == \
+        recorded["typed-arrays"]["summary"]["epoch"]["anon_mb_idle_end"]["median"]
+    assert cells[("anon_mb", "epoch")]["seed"] == [53.9, 53.9]
+    assert cells[("anon_mb", "before")]["model"] == cells[("anon_mb", "before")]["real"]
+    assert cells[("free_resident_mb", "epoch")]["real"] is None  # a black box cannot show it
+    load = {(c["figure"], c["design"]): c for c in doc["tables"]["under load: bun-serve"]}
+    assert load[("discards", "clock")]["real"] is None  # no option expresses the clock rule
+    assert load[("discards", "clock")]["model"] is not None
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["measure"], "name a workload"),
+    (["measure", "nope"], "unknown workload"),
+    (["measure", "bun-serve", "--set", "load_s=0"], "load_s must be in"),
+    (["measure", "bun-serve", "--set", "load_s"], "expected NAME=VALUE"),
+    (["measure", "bun-serve", "--set", "conns=3"], "has no parameter"),
+    (["measure", "bun-serve", "--design", "clock"], "unknown design"),
+    (["measure", "bun-serve", "--repeats", "0"], "--repeats"),
+    (["measure", "bun-serve", "--option", "nope=1"], "--option"),
+    (["measure", "bun-serve", "--record"], "--record"),
+    (["measure", "bun-serve", "--from", "x.json"], "--from"),
+    (["measure", "--seed-tables", "--from", "/nonexistent.json"], "--from"),
+    (["measure", "--seed-tables", "--design", "epoch"], "--seed-tables"),
+    (["measure", "bun-serve", "--out", ""], "--out"),
+    (["measure", "bun-serve", "--out", "/nonexistent/dir/x.json"], "--out"),
+])
+def test_bad_usage_is_one_line_and_exit_2(argv, words, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
+
+
+# -- a program of the user's ---------------------------------------------------------------
+
+def test_a_users_program_is_measured_and_stopped_though_it_never_reads_stdin(tmp_path, capsys):
+    script = tmp_path / "app.js"
+    script.write_text("console.log('load-start');\n"
+                      "const a = []; for (let i = 0; i < 50; i++) a.push(new Uint8Array(300000).fill(1));\n"
+                      "console.log('load-end 50');\n"
+                      "setInterval(() => a.length, 1 << 30);\n")
+    assert main(["measure", "--script", str(script), "--set", "idle_s=0.2", "--design", "before",
+                 "--repeats", "1", "--json"]) == 0
+    doc = orjson.loads(capsys.readouterr().out)
+    figs = doc["summary"]["before"]
+    assert figs["requests"]["median"] == 50
+    assert figs["anon_mb_load_end"]["median"] > 14  # 50 x 300 kB written, alive at the end
+
+
+def test_a_users_program_without_the_load_lines_is_refused_before_running(tmp_path, capsys):
+    script = tmp_path / "app.js"
+    script.write_text("console.log('hello')\n")
+    assert main(["measure", "--script", str(script)]) == 2
+    assert "load-start" in capsys.readouterr().err
+    assert main(["measure", "--script", str(tmp_path / "none.js")]) == 2
+
+
+def test_the_claims_carry_the_recorded_real_figures_per_20_s_of_load():
+    from purgecheck.measure.seedtables import claim_reals
+    from purgecheck.simulate.claims import seed_claims
+    record = orjson.loads(open(DATA, "rb").read())
+    reals = claim_reals(record)
+    s = record["workloads"]["bun-serve"]["summary"]
+    per20 = 20 / s["before"]["load_s"]["median"]
+    assert reals["load-no-hold"]["no-hold discards"] == \
+        pytest.approx(s["no-hold"]["discards_load"]["median"] * per20)
+    assert reals["load-no-hold"]["no-hold discarded"] == \
+        pytest.approx(s["no-hold"]["discarded_mb_load"]["median"] * per20 / 1024)
+    assert "clock discards" not in reals["load-epoch-vs-clock"]  # no option for the clock
+    claims = {c.id: c for c in seed_claims(scale=0.02, glibc=False, real=reals)}
+    assert claims["load-no-hold"].figure("no-hold discards").real == \
+        reals["load-no-hold"]["no-hold discards"]
+    assert claims["idle-bun-serve"].figure("epoch free at idle end").real is None
