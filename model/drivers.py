@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from model.alloc import mi_page_free_collect
+from model.floor import mi_holes_floor_release, resolve_floor
 from model.epoch import (AdvanceFrame, compute_interval, mi_holes_epoch_advance,
                          mi_holes_epoch_advance_interleaved)
 from model.page import Page
-from model.sweep import mi_page_purge_holes
+from model.sweep import mi_page_purge_holes, mi_page_purge_holes_now
 from model.thread import ThreadState
 from model.variants import SweepContext
 
@@ -71,7 +72,7 @@ def run_interleavings(world, pc: str) -> None:
 def sweep_pages(world, thread: ThreadState, pages: list[Page], ctx: SweepContext,
                 summary: IdleSummary) -> None:
     """Collect (never unpurge) and sweep each page; a page left with no live block goes back
-    to the arena."""
+    to the arena (unless the floor of later versions keeps it: is_free_page_kept)."""
     from model.heap import mi_page_retire
 
     for page in pages:
@@ -79,10 +80,45 @@ def sweep_pages(world, thread: ThreadState, pages: list[Page], ctx: SweepContext
             continue
         mi_page_free_collect(page)
         if page.is_all_free() and page.capacity:
+            if is_free_page_kept(world, page, thread, ctx):
+                summary.outcomes[page.id] = "kept-free"
+                continue
             mi_page_retire(world, page)
             summary.outcomes[page.id] = "retired"
             continue
         summary.outcomes[page.id] = mi_page_purge_holes(world, page, thread, ctx)
+
+
+def is_free_page_kept(world, page: Page, thread: ThreadState, ctx: SweepContext) -> bool:
+    """Later versions, not in the seed (digest 6.3, model.floor): with a floor, a large page
+    all of whose blocks are free stays by the rule of the free blocks of a page in use: the
+    epoch hold, then the floor. Without one it goes back to the arena, as it always did."""
+    from model.floor import compute_floor_age
+    from model.variants import is_page_held
+    if world.options.purge_holes_large_floor <= 0 or not world.is_large(page):
+        return False
+    if is_page_held(world.options.variant, page, ctx, world.variant_state):
+        thread.holes_sweep_deferred = True
+        return True
+    age = compute_floor_age(page, ctx.epoch, world.options)
+    if age is not None and world.floor_pending is not None and not page.abandoned:
+        world.floor_pending.append((age, page))
+        return True
+    return False
+
+
+def resolve_floor_pass(world, thread: ThreadState, ctx: SweepContext,
+                       summary: IdleSummary) -> None:
+    """The end of the pass over the thread's own pages: what fits the floor stays, the most
+    recently used first; the rest goes now (retired when all free, else walked)."""
+    from model.heap import mi_page_retire
+    pending, world.floor_pending = world.floor_pending or [], None
+    for page in resolve_floor(world, thread, pending):
+        if page.is_all_free():
+            mi_page_retire(world, page)
+            summary.outcomes[page.id] = "retired"
+        else:
+            summary.outcomes[page.id] = mi_page_purge_holes_now(world, page, ctx)
 
 
 def mi_on_thread_idle(world, tid: int, in_handoff: bool = False,
@@ -96,7 +132,13 @@ def mi_on_thread_idle(world, tid: int, in_handoff: bool = False,
     if in_handoff:
         ctx = SweepContext(ctx.now, ctx.epoch, ctx.interval, True, ctx.full)
     summary = IdleSummary(epoch=ctx.epoch)
+    floor = world.options.purge_holes_large_floor > 0
+    if floor:
+        mi_holes_floor_release(world, thread)
+        world.floor_pending = []
     sweep_pages(world, thread, world.heap_pages(tid), ctx, summary)
+    if floor:
+        resolve_floor_pass(world, thread, ctx, summary)
     abandoned = [world.pages[pid] for pid in list(world.abandoned)]
     sweep_pages(world, thread, abandoned, ctx, summary)
     summary.deferred = thread.holes_sweep_deferred

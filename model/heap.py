@@ -13,6 +13,7 @@ from typing import NamedTuple
 from model.alloc import (check_free, mi_free_local, mi_free_xthread, mi_page_malloc,
                          write_block)
 from model.geometry import ARCH64, PageGeometry, PageKind, compute_block_size
+from model.floor import is_free_page_kept_at_free
 from model.holes import mi_page_unpurge_all
 from model.page import Page
 
@@ -32,19 +33,45 @@ class Heap:
 
 
 class Arena:
-    """Hands out page-aligned address space; page ids count up from 1."""
+    """Hands out page-aligned address space; page ids count up from 1.
 
-    def __init__(self) -> None:
+    With `reuse` the address range of a retired page is handed out again, the most recently
+    freed first, to a new page of the same size (mimalloc's arenas keep their slices and give
+    them to the next page; the memory is resident still unless the arena purged it since,
+    which the simulator does `purge_delay` ms after the retire). Without it every page gets
+    fresh addresses, which the op scripts and the C reference's traces rely on."""
+
+    def __init__(self, reuse: bool = False) -> None:
         self.next_id = 1
         self.next_addr = 1 << 32  # 4 MiB aligned, away from address 0
+        self.reuse = reuse
+        self.free_ranges: list[tuple[int, int]] = []  # (address, size) of retired pages
+        self.in_use: set[int] = set()  # addresses of pages not retired (with reuse only)
+
+    def release(self, addr: int, size: int) -> None:
+        """A retired page's range goes back to the arena (with reuse only)."""
+        if self.reuse:
+            self.in_use.discard(addr)
+            self.free_ranges.append((addr, size))
+
+    def take_range(self, size: int) -> int:
+        """The address of a new page: a freed range of that size (the last freed first) with
+        reuse, else fresh address space."""
+        align = 4 * 1024 * 1024
+        for i in range(len(self.free_ranges) - 1, -1, -1):
+            if self.free_ranges[i][1] == size:
+                return self.free_ranges.pop(i)[0]
+        addr = self.next_addr
+        self.next_addr += -(-size // align) * align
+        return addr
 
     def new_page(self, kind: PageKind, block_size: int, **geom) -> tuple[int, PageGeometry]:
         arch = geom.get("arch", ARCH64)
         offset = geom.get("first_block_offset", 0)
         size = offset + block_size if kind is PageKind.HUGE else arch.page_size(kind)
-        align = 4 * 1024 * 1024
-        addr = self.next_addr
-        self.next_addr += -(-size // align) * align
+        addr = self.take_range(size)
+        if self.reuse:
+            self.in_use.add(addr)
         pid = self.next_id
         self.next_id += 1
         return pid, PageGeometry(kind=kind, block_size=block_size, slice_start=addr, **geom)
@@ -81,7 +108,8 @@ def mi_free(world, ptr: Ptr, thread: int) -> None:
     page = world.pages[ptr.page]
     if thread == page.owner and not page.abandoned:
         mi_free_local(page, ptr.block)
-        if page.used == 0 and not page.xthread_free:
+        if page.used == 0 and not page.xthread_free and \
+                not is_free_page_kept_at_free(world, page, world.threads.get(thread)):
             mi_page_retire(world, page)
     else:
         mi_free_xthread(page, ptr.block)
@@ -109,6 +137,8 @@ def mi_page_retire(world, page: Page) -> None:
     page.free, page.local_free, page.xthread_free = [], [], []
     page.capacity = page.used = 0
     page.retired = True
+    g = page.geom
+    world.arena.release(g.slice_start, g.area_size)
     page.emit("retire")
     for q in world.heaps[page.heap].queues.values():
         if page.id in q:

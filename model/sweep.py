@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from model.floor import compute_floor_age, compute_floor_bytes, mi_holes_floor_take
 from model.geometry import mi_page_can_purge_holes
 from model.holes import mi_page_purge_holes_walk, mi_page_purge_unformed_tail
 from model.page import Page, encode_walked
@@ -38,6 +39,8 @@ HELD = "held"
 INELIGIBLE = "ineligible"
 UNCHANGED = "unchanged"
 WALKED = "walked"
+FLOOR = "floor"  # kept under the floor of later versions (model.floor)
+FLOOR_PENDING = "floor-pending"  # up for the floor, decided at the end of the pass
 INCOMPLETE = "incomplete"
 
 
@@ -74,6 +77,30 @@ def mi_page_purge_holes(world, page: Page, thread: ThreadState, ctx: SweepContex
         if has_held_memory(page):
             thread.holes_sweep_deferred = True
         return _done(page, HELD)
+    if is_kept_by_floor(world, page, thread, ctx):
+        return _done(page, FLOOR_PENDING if world.floor_pending is not None else FLOOR)
+    return mi_page_purge_holes_now(world, page, ctx)
+
+
+def is_kept_by_floor(world, page: Page, thread: ThreadState, ctx: SweepContext) -> bool:
+    """The floor of later versions, not in the seed (digest 6.3; model.floor): a page past
+    the hold that was allocated from in the last floor_epochs epochs stays, decided at the end
+    of the thread's pass (world.floor_pending) or, for an abandoned page, now."""
+    age = compute_floor_age(page, ctx.epoch, world.options)
+    if age is None or compute_floor_bytes(page) == 0:
+        return False
+    if world.floor_pending is not None and not page.abandoned:
+        world.floor_pending.append((age, page))
+        return True
+    if mi_holes_floor_take(world, thread, compute_floor_bytes(page)):
+        mi_page_purge_unformed_tail(page)
+        return True
+    return False
+
+
+def mi_page_purge_holes_now(world, page: Page, ctx: SweepContext) -> str:
+    """Digest 6, step 4: purge the unformed tail, check eligibility, skip a page unchanged
+    since its last complete walk unless the sweep is full, else walk."""
     mi_page_purge_unformed_tail(page)
     if not mi_page_can_purge_holes(page.geom):
         page.mem.holes.ineligible_pages += 1

@@ -41,6 +41,8 @@ class ThreadState:
     park_state: str = RUNNING
     park_swept: int = PARK_SWEPT_NONE
     park_reclaim: bool = False
+    holes_floor_kept: int = 0  # bytes of the floor this thread's last sweep left (model.floor)
+    holes_free_held: int = 0  # bytes of all-free pages kept at a free since the last sweep
     epoch_seen: int = 0  # the newest epoch this thread has read (its reads are monotone)
     # Ghost: the sweeps of the current park, and this thread's last advance call, so that
     # invariants can speak of them.

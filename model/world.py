@@ -34,6 +34,10 @@ class Options:
     variant: str = "epoch"  # the design: see model.variants.VARIANTS
     stale_epochs: int = 0  # how old an allocating thread's relaxed epoch read may be
     sweep_ms: int = 0  # virtual time one handoff sweep takes
+    # later versions, not in the seed (digest 6.3, model.floor): bytes and epochs; 0 = off
+    purge_holes_large_floor: int = 0
+    purge_holes_large_floor_epochs: int = 256
+    arena_reuse: bool = False  # the arena hands a freed page's address range out again
     clock_monotone: bool = True
     clock_start_ms: int = 1_000
 
@@ -57,12 +61,15 @@ class World:
     # Ghost: what the child of each fork held after the forked-child rule (EpochState copies;
     # the script goes on in the parent), for EP-MOVING-HELD: no thread holds MOVING there.
     fork_children: list = field(default_factory=list)
+    floor_kept: int = 0  # bytes kept under the floor, process-wide (model.floor)
+    floor_pending: list | None = None  # (age, page) up for the floor in the current pass
 
     def __post_init__(self) -> None:
         if self.options.variant not in VARIANTS:
             raise ValueError(f"unknown variant {self.options.variant!r}; expected one of "
                              f"{', '.join(VARIANTS)}")
         self.mem = Memory(self.options.os_page_size)
+        self.arena = Arena(reuse=self.options.arena_reuse)
         self.clock = VirtualClock(self.options.clock_start_ms, self.options.clock_monotone)
 
     def thread(self, tid: int) -> ThreadState:

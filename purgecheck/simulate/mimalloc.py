@@ -12,13 +12,21 @@ and two intervals later, where something sweeps that often."
 Outside the seed, and the same for every design: a page whose blocks are all free goes back
 to the arena (mi_page_retire), and the arena gives its memory back `purge_delay` ms later
 (mimalloc's ordinary purge, not hole purging; counted as `arena_purges`, apart from the
-discards of the rule under review). The arena of the model does not hand the same addresses
-out again, so memory a new page takes is never counted as a refault.
+discards of the rule under review). With `arena_reuse` (Options) the arena hands a retired
+page's addresses to the next page of that size, and what its purge dropped faults in again
+there (counted as refaults: the faults of the `before` design); without it (the default)
+memory a new page takes is never counted as a refault.
+
+The scavenger is a thread of its own (seed 000 (2): "the scavenger for the parked ones"): a
+park wakes it, and with `scavenger_late_ms` it comes a random time later (exponential, that
+mean: a woken thread on a busy machine), by when the thread may have unparked; it sweeps
+only the threads that are still parked.
 """
 
 from __future__ import annotations
 
 import heapq
+import random
 from typing import Iterable, Iterator
 
 from model.drivers import mi_on_thread_idle, mi_on_thread_idle_pending
@@ -39,7 +47,12 @@ DESIGN_NAMES = {
     "clock": "the clock stamp (the PR's first version)",
     "handoff-only": "deferring in the handoff only",
     "two-untouched": "the second untouched sweep",
+    "floor": "the epoch and the floor of later versions (Bun 1.4.4 as shipped)",
 }
+FLOOR = "floor"  # later versions, not in the seed (digest 6.3): the epoch rule plus the floor
+# Bun 1.4.4's floor (MIMALLOC_VERBOSE=1 bun -e 1): purge_holes_large_floor 4096 KiB, 256 epochs
+FLOOR_BYTES = 4096 * 1024
+FLOOR_EPOCHS = 256
 INF = float("inf")
 POOL_IDLE_MS = 100  # Bun's thread pool sweeps once after 100 ms without work
 INLINE_EVERY_MS = 100  # Bun's Windows loop sweeps inline at most every 100 ms
@@ -51,6 +64,9 @@ def design_options(design: str, base: Options | None = None) -> Options:
     base = base or Options()
     if design == OFF:
         return replace(base, purge_holes=False)
+    if design == FLOOR:
+        return replace(base, variant="epoch", purge_holes_large_floor=FLOOR_BYTES,
+                       purge_holes_large_floor_epochs=FLOOR_EPOCHS)
     if design not in VARIANTS:
         raise ValueError(f"unknown design {design!r}; expected one of {', '.join(DESIGNS)}")
     return replace(base, variant=design)
@@ -60,8 +76,11 @@ class Simulation:
     """The model world under one design, driven by calls in virtual time."""
 
     def __init__(self, design: str, idle: str, options: Options | None = None,
-                 sample_ms: float = 50.0, park_after_ms: float | None = None) -> None:
+                 sample_ms: float = 50.0, park_after_ms: float | None = None,
+                 scavenger_late_ms: float = 0.0, seed: int = 0) -> None:
         self.design = design
+        self.scavenger_late_ms = scavenger_late_ms
+        self.rng = random.Random(seed)
         self.idle = idle
         self.world = World(design_options(design, options))
         self.opts = self.world.options
@@ -184,10 +203,22 @@ class Simulation:
     # -- background actors -----------------------------------------------------------------
 
     def _wake_scavenger(self) -> None:
-        """A park wakes the scavenger: a pass now (if none is due sooner)."""
-        if self.scavenger_due is None or self.scavenger_due > self.t:
-            self.scavenger_due = self.t
-            self._timer(self.t, "scavenger")
+        """A park wakes the scavenger: a pass now, or `compute_scavenger_late` later (if none
+        is due sooner)."""
+        at = self.t + self.compute_scavenger_late()
+        if self.scavenger_due is None or self.scavenger_due > at:
+            self.scavenger_due = at
+            self._timer(at, "scavenger")
+
+    def compute_scavenger_late(self) -> float:
+        """How late the woken scavenger runs: 0 with `scavenger_late_ms` 0 (the sweep at the
+        instant of the park), else exponential with that mean. The scavenger is a thread of
+        its own (seed 000 (2): "Any number of threads sweep at the same time (the scavenger
+        for the parked ones ...)"); on a busy machine a woken thread runs late, and a park
+        that ended before it runs is not swept (the claim needs PARKED, digest 8)."""
+        if self.scavenger_late_ms <= 0:
+            return 0.0
+        return self.rng.expovariate(1.0 / self.scavenger_late_ms)
 
     def _on_scavenger(self, _thread: int) -> None:
         if self.scavenger_due is None or self.t < self.scavenger_due:
@@ -238,13 +269,20 @@ class Simulation:
             self._note_retired(pid)
 
     def _on_purge(self, pid: int) -> None:
-        """The arena gives a retired page's memory back (the same for every design)."""
+        """The arena gives a retired page's memory back (the same for every design), unless a
+        new page took its addresses since (arena_reuse); what it drops faults in again when
+        a later page of the arena writes there."""
         g = self.world.pages[pid].geom
+        if g.slice_start in self.world.arena.in_use:
+            return
         mem = self.world.mem
         pages = mem.os_pages(g.slice_start, g.area_size)
-        resident = len(mem.resident.intersection(pages))
+        resident = mem.resident.intersection(pages)
         if resident:
             mem.resident.difference_update(pages)
+            if self.opts.arena_reuse:
+                mem.dropped.update(resident)
+            resident = len(resident)
             self.arena_purges += 1
             self.arena_purged_bytes += resident * mem.os_page_size
 
@@ -279,6 +317,8 @@ class Simulation:
         mem = self.world.mem
         self._sample()
         self.at_load_end = {"t": self.t, "discards": mem.discard_calls,
+                            "arena_purges": self.arena_purges,
+                            "arena_bytes": self.arena_purged_bytes,
                             "bytes": mem.discarded_bytes, "refaults": mem.refaults,
                             "rss": self.samples[-1].resident,
                             "free": self.samples[-1].free_resident}
@@ -314,15 +354,19 @@ class Simulation:
             "ms_to_floor": max(0.0, reached - load_end_ms),
             "arena_purges": self.arena_purges,
             "arena_purged_bytes": self.arena_purged_bytes,
+            "arena_purges_load": load["arena_purges"],
+            "arena_purged_bytes_load": load["arena_bytes"],
         }
 
 
 def simulate(workload: Workload, design: str, options: Options | None = None,
              sample_ms: float = 50.0, park_after_ms: float | None = None,
-             calls: Iterable[Call] | None = None) -> DesignRun:
+             calls: Iterable[Call] | None = None, scavenger_late_ms: float = 0.0,
+             seed: int = 0) -> DesignRun:
     """Run `workload` (or the given `calls`, with the workload's idle behaviour) on the model
     under `design`; the figures of DesignRun's counters."""
-    sim = Simulation(design, workload.idle, options, sample_ms, park_after_ms)
+    sim = Simulation(design, workload.idle, options, sample_ms, park_after_ms,
+                     scavenger_late_ms, seed)
     stream: Iterator[Call] = iter(calls if calls is not None else workload.calls())
     for c in stream:
         sim.call(c)

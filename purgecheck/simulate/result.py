@@ -59,6 +59,8 @@ COUNTERS = {
     "ms_to_floor": "ms from the last allocation until resident free bytes reach their floor",
     "arena_purges": "mimalloc: retired pages whose memory the arena gave back (every design alike)",
     "arena_purged_bytes": "mimalloc: bytes the arena gave back of retired pages",
+    "arena_purges_load": "mimalloc: the arena's purges of retired pages before the last allocation",
+    "arena_purged_bytes_load": "mimalloc: bytes the arena gave back before the last allocation",
     "madvise": "glibc: madvise(MADV_DONTNEED) calls",
     "brk_grow": "glibc: brk calls that grow the main heap",
     "brk_shrink": "glibc: brk calls that shrink the main heap",

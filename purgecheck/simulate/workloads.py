@@ -43,17 +43,20 @@ class Workload:
 
 def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
               inflight: int = 16, think_ms: float = 0.36, threads: int = 1, seed: int = 0,
-              pause_every: int = 0, pause_ms: float = 0.0) -> Iterator[Call]:
+              pause_every: int = 0, pause_ms: float = 0.0, gc_every: int = 1) -> Iterator[Call]:
     """Bun.serve with `body`-byte request bodies (seed: 256 KiB), `inflight` requests open at
     once (the seed's 16 connections), one request finished every `think_ms` (seed: 55 k
     requests in 20 s, 0.36 ms each); `kept` bodies (seed: 40) are kept to the end, spread
     over the run; the loop has nothing to do between two requests, where it parks. With
     `pause_every`, the load stops for `pause_ms` after every so many requests (a busy
-    machine's stalls, the seed's interleaved rounds)."""
+    machine's stalls, the seed's interleaved rounds). With `gc_every` above 1 a finished
+    body is freed by the garbage collector, which frees the bodies of `gc_every` requests
+    at once (a JS ArrayBuffer goes at a collection, not when its request ends)."""
     rng = random.Random(seed)
     keep = set(rng.sample(range(requests), min(kept, requests)))
     t = 0.0
     open_: list[list[int]] = [[] for _ in range(threads)]
+    garbage: list[list[int]] = [[] for _ in range(threads)]
     for i in range(requests):
         th = 1 + i % threads
         yield Call(t, th, "malloc", i, body)
@@ -61,13 +64,17 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
         if len(open_[th - 1]) > max(1, inflight // threads):
             done = open_[th - 1].pop(0)
             if done not in keep:
-                yield Call(t, th, "free", done)
+                garbage[th - 1].append(done)
+            if len(garbage[th - 1]) >= gc_every:
+                for name in garbage[th - 1]:
+                    yield Call(t, th, "free", name)
+                garbage[th - 1].clear()
             yield Call(t, th, "loop", request=True)
         t += think_ms
         if pause_every and (i + 1) % pause_every == 0:
             t += pause_ms
     for th, names in enumerate(open_, start=1):
-        for done in names:
+        for done in [*garbage[th - 1], *names]:
             if done not in keep:
                 yield Call(t, th, "free", done)
             yield Call(t, th, "loop", request=True)
@@ -75,43 +82,62 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
 
 def typed_arrays(allocations: int = 2_000, lo: int = 100 * KiB, hi: int = 500 * KiB,
                  keep_every: int = 12, lifetime: int = 8, think_ms: float = 0.5,
-                 seed: int = 0) -> Iterator[Call]:
+                 seed: int = 0, gc_every: int = 1) -> Iterator[Call]:
     """Typed arrays, strings and Buffers of `lo`..`hi` bytes (seed: 100..500 KiB), one in
     `keep_every` kept (seed: 1 in 12), the others freed `lifetime` allocations later; the loop
-    has nothing to do after each allocation."""
+    has nothing to do after each allocation. With `gc_every` above 1 (the measured program:
+    a collection every 8 allocations), what was dropped is freed at a collection every
+    `gc_every` allocations, and the loop comes to its idle point only then."""
     rng = random.Random(seed)
     t = 0.0
     live: list[int] = []
+    dropped: list[int] = []
     for i in range(allocations):
-        yield Call(t, 1, "malloc", i, rng.randrange(lo, hi + 1, 16))
+        yield Call(t, 1, "malloc", i, rng.randrange(lo, hi + 1, 16), request=gc_every > 1)
         if rng.randrange(keep_every) != 0:
             live.append(i)
         if len(live) > lifetime:
-            yield Call(t, 1, "free", live.pop(0))
-        yield Call(t, 1, "loop", request=True)
+            dropped.append(live.pop(0))
+        if (i + 1) % gc_every == 0:
+            for name in dropped:
+                yield Call(t, 1, "free", name)
+            dropped.clear()
+            if gc_every > 1:
+                yield Call(t, 1, "loop")
+        if gc_every == 1:
+            yield Call(t, 1, "loop", request=True)
         t += think_ms
+    live.extend(dropped)
     for name in live:
         yield Call(t, 1, "free", name)
 
 
 def buffer_loop(seconds: float = 3.0, size: int = 256 * KiB, batch: int = 8,
-                step_ms: float = 1.0, kept: int = 1) -> Iterator[Call]:
+                step_ms: float = 1.0, kept: int = 1, free_late: int = 0) -> Iterator[Call]:
     """A loop that frees and takes `size`-byte buffers (seed: 256 KiB, 3 s): each round frees
     the `batch` buffers of the round before, comes to its idle point (where it sweeps
     inline, at most every 100 ms), and takes `batch` new ones; a round every `step_ms`.
     `kept` buffers taken first live to the end (the rest of the program: the page stays in
-    use). The case that broke "deferring in the handoff only" (seed: 58 MB discarded in 3 s)."""
+    use). The case that broke "deferring in the handoff only" (seed: 58 MB discarded in 3 s).
+    With `free_late` the buffers of the round before are freed after the new ones are taken
+    (a collector that frees them once the round has allocated: the measured Bun program),
+    and the loop comes to its idle point at the end of the round."""
     t, n = 0.0, kept
     for name in range(kept):
         yield Call(t, 1, "malloc", name, size)
     held: list[int] = []
     while t < seconds * 1000:
-        for name in held:
-            yield Call(t, 1, "free", name)
-        yield Call(t, 1, "loop", request=True)
-        held = list(range(n, n + batch))
+        if not free_late:
+            for name in held:
+                yield Call(t, 1, "free", name)
+            yield Call(t, 1, "loop", request=True)
+        old, held = held, list(range(n, n + batch))
         for name in held:
             yield Call(t, 1, "malloc", name, size)
+        if free_late:
+            for name in old:
+                yield Call(t, 1, "free", name)
+            yield Call(t, 1, "loop", request=True)
         n += batch
         t += step_ms
     for name in [*held, *range(kept)]:
@@ -148,7 +174,7 @@ GiB = 1 << 30
 PARAMETER_RANGES = {
     "requests": (0, 10_000_000, True), "allocations": (0, 10_000_000, True),
     "kept": (0, 10_000_000, True), "inflight": (1, 100_000, True), "threads": (1, 1024, True),
-    "batch": (1, 100_000, True), "keep_every": (1, 1_000_000, True),
+    "batch": (1, 100_000, True), "gc_every": (1, 100_000, True), "free_late": (0, 1, True), "keep_every": (1, 1_000_000, True),
     "lifetime": (0, 1_000_000, True), "pause_every": (0, 10_000_000, True),
     "seed": (-(1 << 63), (1 << 63) - 1, True),
     "body": (1, GiB, True), "size": (1, GiB, True), "lo": (1, GiB, True), "hi": (1, GiB, True),
