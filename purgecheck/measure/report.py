@@ -26,6 +26,15 @@ def summarise(runs: list[RunResult]) -> dict[str, dict[str, dict[str, float]]]:
     return out
 
 
+def summary_of(runs: list[dict]) -> dict[str, dict[str, dict]]:
+    """summarise() of runs as JSON (a recorded measurement's `runs`, one workload's)."""
+    out: dict[str, dict[str, dict]] = {}
+    for design in dict.fromkeys(r["design"] for r in runs):
+        mine = [r["figures"] for r in runs if r["design"] == design]
+        out[design] = {k: spread([f[k] for f in mine]) for k in mine[0]}
+    return out
+
+
 def machine() -> dict:
     """Where and when: the figures of a black box depend on both."""
     load1, load5, _ = os.getloadavg()

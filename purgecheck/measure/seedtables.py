@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from purgecheck.measure.compare import BASE_REAL, model_workload, run_model
+from purgecheck.measure.compare import BASE_REAL, run_model
 
 MB = 1 << 20
 LOAD_S_SEED = 20.0  # the seed's runs under load lasted 20 s: counts are given per 20 s
@@ -79,17 +79,9 @@ def _med(summary: dict, design: str, key: str) -> float | None:
 def _models(measured: dict) -> dict[str, dict]:
     """The model's counters per workload, on the measured runs' parameters and pace, for
     every design the seed's tables name (the clock and handoff-only have no real design)."""
-    out = {}
-    for name, doc in measured.items():
-        wname, params, idle_ms = model_workload(name, doc["params"], doc["summary"])
-        from purgecheck.simulate.mimalloc import simulate
-        from purgecheck.simulate.workloads import make_workload
-        runs = run_model(wname, params, idle_ms, ["no-hold", "epoch", "default"])
-        w = make_workload(wname, idle_ms=idle_ms, **params)
-        for extra in ("clock", "handoff-only"):
-            runs[extra] = simulate(w, extra, sample_ms=10.0).counters
-        out[name] = runs
-    return out
+    return {name: run_model(name, doc["params"], doc["summary"],
+                            ["no-hold", "epoch", "default", "clock", "handoff-only"])
+            for name, doc in measured.items()}
 
 
 def _predict(model: dict, design: str, key: str, real_before: float | None, scale: float = 1.0,
@@ -135,7 +127,7 @@ def tables(measured: dict) -> dict[str, list[Cell]]:
             cells += [
                 Cell("discarded_mb", design, SEED_LOOP["discarded_mb"].get(design),
                      _med(s, design, "discarded_mb_load"),
-                     _predict(m, design, "discarded_bytes_load",
+                     _predict(m, design, "all_discarded_bytes_load",
                               _med(s, BASE_REAL, "discarded_mb_load"), MB)),
                 Cell("faults_per_request", design, SEED_LOOP["faults_per_request"].get(design),
                      _med(s, design, "faults_per_request"),
@@ -163,11 +155,11 @@ def _load_cells(s: dict, m: dict, seed: dict, designs) -> list[Cell]:
                  _predict(m, design, "refaults_per_request", real(BASE_REAL, "faults_per_request"))),
             Cell("discards", design, seed["discards"].get(design),
                  real(design, "discards_load", per20),
-                 _predict(m, design, "discards_load", real(BASE_REAL, "discards_load", per20),
+                 _predict(m, design, "all_discards_load", real(BASE_REAL, "discards_load", per20),
                           1 / per20)),
             Cell("discarded_mb", design, seed["discarded_mb"].get(design),
                  real(design, "discarded_mb_load", per20),
-                 _predict(m, design, "discarded_bytes_load",
+                 _predict(m, design, "all_discarded_bytes_load",
                           real(BASE_REAL, "discarded_mb_load", per20), MB / per20)),
             Cell("kernel_us_per_request", design, None, real(design, "sys_us_per_request"),
                  None)]
