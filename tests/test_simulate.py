@@ -222,3 +222,15 @@ def test_park_after_parks_a_silent_thread_of_a_trace(tmp_path, capsys):
     # silent for 600 ms under load: swept only when a silence parks the thread
     assert got[False]["discards_load"] == 0
     assert got[True]["discards_load"] > 0 and got[True]["refaults"] > 0
+
+
+def test_a_loop_turn_that_serves_several_requests_counts_them_all_and_parks_once():
+    """per_turn: the real server's loop turns once per ~16 requests under load (strace of
+    epoll_pwait2); the requests are counted the same, the parks are fewer."""
+    one = make_workload("bun-serve", requests=400, idle_ms=100)
+    sixteen = make_workload("bun-serve", requests=400, idle_ms=100, per_turn=16)
+    loops = lambda w: sum(1 for c in w.calls() if c.op == "loop")  # noqa: E731
+    assert loops(sixteen) * 8 < loops(one)
+    a, b = simulate(one, "no-hold"), simulate(sixteen, "no-hold")
+    assert a.counters["requests"] == b.counters["requests"] == 400
+    assert b.counters["discards_load"] < a.counters["discards_load"]

@@ -22,14 +22,15 @@ class Call(NamedTuple):
     """One call of the program at `t_ms` on `thread`. `op` is malloc (name, size), free
     (name), realloc (name, size: the block keeps its name), or `loop`: the thread's loop has
     nothing to do until its next call (a request ended; where an event loop parks or sweeps
-    inline). `request` is True on the call that ends a request (counted per request)."""
+    inline). `request` is True on the call that ends a request (counted per request), or the
+    number of requests it ends (a loop turn that serves several)."""
 
     t_ms: float
     thread: int
     op: str
     name: int = 0
     size: int = 0
-    request: bool = False
+    request: bool | int = False
 
 
 MAX_THREAD = 1 << 16

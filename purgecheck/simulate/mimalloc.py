@@ -172,7 +172,7 @@ class Simulation:
         else:
             raise ValueError(f"unknown op {c.op!r} in a workload call")
         if c.request:
-            self.requests += 1
+            self.requests += int(c.request)
         if c.op != "loop":
             self.allocs_changed += 1
             self.last_call[th] = self.t

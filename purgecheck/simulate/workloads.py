@@ -43,7 +43,8 @@ class Workload:
 
 def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
               inflight: int = 16, think_ms: float = 0.36, threads: int = 1, seed: int = 0,
-              pause_every: int = 0, pause_ms: float = 0.0, gc_every: int = 1) -> Iterator[Call]:
+              pause_every: int = 0, pause_ms: float = 0.0, gc_every: int = 1,
+              per_turn: int = 1) -> Iterator[Call]:
     """Bun.serve with `body`-byte request bodies (seed: 256 KiB), `inflight` requests open at
     once (the seed's 16 connections), one request finished every `think_ms` (seed: 55 k
     requests in 20 s, 0.36 ms each); `kept` bodies (seed: 40) are kept to the end, spread
@@ -51,8 +52,13 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
     `pause_every`, the load stops for `pause_ms` after every so many requests (a busy
     machine's stalls, the seed's interleaved rounds). With `gc_every` above 1 a finished
     body is freed by the garbage collector, which frees the bodies of `gc_every` requests
-    at once (a JS ArrayBuffer goes at a collection, not when its request ends)."""
+    at once (a JS ArrayBuffer goes at a collection, not when its request ends). With
+    `per_turn` above 1 the event loop serves that many finished requests per turn and parks
+    only after them: under sustained load with 16 connections the real server's loop turns
+    once per 16 requests or so (epoll_pwait2 returns 16 ready events; strace of Bun 1.4.4 on
+    2026-12-03: 823 turns for 12,821 requests), and parks only when nothing is ready."""
     rng = random.Random(seed)
+    served = [0] * threads
     keep = set(rng.sample(range(requests), min(kept, requests)))
     t = 0.0
     open_: list[list[int]] = [[] for _ in range(threads)]
@@ -69,11 +75,16 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
                 for name in garbage[th - 1]:
                     yield Call(t, th, "free", name)
                 garbage[th - 1].clear()
-            yield Call(t, th, "loop", request=True)
+            served[th - 1] += 1
+            if served[th - 1] >= per_turn:
+                yield Call(t, th, "loop", request=served[th - 1])
+                served[th - 1] = 0
         t += think_ms
         if pause_every and (i + 1) % pause_every == 0:
             t += pause_ms
     for th, names in enumerate(open_, start=1):
+        if served[th - 1]:
+            yield Call(t, th, "loop", request=served[th - 1])
         for done in [*garbage[th - 1], *names]:
             if done not in keep:
                 yield Call(t, th, "free", done)
@@ -174,7 +185,7 @@ GiB = 1 << 30
 PARAMETER_RANGES = {
     "requests": (0, 10_000_000, True), "allocations": (0, 10_000_000, True),
     "kept": (0, 10_000_000, True), "inflight": (1, 100_000, True), "threads": (1, 1024, True),
-    "batch": (1, 100_000, True), "gc_every": (1, 100_000, True), "free_late": (0, 1, True), "keep_every": (1, 1_000_000, True),
+    "batch": (1, 100_000, True), "gc_every": (1, 100_000, True), "per_turn": (1, 100_000, True), "free_late": (0, 1, True), "keep_every": (1, 1_000_000, True),
     "lifetime": (0, 1_000_000, True), "pause_every": (0, 10_000_000, True),
     "seed": (-(1 << 63), (1 << 63) - 1, True),
     "body": (1, GiB, True), "size": (1, GiB, True), "lo": (1, GiB, True), "hi": (1, GiB, True),
