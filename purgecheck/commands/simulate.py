@@ -174,7 +174,7 @@ def run(args) -> int:
 
 def _simulate(args):
     from purgecheck.simulate import glibc_simulator, glibc_workloads
-    from purgecheck.simulate.mimalloc import DESIGNS, simulate
+    from purgecheck.simulate.mimalloc import DESIGNS, FLOOR, simulate
     from purgecheck.simulate.workloads import IDLE_BEHAVIOURS, WORKLOADS, Workload, make_workload
 
     params = _params(args.set)
@@ -192,9 +192,9 @@ def _simulate(args):
                              f"{', '.join(glibc_versions())}")
     designs = args.design or list(DESIGNS)
     for d in designs:
-        if d not in DESIGNS:
+        if d not in (*DESIGNS, FLOOR):
             raise UsageError(f"--design: unknown design {d!r}; expected one of "
-                             f"{', '.join(DESIGNS)}")
+                             f"{', '.join((*DESIGNS, FLOOR))}")
     if args.workload in glibc_workloads():
         if args.design:
             raise UsageError(f"{args.workload} is a glibc workload: choose versions with "
