@@ -7,7 +7,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: setup check nightly test bench bench-full clean reference tools bun
+.PHONY: setup check nightly test bench bench-full bench-compare clean reference tools bun
 
 setup: tools $(STAMP) reference bun
 
@@ -54,6 +54,13 @@ bench: setup
 
 bench-full: setup
 	$(BIN)/python -m purgecheck.bench --full  # the cluster and record benchmarks at their own sizes
+
+# Each benchmark on BASE (default: the last tag, else HEAD~1) and on this tree, alternately,
+# 3 runs a side; exit 1 on a figure worse beyond the noise (docs/bench.md). ONLY=traces for one
+# benchmark, QUICK=1 for tiny sizes (a few minutes).
+bench-compare: setup
+	$(BIN)/python -m purgecheck.bench.compare $(if $(BASE),--base $(BASE)) \
+		$(foreach b,$(ONLY),--only $(b)) $(if $(QUICK),--quick)
 
 clean:
 	rm -rf $(VENV) .purgecheck .pytest_cache .hypothesis

@@ -201,3 +201,13 @@ def test_make_bench_passes_each_standard_size_to_its_benchmark(capsys, monkeypat
     with pytest.raises(SystemExit):
         bench_main(["--full", "--tiny"])
     capsys.readouterr()
+
+
+def test_traces_figures_name_their_trace_shape(tmp_path):
+    """A throughput figure can be reproduced from its note: events, kinds, pages, threads."""
+    from purgecheck.bench.traces import ensure_trace, trace_shape
+    path = tmp_path / "t.jsonl"
+    n = ensure_trace(path, 2_000, 0, say=lambda s: None)
+    shape = trace_shape(path)
+    assert shape.startswith(f"{n:,} events of ") and " kinds (" in shape
+    assert "pages" in shape and "5 threads" in shape and "tracegen seed 0" in shape

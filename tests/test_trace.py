@@ -7,6 +7,8 @@ import io
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import purgecheck.formats.trace as trace
 from purgecheck.scenarios import SCENARIOS
@@ -180,3 +182,33 @@ def test_model_trace_ends_with_an_error_event_where_the_script_fails():
     assert events[-1] == {"ev": "error", "line": 2,
                           "msg": "reclaim: the page of 'a' is not abandoned"}
     assert orjson.dumps(events)  # every field serialises
+
+
+def _int_range_by_one_search(first: int, lines: list[bytes]) -> tuple[int, str] | None:
+    """What _check_int_range answers, the slow way: _LONG_INT searched over the whole batch
+    (the reader before it searched only the lines with a run of 19 digits)."""
+    blob = b"\n".join(lines)
+    for m in trace._LONG_INT.finditer(blob):
+        if not trace.INT_RANGE[0] <= int(m.group()) <= trace.INT_RANGE[1]:
+            return first + blob.count(b"\n", 0, m.start()), m.group().decode()[:20]
+    return None
+
+
+_WORDS = st.sampled_from([b"1" * 19, b"9" * 20, b"18446744073709551615", b"18446744073709551616",
+                          b"-9223372036854775808", b"-9223372036854775809", b"-", b".", b"e",
+                          b"x", b'"', b",", b" ", b"0", b"12", b"123456789012345678"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(_WORDS, max_size=8).map(b"".join), min_size=1, max_size=12),
+       st.integers(1, 10_000))
+def test_int_range_check_finds_what_one_search_over_the_batch_finds(lines, first):
+    v = TraceValidator("t.jsonl")
+    want = _int_range_by_one_search(first, lines)
+    try:
+        trace._check_int_range(v, first, lines)
+        got = None
+    except TraceError as e:
+        got = (e.line, e.msg.split("integer ", 1)[1].split("...", 1)[0])
+        assert "outside the 64-bit range -2^63..2^64-1" in e.msg
+    assert got == want

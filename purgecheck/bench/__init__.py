@@ -15,9 +15,11 @@ import pkgutil
 from dataclasses import dataclass
 
 # The benchmarks, in the order `python -m purgecheck.bench` runs them: the modules of this
-# package, by name (adding a benchmark is adding a module with `figures(tiny)`).
+# package, by name (adding a benchmark is adding a module with `figures(tiny)`), except the
+# tools that run them (compare: `make bench-compare`).
+TOOLS = frozenset({"compare"})
 BENCHMARKS = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)
-                          if not m.name.startswith("_")))
+                          if not m.name.startswith("_") and m.name not in TOOLS))
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,10 @@ on a trace of a million events (the one this benchmark keeps beside its ten mill
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -234,19 +236,45 @@ BENCH_EVENTS = 1_000_000  # in `python -m purgecheck.bench`: main()'s 10 M take 
 TINY_EVENTS = 20_000
 
 
+_EV_KIND = re.compile(rb'^\{"ev":"(\w+)"', re.M)
+
+
+def trace_shape(path: Path) -> str:
+    """What a throughput figure was measured on, in words: the trace's events, their kinds
+    (the most frequent with their share), its pages and threads."""
+    with open(path, "rb") as f:
+        header = orjson.loads(f.readline())
+        kinds = collections.Counter(_EV_KIND.findall(f.read()))
+    kinds.pop(b"end", None)
+    n = sum(kinds.values())
+    top = ", ".join(f"{k.decode()} {c / n:.0%}" for k, c in kinds.most_common(5))
+    producer = header.get("producer", {})
+    threads = producer.get("threads", [])
+    return (f"{n:,} events of {len(kinds)} kinds ({top}), {kinds[b'page_new']} pages, "
+            f"{len(threads)} threads, from {producer.get('name', '?')} seed "
+            f"{producer.get('seed', '?')}")
+
+
 def figures(tiny: bool = False) -> list[Figure]:
     """Events per second (wall, CPU) and peak memory of each command: on a generated trace
     of a million events (kept in the temporary directory: the one main() makes beside its
-    ten million), or with `tiny` of 20,000 (generated in a directory removed afterwards)."""
+    ten million), or with `tiny` of 20,000 (generated in a directory removed afterwards).
+    The environment variable PURGECHECK_BENCH_TRACE names a trace to use instead (the one
+    `python -m purgecheck.bench.compare` generates once for both sides)."""
     events = TINY_EVENTS if tiny else BENCH_EVENTS
-    with (tempfile.TemporaryDirectory() if tiny else
+    given = os.environ.get("PURGECHECK_BENCH_TRACE")
+    with (tempfile.TemporaryDirectory() if tiny and not given else
           contextlib.nullcontext(tempfile.gettempdir())) as where:
-        path = Path(where) / f"purgecheck-bench-trace-{'tiny' if tiny else '1m'}.jsonl"
-        n = ensure_trace(path, events, 0, say=lambda s: print(s, file=sys.stderr))
+        if given:
+            path = Path(given)
+            n = sum(1 for _ in open(path, "rb")) - 2
+        else:
+            path = Path(where) / f"purgecheck-bench-trace-{'tiny' if tiny else '1m'}.jsonl"
+            n = ensure_trace(path, events, 0, say=lambda s: print(s, file=sys.stderr))
         rows = [(name, k, measure(argv)) for name, k, argv in
                 commands(path, n, path, n, ensure_twin(path))]
-    size = f"a generated trace of {n:,} events"
-    if not tiny:
+        size = f"a generated trace: {trace_shape(path)}"
+    if not tiny and not given:
         size += " (python -m purgecheck.bench.traces: 10 M)"
     out = []
     for name, k, r in rows:
