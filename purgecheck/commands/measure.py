@@ -248,10 +248,14 @@ def _seed_tables(measured: dict, args) -> int:
     if not args.from_file:
         keep.parent.mkdir(parents=True, exist_ok=True)
         keep.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
-    if args.record:
+    if args.record:  # without the samples of each run (the page reads the figures only)
         rec = store.project_root() / "docs" / "data" / "real-bun.json"
         rec.parent.mkdir(parents=True, exist_ok=True)
-        rec.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        lean = {**doc, "workloads": {name: {**w, "runs": [{k: v for k, v in r.items()
+                                                           if k != "samples"}
+                                                          for r in w["runs"]]}
+                                     for name, w in measured.items()}}
+        rec.write_bytes(orjson.dumps(lean, option=orjson.OPT_INDENT_2))
         print(f"kept as {rec} (purgecheck docs renders docs/real-bun.md from it)",
               file=sys.stderr)
     _emit(doc, args)

@@ -124,13 +124,16 @@ def model_workload(workload: str, params: dict, summary: dict,
 
 
 def run_model(workload: str, params: dict, summary: dict, designs: list[str],
-              machine: MachineModel = MachineModel(),
-              sample_ms: float = 10.0) -> dict[str, dict[str, float]]:
+              machine: MachineModel = MachineModel(), sample_ms: float = 10.0,
+              idle: str | None = None) -> dict[str, dict[str, float]]:
     """The model's counters per design (a real design by its real name, or a model design),
-    `before` always among them; a design the model lacks is left out."""
+    `before` always among them; a design the model lacks is left out. `idle`: another idle
+    behaviour than the workload's (the seed measured the buffer loop sweeping inline)."""
     from model.world import Options
     from purgecheck.simulate.mimalloc import DESIGN_NAMES, simulate
     w = model_workload(workload, params, summary, machine)
+    if idle is not None:
+        w = replace(w, idle=idle)
     out = {}
     for d in dict.fromkeys([BASE_REAL, *designs]):
         md = MODEL_DESIGN.get(d, d)
