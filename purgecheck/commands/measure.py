@@ -210,7 +210,7 @@ def run(args) -> int:
             return 1
     if args.seed_tables:
         return _seed_tables(measured, args)
-    doc = next(iter(measured.values()))
+    doc = measured.get(args.workload) or next(iter(measured.values()))
     if args.compare:
         from purgecheck.measure.compare import compare
         doc["comparison"] = compare(doc["workload"], doc["params"], doc["summary"]).as_json()

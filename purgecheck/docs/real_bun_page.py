@@ -93,6 +93,7 @@ def real_bun_files(root: Path) -> dict[str, str]:
                 ""]
         out += [f"- ordered by `{fig}`: real {' < '.join(o['real'])}; model "
                 f"{' < '.join(o['model'])}: **{'same' if o['same'] else 'different'}**"
+                + ("" if o["same"] else f" ({esc('; '.join(o['apart']))})")
                 for fig, o in c.order.items()]
         out.append("")
     out += ["## The figures compared", "", table(["figure", "what it is"],

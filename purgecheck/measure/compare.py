@@ -220,7 +220,7 @@ def _order(summary, real, model, designs, rkey, mkey, sign, scale) -> dict:
     both = [d for d in [BASE_REAL, *designs] if d in model and rkey in summary[d]]
     r = sorted(both, key=lambda d: sign * real[d][rkey])
     m = sorted(both, key=lambda d: sign * model[d][mkey] / scale)
-    agree = True
+    apart = []  # the pairs the model does not order as the real system does, beyond noise
     for i, a in enumerate(both):
         for b in both[i + 1:]:
             dr = sign * (real[a][rkey] - real[b][rkey])
@@ -228,8 +228,11 @@ def _order(summary, real, model, designs, rkey, mkey, sign, scale) -> dict:
             tie = abs(dr) <= (summary[a][rkey]["max"] - summary[a][rkey]["min"]
                               + summary[b][rkey]["max"] - summary[b][rkey]["min"]) / 2
             if not tie and dr * dm <= 0:
-                agree = False
-    return {"real": r, "model": m, "same": agree}
+                lo, hi = (a, b) if dr < 0 else (b, a)
+                apart.append(f"{lo} < {hi} really, the model "
+                             f"{'ties them' if dm == 0 else 'reverses them'}")
+    agree = not apart
+    return {"real": r, "model": m, "same": agree, "apart": apart}
 
 
 def table(c: WorkloadComparison) -> str:
@@ -246,5 +249,6 @@ def table(c: WorkloadComparison) -> str:
     lines.append("(" + "; ".join(f"{k}: {v[0]}" for k, v in FIGURES.items()) + ")")
     for fig, o in c.order.items():
         lines.append(f"order by {fig}: real {' < '.join(o['real'])}; model "
-                     f"{' < '.join(o['model'])}: {'same' if o['same'] else 'DIFFERENT'}")
+                     f"{' < '.join(o['model'])}: {'same' if o['same'] else 'DIFFERENT'}"
+                     + ("" if o["same"] else f" ({'; '.join(o.get('apart', []))})"))
     return "\n".join(lines)
