@@ -33,8 +33,9 @@ from proofs.weak import memory as mm
 class Load:
     loc: int
     order: str
-    then: Callable  # (regs, value) -> regs
+    then: Callable  # (regs, value) -> regs; timed: (regs, value, clock) -> regs
     tag: str = ""
+    timed: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ class System:
     outcome: Callable | None = None
     # observed over every state: (state) -> hashable value; the report keeps the max
     measure: Callable | None = None
+    # drop the messages no thread can read any more (every thread's view is past them)
+    collect: bool = False
 
 
 @dataclass
@@ -134,6 +137,8 @@ def initial_state(sys: System) -> tuple:
 
 
 def canonical(sys: System, s: tuple) -> tuple:
+    if sys.collect:
+        s = (s[0],) + mm.collect(s[1], s[2]) + s[3:]
     if not sys.symmetric:
         return s
     T, mem, views, regs, ghost = s
@@ -163,7 +168,7 @@ def successors(sys: System, s: tuple):
             continue
         for info, mem2, views2, r2 in _execute(sys, ins, T, mem, views, regs[t], t):
             info["thread"], info["name"], info["T"] = t, name, T
-            info["tag"] = ins.tag
+            info["tag"], info["regs_before"] = ins.tag, regs[t]
             ns = (T, mem2, views2, regs[:t] + (r2,) + regs[t + 1:], ghost)
             if sys.on_step is not None:
                 g2, bad = sys.on_step(ghost, info, ns)
@@ -178,7 +183,7 @@ def _execute(sys: System, ins, T, mem, views, r, t):
         for i, value, m2, v2 in mm.load(model, mem, views, t, ins.loc, ins.order):
             yield ({"what": f"load {locs[ins.loc]} ({ins.order}) = {_v(value)}",
                     "read": (ins.loc, i), "value": value, "loc": ins.loc, "kind": "load"},
-                   m2, v2, ins.then(r, value))
+                   m2, v2, ins.then(r, value, T) if ins.timed else ins.then(r, value))
     elif isinstance(ins, Store):
         for m2, v2 in mm.store(model, mem, views, t, ins.loc, ins.value, ins.order):
             p = v2[t][0][ins.loc]
@@ -255,6 +260,42 @@ def explore(sys: System, max_states: int | None = None, stop_at_first: bool = Tr
     rep.finals = len(finals)
     rep.seconds = time.perf_counter() - t0
     return rep
+
+
+def shortest_violation(sys: System, max_states: int | None = None) -> Report:
+    """Breadth first, for the shortest path to a violation (the timeline a reader gets)."""
+    from collections import deque
+
+    rep = Report()
+    init = initial_state(sys)
+    parent = {init: None}
+    queue = deque([init])
+    while queue and rep.violation is None:
+        s = queue.popleft()
+        for info, ns in successors(sys, s):
+            rep.transitions += 1
+            ns = canonical(sys, ns)
+            if info.get("violation"):
+                rep.violation, rep.path = info["violation"], _forward(parent, s) + [(info, ns)]
+                break
+            if ns not in parent:
+                parent[ns] = (s, info)
+                queue.append(ns)
+                if max_states and len(parent) >= max_states:
+                    rep.complete = False
+                    queue.clear()
+                    break
+    rep.states = len(parent)
+    return rep
+
+
+def _forward(parent: dict, s: tuple) -> list:
+    out = []
+    while parent[s] is not None:
+        p, info = parent[s]
+        out.append((info, s))
+        s = p
+    return out[::-1]
 
 
 def timeline(sys: System, path: list) -> str:

@@ -242,3 +242,25 @@ def fence(model: MemoryModel, mem: tuple, ths: tuple, t: int, order: str):
 def latest(mem: tuple, x: int):
     """The value of the mo-last message at x (what a sequentially consistent read returns)."""
     return mem[0][x][-1][0]
+
+
+def collect(mem: tuple, ths: tuple):
+    """Drop, at each location, the messages before every thread's view of it: no thread can
+    read them or write before them, and a view that names one of them says no more than every
+    thread's view does already (views are only ever joined into a thread's). Indices move
+    down; the first message kept loses its RMW mark (nothing can be put before it)."""
+    locs, sc = mem
+    low = [min(th[0][x] for th in ths) for x in range(len(locs))]
+    if not any(low):
+        return mem, ths
+
+    def cut(view):
+        return tuple(v - m if v > m else 0 for v, m in zip(view, low))
+
+    new_locs = []
+    for x, loc in enumerate(locs):
+        kept = loc[low[x]:]
+        kept = tuple((v, cut(w), r and k > 0) for k, (v, w, r) in enumerate(kept))
+        new_locs.append(kept)
+    new_ths = tuple((cut(c), cut(a), tuple(cut(r) for r in rel)) for c, a, rel in ths)
+    return (tuple(new_locs), cut(sc)), new_ths
