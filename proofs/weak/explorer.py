@@ -299,11 +299,12 @@ def _forward(parent: dict, s: tuple) -> list:
 
 
 def timeline(sys: System, path: list) -> str:
-    """The path as a table: time, thread, what it did, and reads-from (the step that wrote
-    the message read, by its number in the path; 'init' for the initial value)."""
+    """The path as a table: time, thread, what it did, reads-from (the step that wrote the
+    message read, by its number in the path; 'init' for the initial value) and the thread's
+    view after the step (per location, the mo index it may not read before)."""
     writers = [["init"] for _ in sys.locations]  # per location, by mo index: the writer step
     lines = [f"{'step':>4}  {'T':>3}  {'thread':<14} what  [reads-from]"]
-    for n, (info, _) in enumerate(path, 1):
+    for n, (info, st) in enumerate(path, 1):
         rf = ""
         if "read" in info:
             x, i = info["read"]
@@ -313,6 +314,9 @@ def timeline(sys: System, path: list) -> str:
             writers[x].insert(p, f"step {n}")
             rf += f"  [at {sys.locations[x]} mo#{p}]"
         who = "-" if info["thread"] is None else f"{info['thread']}:{info['name']}"
+        if info["thread"] is not None and info.get("kind") not in (None, "clock") and st:
+            cur = st[2][info["thread"]][0]
+            rf += "  view " + " ".join(f"{loc}#{i}" for loc, i in zip(sys.locations, cur))
         T = "" if info.get("T") is None else info["T"]
         lines.append(f"{n:>4}  {T!s:>3}  {who:<14} {info['what']}{rf}")
         if info.get("violation"):
