@@ -1,0 +1,111 @@
+"""The weak explorer's configurations, their manifest and the minimal-orderings analysis.
+
+proofs/weak/manifest.json holds, per configuration, the states and transitions the weak
+explorer found, the verdict (the first violation or "holds") and the greatest staleness of the
+stamp and of the sweep's epoch read, written by `python -m proofs.weak.configs --write`; the
+sequentially consistent explorer's counts stay in proofs/manifest.json.
+
+`weakenings` explores every one-step weakening of every access of the advance (seq_cst to
+acq_rel, acq_rel to acquire or release, acquire or release to relaxed) at WEAKEN_CONFIG:
+either the first violation with its timeline, or "holds weaker"; `weakest_holding` follows
+the weakenings down to the weakest ordering of each access that still holds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from proofs.weak import protocol as P
+from proofs.weak.memory import ACQ, ACQ_REL, REL, RLX, SC
+
+MANIFEST = Path(__file__).with_name("manifest.json")
+
+CONFIGS = {c.name: c for c in [
+    # the advance with its sweep's epoch read: two and three sweepers
+    P.Config("weak-adv-2", sweepers=2, observer=False),
+    P.Config("weak-adv-3", sweepers=3, observer=False),
+    # the seed's test (a): clock readings around the sweeps' epoch reads
+    P.Config("weak-observe-2", sweepers=2),
+    # the allocating owner's relaxed stamp, then its own sweep of its page (seed test (b))
+    P.Config("weak-owner-1", sweepers=1, owner=True, observer=False),
+    # the owner allocates only: how stale the relaxed stamp gets, by the length of the run
+    P.Config("weak-stale-5", sweepers=1, owner=True, owner_sweeps=False, observer=False),
+    P.Config("weak-stale-7", sweepers=1, owner=True, owner_sweeps=False, observer=False,
+             clock_bound=7),
+]}
+SLOW = ("weak-adv-3",)  # about 20 s: pinned by a test behind -m slow
+
+WEAKEN_CONFIG = CONFIGS["weak-adv-2"]
+# The accesses of the advance and its sweep's epoch read (the stamp is relaxed already).
+ADVANCE_ACCESSES = ("load_start", "cas", "cas_fail", "fetch_add", "store_start", "spin_load",
+                    "sweep_epoch")
+ONE_STEP_WEAKER = {SC: (ACQ_REL,), ACQ_REL: (ACQ, REL), ACQ: (RLX,), REL: (RLX,), RLX: ()}
+
+
+def verdict(res: P.Result) -> str:
+    return res.report.violation.split(":")[0] if res.report.violation else "holds"
+
+
+def manifest_entry(res: P.Result) -> dict:
+    return {"states": res.report.states, "transitions": res.report.transitions,
+            "verdict": verdict(res), "max_stamp_staleness": res.stats.max_stamp_staleness,
+            "max_sweep_staleness": res.stats.max_sweep_staleness,
+            "epochs": res.stats.epochs, "describe": res.config.describe()}
+
+
+def load_manifest() -> dict:
+    return json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {}
+
+
+def weakenings(cfg: P.Config = WEAKEN_CONFIG, accesses=ADVANCE_ACCESSES) -> list[dict]:
+    """Each one-step weakening of each access, the others as in cfg: its verdict and, for a
+    violation, the shortest counterexample's timeline."""
+    rows = []
+    for access in accesses:
+        real = getattr(cfg.orderings, access)
+        for weaker in ONE_STEP_WEAKER[real]:
+            w = P.weaken(cfg, access, weaker)
+            res = P.check(w)
+            rows.append({"access": access, "from": real, "to": weaker, "verdict": verdict(res),
+                         "violation": res.report.violation,
+                         "timeline": P.counterexample(w) if res.report.violation else None})
+    return rows
+
+
+def weakest_holding(cfg: P.Config, access: str) -> tuple[list[str], dict | None]:
+    """The weakest orderings of `access` that hold (following one-step weakenings from the
+    real one, the others as in cfg), and the first failing weakening below them."""
+    frontier, holding, failing = [getattr(cfg.orderings, access)], [], None
+    while frontier:
+        order = frontier.pop(0)
+        below = []
+        for weaker in ONE_STEP_WEAKER[order]:
+            res = P.check(P.weaken(cfg, access, weaker))
+            if res.ok:
+                below.append(weaker)
+            elif failing is None:
+                failing = {"to": weaker, "violation": res.report.violation}
+        if not below and order not in holding:
+            holding.append(order)
+        frontier += [b for b in below if b not in frontier]
+    return holding, failing
+
+
+if __name__ == "__main__":
+    import sys
+    import time
+
+    names = [a for a in sys.argv[1:] if not a.startswith("-")] or list(CONFIGS)
+    data = load_manifest()
+    for name in names:
+        t0 = time.perf_counter()
+        res = P.check(CONFIGS[name])
+        data[name] = manifest_entry(res)
+        print(name, res.report.figure(), verdict(res), f"{time.perf_counter() - t0:.1f}s",
+              flush=True)
+    if "--write" in sys.argv:
+        MANIFEST.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    if "--orderings" in sys.argv:
+        for a in ADVANCE_ACCESSES:
+            print(a, getattr(WEAKEN_CONFIG.orderings, a), weakest_holding(WEAKEN_CONFIG, a))

@@ -1,0 +1,112 @@
+"""The epoch protocol under the weak memory model (proofs/weak/protocol.py, issue 31).
+
+Pins the weak explorer's manifest (proofs/weak/manifest.json), the findings (the seed's test (a)
+and the hold with the relaxed stamp fail under C11 at the reference orderings; the stamp's
+staleness grows with the run), and the verdict of every one-step weakening of the advance's
+accesses (docs/proofs.md, "The epoch protocol under C11").
+"""
+
+import pytest
+
+from model.world import Options
+from proofs.weak import configs as C
+from proofs.weak import memory as mm
+from proofs.weak import protocol as P
+from proofs.weak.memory import ACQ, ACQ_REL, REL, RLX
+
+
+def _entry(name):
+    return C.manifest_entry(P.check(C.CONFIGS[name]))
+
+
+@pytest.mark.parametrize("name", [n for n in C.CONFIGS if n not in C.SLOW])
+def test_manifest_counts(name):
+    assert _entry(name) == C.load_manifest()[name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", C.SLOW)
+def test_manifest_counts_slow(name):
+    assert _entry(name) == C.load_manifest()[name]
+
+
+def test_every_configuration_is_in_the_manifest():
+    assert set(C.CONFIGS) <= set(C.load_manifest())
+
+
+def test_advance_holds_at_the_reference_orderings():
+    res = P.check(C.CONFIGS["weak-adv-2"])
+    assert res.ok and res.report.complete
+    assert res.stats.epochs == 2  # the run reaches two advances: the checks are not vacuous
+
+
+def test_observer_around_epoch_reads_fails_under_c11():
+    # the seed's test (a): an acquire read of the epoch may return the epoch before the
+    # current one, so "e, then e + 2 within less than an interval" is seen
+    res = P.check(C.CONFIGS["weak-observe-2"])
+    assert res.report.violation.startswith("EP-OBSERVED")
+    tl = P.counterexample(C.CONFIGS["weak-observe-2"])
+    assert "load epoch (acquire) = 0  [reads epoch mo#0 from init]" in tl
+    assert "fetch_add 1 on epoch (acq_rel): read 0, wrote 1" in tl
+
+
+def test_relaxed_stamp_breaks_the_hold():
+    # digest 9.2: the owner stamps epoch 0 while the epoch is 2, then its own sweep reads 2
+    res = P.check(C.CONFIGS["weak-owner-1"])
+    assert res.report.violation.startswith("HD-INTERVAL")
+    assert res.stats.max_stamp_staleness == 2
+    tl = P.counterexample(C.CONFIGS["weak-owner-1"])
+    assert "owner        load epoch (relaxed) = 0" in tl
+
+
+def test_stamp_staleness_is_not_bounded_by_stale_epochs():
+    # an owner that does not synchronise with the sweepers may stamp every epoch of the run
+    # stale: the staleness is the number of epochs, growing with the run's length, so the
+    # model's stale_epochs (0 by default) is no sound bound, nor is any fixed number
+    got = {n: (P.check(C.CONFIGS[n]).stats.max_stamp_staleness, C.load_manifest()[n]["epochs"])
+           for n in ("weak-stale-5", "weak-stale-7")}
+    assert got == {"weak-stale-5": (2, 2), "weak-stale-7": (3, 3)}
+    assert all(s > Options().stale_epochs for s, _ in got.values())
+
+
+def test_seq_cst_epoch_accesses_keep_the_hold():
+    # with the stamp, the increment and the sweep's read seq_cst (the model's SC, stronger
+    # than RC11's) the owner's stamp is never stale and the hold holds
+    o = P.Orderings(stamp_load=mm.SC, fetch_add=mm.SC, sweep_epoch=mm.SC)
+    res = P.check(P.Config("owner-sc", sweepers=1, owner=True, observer=False, orderings=o))
+    assert res.ok and res.stats.max_stamp_staleness == 0
+
+
+WEAKENINGS = {
+    ("load_start", RLX): "EP-SEES-STARTED",
+    ("cas", ACQ): "holds", ("cas", REL): "holds",
+    ("cas_fail", RLX): "holds",
+    ("fetch_add", ACQ): "holds", ("fetch_add", REL): "holds",
+    ("store_start", RLX): "EP-SEES-STARTED",
+    ("spin_load", RLX): "EP-SEES-STARTED",
+    ("sweep_epoch", RLX): "holds",
+}
+
+
+def test_one_step_weakenings():
+    rows = C.weakenings()
+    assert {(r["access"], r["to"]): r["verdict"] for r in rows} == WEAKENINGS
+    for r in rows:
+        if r["violation"]:
+            assert "reads start" in r["timeline"] and "VIOLATION" in r["timeline"]
+
+
+def test_all_relaxed_rmws_still_exclude():
+    # the MOVING exclusion and the epochs' lengths rest on RMW atomicity alone
+    o = P.Orderings(load_start=ACQ, cas=RLX, cas_fail=RLX, fetch_add=RLX, store_start=REL,
+                    spin_load=ACQ, sweep_epoch=RLX)
+    assert P.check(P.Config("rmw-rlx", sweepers=2, observer=False, orderings=o)).ok
+
+
+def test_broken_memory_models_are_caught_by_the_protocol():
+    cfg = C.CONFIGS["weak-adv-2"]
+    no_sync = P.check(P.Config("x", 2, observer=False, model=mm.MODELS["acquire-no-sync"]))
+    assert no_sync.report.violation.startswith("EP-SEES-STARTED")
+    not_atomic = P.check(P.Config("x", 2, observer=False, model=mm.MODELS["rmw-not-atomic"]))
+    assert not not_atomic.ok
+    assert cfg.orderings.cas == ACQ_REL
