@@ -51,7 +51,7 @@ def real_bun_files(root: Path) -> dict[str, str]:
         return {"real-bun.md": HEADER + "\nNo measurement is recorded yet: run `purgecheck "
                                         "measure --seed-tables --record`.\n"}
     from purgecheck.measure.compare import FIGURES, compare
-    from purgecheck.measure.seedtables import tables
+    from purgecheck.measure.seedtables import model_runs, tables
     doc = orjson.loads(path.read_bytes())
     measured = doc["workloads"]
     m = doc["machine"]
@@ -69,7 +69,8 @@ def real_bun_files(root: Path) -> dict[str, str]:
            "scaled to 20 s from the measured load. `-`: not measurable on a black box (free "
            "resident memory needs a mincore walk of every large page; the clock rule and "
            "deferring in the handoff only have no option in Bun), or not in the seed.", ""]
-    for title, cells in tables(measured).items():
+    models = model_runs(measured)  # once, for the tables and the comparison alike
+    for title, cells in tables(measured, models).items():
         designs = list(dict.fromkeys(c.design for c in cells))
         figures = list(dict.fromkeys(c.figure for c in cells))
         by = {(c.figure, c.design): c for c in cells}
@@ -83,7 +84,7 @@ def real_bun_files(root: Path) -> dict[str, str]:
             "[measure.md](measure.md#the-model-beside-the-real-bun---compare); `within noise`: "
             "the real runs of the design and of before overlap.", ""]
     for name, w in measured.items():
-        c = compare(name, w["params"], w["summary"])
+        c = compare(name, w["params"], w["summary"], models[name])
         rows = [[f"`{r.figure}`", f"`{r.design}`", _num(r.real), _num(r.real_noise),
                  _num(r.model), esc(r.band), r.verdict] for r in c.rows]
         params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"

@@ -76,7 +76,7 @@ def _med(summary: dict, design: str, key: str) -> float | None:
     return None if s is None else s["median"]
 
 
-def _models(measured: dict) -> dict[str, dict]:
+def model_runs(measured: dict) -> dict[str, dict]:
     """The model's counters per workload, on the measured runs' parameters and pace, for
     every design the seed's tables name (the clock and handoff-only have no real design)."""
     out = {name: run_model(name, doc["params"], doc["summary"],
@@ -101,10 +101,11 @@ def _predict(model: dict, design: str, key: str, real_before: float | None, scal
     return real_before + sign * (model[design][key] - model[BASE_REAL][key]) / scale
 
 
-def tables(measured: dict) -> dict[str, list[Cell]]:
+def tables(measured: dict, models: dict | None = None) -> dict[str, list[Cell]]:
     """measured: workload -> the JSON of `purgecheck measure` (summary, params). The seed's
-    tables as cells."""
-    models = _models(measured)
+    tables as cells; `models`: the model's counters of `model_runs(measured)`, when the caller
+    has them already."""
+    models = models if models is not None else model_runs(measured)
     out: dict[str, list[Cell]] = {}
     for w in IDLE_WORKLOADS:
         if w not in measured:
