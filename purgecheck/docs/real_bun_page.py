@@ -32,18 +32,6 @@ comparison below says by how much.
 """
 
 
-def _num(v) -> str:
-    if v is None:
-        return "-"
-    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.2f}"
-
-
-def _seed(v) -> str:
-    if not v:
-        return "-"
-    return _num(v[0]) if v[0] == v[1] else f"{_num(v[0])}..{_num(v[1])}"
-
-
 def real_bun_files(root: Path) -> dict[str, str]:
     """{'real-bun.md': text}, or a page that says how to record a measurement."""
     path = root / RECORD
@@ -51,7 +39,8 @@ def real_bun_files(root: Path) -> dict[str, str]:
         return {"real-bun.md": HEADER + "\nNo measurement is recorded yet: run `purgecheck "
                                         "measure --seed-tables --record`.\n"}
     from purgecheck.measure.compare import FIGURES, compare
-    from purgecheck.measure.seedtables import model_runs, tables
+    from purgecheck.measure.report import num
+    from purgecheck.measure.seedtables import grid, model_runs, tables
     doc = orjson.loads(path.read_bytes())
     measured = doc["workloads"]
     m = doc["machine"]
@@ -71,12 +60,8 @@ def real_bun_files(root: Path) -> dict[str, str]:
            "deferring in the handoff only have no option in Bun), or not in the seed.", ""]
     models = model_runs(measured)  # once, for the tables and the comparison alike
     for title, cells in tables(measured, models).items():
-        designs = list(dict.fromkeys(c.design for c in cells))
-        figures = list(dict.fromkeys(c.figure for c in cells))
-        by = {(c.figure, c.design): c for c in cells}
-        rows = [[f"`{f}`", *[(lambda c: "" if c is None else
-                              f"{_seed(c.seed)} \\| {_num(c.real)} \\| {_num(c.model)}")(
-                                  by.get((f, d))) for d in designs]] for f in figures]
+        designs, rows = grid(cells, " \\| ")
+        rows = [[f"`{r[0]}`", *r[1:]] for r in rows]
         out += [f"### {esc(title)}", "", table(["figure", *[f"`{d}`" for d in designs]], rows),
                 ""]
     out += ["## The model against the real Bun, figure by figure", "",
@@ -85,8 +70,8 @@ def real_bun_files(root: Path) -> dict[str, str]:
             "the real runs of the design and of before overlap.", ""]
     for name, w in measured.items():
         c = compare(name, w["params"], w["summary"], models[name])
-        rows = [[f"`{r.figure}`", f"`{r.design}`", _num(r.real), _num(r.real_noise),
-                 _num(r.model), esc(r.band), r.verdict] for r in c.rows]
+        rows = [[f"`{r.figure}`", f"`{r.design}`", num(r.real), num(r.real_noise),
+                 num(r.model), esc(r.band), r.verdict] for r in c.rows]
         params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                            for k, v in c.model_params.items())
         out += [f"### `{name}`", "", f"Model workload: {esc(params)}.", "",

@@ -189,8 +189,13 @@ def compare(workload: str, params: dict, summary: dict,
 def _noise(summary: dict, design: str, key: str) -> float:
     """Half the spread of the runs of `design` plus half that of before's: an excess no larger
     than that lies where the two sets of runs overlap, and is not told apart from 0."""
-    a, b = summary[design][key], summary[BASE_REAL][key]
-    return ((a["max"] - a["min"]) + (b["max"] - b["min"])) / 2
+    return _pair_noise(summary, design, BASE_REAL, key)
+
+
+def _pair_noise(summary: dict, a: str, b: str, key: str) -> float:
+    """Half the spread of `a`'s runs plus half that of `b`'s."""
+    sa, sb = summary[a][key], summary[b][key]
+    return ((sa["max"] - sa["min"]) + (sb["max"] - sb["min"])) / 2
 
 
 def _band_text(kind: str, band: float) -> str:
@@ -225,9 +230,7 @@ def _order(summary, real, model, designs, rkey, mkey, sign, scale) -> dict:
         for b in both[i + 1:]:
             dr = sign * (real[a][rkey] - real[b][rkey])
             dm = sign * (model[a][mkey] - model[b][mkey]) / scale
-            tie = abs(dr) <= (summary[a][rkey]["max"] - summary[a][rkey]["min"]
-                              + summary[b][rkey]["max"] - summary[b][rkey]["min"]) / 2
-            if not tie and dr * dm <= 0:
+            if abs(dr) > _pair_noise(summary, a, b, rkey) and dr * dm <= 0:
                 lo, hi = (a, b) if dr < 0 else (b, a)
                 apart.append(f"{lo} < {hi} really, the model "
                              f"{'ties them' if dm == 0 else 'reverses them'}")

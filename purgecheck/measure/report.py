@@ -43,9 +43,14 @@ def machine() -> dict:
             "load_1min": round(load1, 2), "load_5min": round(load5, 2)}
 
 
+def num(v: float | None) -> str:
+    """A figure as the tables print it: whole above 100, two decimals below; "-" for none."""
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.2f}"
+
+
 def _cell(s: dict[str, float]) -> str:
-    def num(v: float) -> str:
-        return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.2f}"
     if s["n"] == 1 or s["min"] == s["max"]:
         return num(s["median"])
     return f"{num(s['median'])} ({num(s['min'])}..{num(s['max'])})"

@@ -14,29 +14,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from purgecheck.measure.compare import BASE_REAL, run_model
+from purgecheck.measure.report import num
 
 MB = 1 << 20
 LOAD_S_SEED = 20.0  # the seed's runs under load lasted 20 s: counts are given per 20 s
 
 # The seed's figures ("Numbers"), as (lo, hi); one value is (v, v).
-SEED_IDLE = {  # workload -> figure -> design -> (lo, hi)
-    "typed-arrays": {"rss_mb": {"before": (160.3,) * 2, "clock": (89.1,) * 2,
-                                "epoch": (88.7,) * 2},
-                     "anon_mb": {"before": (125.3,) * 2, "clock": (54.3,) * 2,
-                                 "epoch": (53.9,) * 2},
-                     "free_resident_mb": {"before": (71.6,) * 2, "clock": (0.5,) * 2,
-                                          "epoch": (0.0,) * 2}},
-    "bun-serve": {"rss_mb": {"before": (77.9,) * 2, "clock": (56.7,) * 2, "epoch": (55.2,) * 2},
-                  "anon_mb": {"before": (38.3,) * 2, "clock": (17.1,) * 2, "epoch": (16.6,) * 2},
-                  "free_resident_mb": {"before": (21.1,) * 2, "clock": (0.0,) * 2,
-                                       "epoch": (0.0,) * 2}},
-    "bun-serve-nothing-kept": {"rss_mb": {"before": (51.8,) * 2, "clock": (45.9,) * 2,
-                                          "epoch": (46.2,) * 2},
-                               "anon_mb": {"before": (15.3,) * 2, "clock": (6.5,) * 2,
-                                           "epoch": (6.7,) * 2},
-                               "free_resident_mb": {"before": (8.2,) * 2, "clock": (0.0,) * 2,
-                                                    "epoch": (0.0,) * 2}},
+# "at idle": workload -> figure -> the seed's (before, clock, epoch), one run each
+_IDLE_ROWS = {
+    "typed-arrays": {"rss_mb": (160.3, 89.1, 88.7), "anon_mb": (125.3, 54.3, 53.9),
+                     "free_resident_mb": (71.6, 0.5, 0.0)},
+    "bun-serve": {"rss_mb": (77.9, 56.7, 55.2), "anon_mb": (38.3, 17.1, 16.6),
+                  "free_resident_mb": (21.1, 0.0, 0.0)},
+    "bun-serve-nothing-kept": {"rss_mb": (51.8, 45.9, 46.2), "anon_mb": (15.3, 6.5, 6.7),
+                               "free_resident_mb": (8.2, 0.0, 0.0)},
 }
+SEED_IDLE = {  # workload -> figure -> design -> (lo, hi)
+    w: {f: {d: (v, v) for d, v in zip(("before", "clock", "epoch"), row)}
+        for f, row in figs.items()}
+    for w, figs in _IDLE_ROWS.items()}
 SEED_LOAD = {  # Bun.serve, 16 connections, 20 s: figure -> design -> (lo, hi)
     "requests_k": {"before": (62.4, 95.9), "clock": (61.4, 100.3), "epoch": (55.1, 95.7)},
     "faults_per_request": {"before": (0.43, 1.18), "clock": (0.49, 1.71),
@@ -177,33 +173,31 @@ def _load_cells(s: dict, m: dict, seed: dict, designs) -> list[Cell]:
     return cells
 
 
-def _num(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.2f}"
-
-
 def _seed(v) -> str:
     if v is None:
         return "-"
-    return _num(v[0]) if v[0] == v[1] else f"{_num(v[0])}..{_num(v[1])}"
+    return num(v[0]) if v[0] == v[1] else f"{num(v[0])}..{num(v[1])}"
+
+
+def grid(cells: list[Cell], sep: str = " | ") -> tuple[list[str], list[list[str]]]:
+    """One table's designs, and a row per figure: its name, then seed, real and model per
+    design joined by `sep` ("" where the table has no such cell)."""
+    designs = list(dict.fromkeys(c.design for c in cells))
+    by = {(c.figure, c.design): c for c in cells}
+    rows = []
+    for f in dict.fromkeys(c.figure for c in cells):
+        cs = [by.get((f, d)) for d in designs]
+        rows.append([f, *("" if c is None else sep.join((_seed(c.seed), num(c.real),
+                                                         num(c.model))) for c in cs)])
+    return designs, rows
 
 
 def render(tabs: dict[str, list[Cell]]) -> str:
     """Each table as text: a row per figure, seed | real | model per design."""
     out = []
     for title, cells in tabs.items():
-        designs = list(dict.fromkeys(c.design for c in cells))
-        figures = list(dict.fromkeys(c.figure for c in cells))
-        by = {(c.figure, c.design): c for c in cells}
-        rows = [["", *[f"{d}: seed | real | model" for d in designs]]]
-        for f in figures:
-            row = [f]
-            for d in designs:
-                c = by.get((f, d))
-                row.append("" if c is None else
-                           f"{_seed(c.seed)} | {_num(c.real)} | {_num(c.model)}")
-            rows.append(row)
+        designs, body = grid(cells)
+        rows = [["", *[f"{d}: seed | real | model" for d in designs]], *body]
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         out.append(title)
         out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
