@@ -217,7 +217,8 @@ def test_a_comparison_judges_the_excess_over_before_against_the_model():
     assert v[("no-hold", "faults_per_request")] == "within band"  # 15 against 20
     assert v[("epoch", "discards_load")] == "within noise"  # 1 more call, inside the spread
     assert v[("epoch", "mb_given_back_idle")] == "within band"  # 18 against 18
-    assert c.model_params["requests"] == 4050 and c.model_params["inflight"] == 16
+    assert c.model_params["before"]["requests"] == 4050 and c.model_params["no-hold"]["requests"] == 3050
+    assert c.model_params["epoch"]["inflight"] == 16
     assert c.order["discards_load"]["same"]
 
 

@@ -38,7 +38,7 @@ def real_bun_files(root: Path) -> dict[str, str]:
     if not path.is_file():
         return {"real-bun.md": HEADER + "\nNo measurement is recorded yet: run `purgecheck "
                                         "measure --seed-tables --record`.\n"}
-    from purgecheck.measure.compare import FIGURES, compare
+    from purgecheck.measure.compare import FIGURES, compare, params_text
     from purgecheck.measure.report import num
     from purgecheck.measure.seedtables import grid, model_runs, tables
     doc = orjson.loads(path.read_bytes())
@@ -72,8 +72,7 @@ def real_bun_files(root: Path) -> dict[str, str]:
         c = compare(name, w["params"], w["summary"], models[name])
         rows = [[f"`{r.figure}`", f"`{r.design}`", num(r.real), num(r.real_noise),
                  num(r.model), esc(r.band), r.verdict] for r in c.rows]
-        params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-                           for k, v in c.model_params.items())
+        params = params_text(c.model_params)
         out += [f"### `{name}`", "", f"Model workload: {esc(params)}.", "",
                 table(["figure", "design", "real", "noise", "model", "band", "verdict"], rows),
                 ""]

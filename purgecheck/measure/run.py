@@ -24,6 +24,7 @@ from pathlib import Path
 
 from purgecheck.measure import probe
 from purgecheck.measure.designs import design_env
+from purgecheck.measure.turns import TurnCounter
 from purgecheck.measure.workloads import JS, MeasuredWorkload
 
 START_TIMEOUT_S = 30.0  # a program that has not said it is ready by then is killed
@@ -60,6 +61,11 @@ FIGURES = {
     "sys_us_per_request": "kernel CPU per request under load, microseconds",
     "discards_load": "madvise(MADV_DONTNEED or MADV_FREE) calls under load",
     "discarded_mb_load": "MB those calls covered",
+    "discards_load_small": "of those calls, the ones below 64 KiB: holes of small and medium "
+                           "pages only (a hole of a large page is a whole block of 96 KiB or "
+                           "more, an arena purge whole 64 KiB slices)",
+    "discards_load_large": "the others, of 64 KiB or more: large pages' holes and the arena's "
+                           "purges, what the model holds (and medium pages' longest runs)",
     "discards_idle": "the same calls in the idle after the load",
     "discarded_mb_idle": "MB those calls covered",
     "rss_mb_load_end": "RSS at the end of the load (smaps_rollup), MB",
@@ -70,7 +76,14 @@ FIGURES = {
     "anon_mb_s": "anonymous memory integrated over load and idle, MB x s",
     "ms_to_floor": "ms from the end of the load until anonymous memory is within 1 % (at least "
                    "256 KiB) of its lowest in the idle",
+    "loop_turns": "turns of the event loop under load: the main thread's epoll waits, each a "
+                  "park (perf's syscall tracepoints; absent without a usable perf)",
+    "requests_per_turn": "requests per turn of the event loop under load",
+    "scavenger_passes": "the scavenger's sleeps under load (its futex calls): its passes",
+    "gc_batch": "request bodies the garbage collector frees per collection under load "
+                "(serve.js: a FinalizationRegistry)",
 }
+SMALL_DISCARD = 64 * 1024  # below: a hole of a small or medium page (FIGURES, discards_load_small)
 MB = 1 << 20
 
 
@@ -168,7 +181,7 @@ def measure_once(bun: Path, w: MeasuredWorkload, params: dict, design: str,
                                 stderr=err, text=True, start_new_session=True)
         try:
             lines = _Lines(proc.stdout)
-            result = _run_phases(bun, w, params, proc, lines, idle_s, sample_ms)
+            result = _run_phases(bun, w, params, proc, lines, idle_s, sample_ms, Path(tmp))
         except RunError as e:
             err.seek(0)
             tail = err.read().strip().splitlines()[-1:] or [""]
@@ -178,17 +191,21 @@ def measure_once(bun: Path, w: MeasuredWorkload, params: dict, design: str,
             if proc.poll() is None:
                 _stop(proc)
             err.close()
-        t_start, t_end, t_idle_end, s0, s1, samples, requests = result
+        t_start, t_end, t_idle_end, s0, s1, samples, requests, extra = result
         calls = probe.parse_strace(log.read_text()) if strace else []
-    return _figures(w, design, options, params, repeat, t_start, t_end, t_idle_end, s0, s1,
-                    samples, requests, calls, bool(strace))
+    run = _figures(w, design, options, params, repeat, t_start, t_end, t_idle_end, s0, s1,
+                   samples, requests, calls, bool(strace))
+    run.figures.update(extra)
+    return run
 
 
-def _run_phases(bun, w, params, proc, lines, idle_s, sample_ms):
+def _run_phases(bun, w, params, proc, lines, idle_s, sample_ms, tmp: Path):
     word = "ready" if w.kind == "serve" else "load-start"
     _, fields = lines.expect(word, START_TIMEOUT_S)
     pid = int(fields[0]) if fields and fields[0].isdigit() else _bun_pid(proc)
     sampler = _Sampler(pid, sample_ms / 1000)
+    counter = TurnCounter(pid, tmp / "perf.txt")
+    counter.start()
     t_start = time.time()
     s0 = probe.read_stat(pid)
     sampler.start()
@@ -199,8 +216,15 @@ def _run_phases(bun, w, params, proc, lines, idle_s, sample_ms):
         t_end, fields = lines.expect("load-end", float(params.get("max_load_s", 600)))
         requests = int(fields[0]) if fields and fields[0].isdigit() else 1
     s1 = probe.read_stat(pid)
+    turns = counter.stop()
     if s0 is None or s1 is None:
         raise RunError("the program ended during its load")
+    extra = {}
+    if turns is not None and turns.loop_turns:
+        extra.update(loop_turns=turns.loop_turns, scavenger_passes=turns.scavenger_passes,
+                     requests_per_turn=requests / turns.loop_turns)
+    if w.script == "serve.js":
+        extra.update(_collections(proc, lines))
     time.sleep(idle_s)
     t_idle_end = time.time()
     last = probe.read_rollup(pid)
@@ -209,7 +233,20 @@ def _run_phases(bun, w, params, proc, lines, idle_s, sample_ms):
     if last is None:
         raise RunError("the program ended during its idle")
     samples = [*sampler.samples, (t_idle_end, last["rss"], last["anonymous"])]
-    return t_start, t_end, t_idle_end, s0, s1, samples, requests
+    return t_start, t_end, t_idle_end, s0, s1, samples, requests, extra
+
+
+def _collections(proc: subprocess.Popen, lines: _Lines) -> dict[str, float]:
+    """serve.js's count of the bodies the collector finalized and of its collections, asked
+    for at the end of the load: the bodies freed per collection."""
+    try:
+        proc.stdin.write("stats\n")
+        proc.stdin.flush()
+        _, fields = lines.expect("gc", 10.0)
+    except (BrokenPipeError, OSError, RunError):
+        return {}
+    bodies, collections = (int(x) for x in fields[:2])
+    return {"gc_batch": bodies / collections} if collections else {}
 
 
 def _bun_pid(proc: subprocess.Popen) -> int:
@@ -266,8 +303,12 @@ def _figures(w, design, options, params, repeat, t_start, t_end, t_idle_end, s0,
     }
     if counted:
         n_load, b_load = probe.discards(calls, 0, t_end)
+        small = [c for c in calls if c.t < t_end and c.length < SMALL_DISCARD]
+        n_small, _ = probe.discards(small, 0, t_end)
         n_idle, b_idle = probe.discards(calls, t_end, t_idle_end + 1e9)
-        f.update(discards_load=n_load, discarded_mb_load=b_load / MB, discards_idle=n_idle,
+        f.update(discards_load=n_load, discarded_mb_load=b_load / MB,
+                 discards_load_small=n_small, discards_load_large=n_load - n_small,
+                 discards_idle=n_idle,
                  discarded_mb_idle=b_idle / MB)
     series = [(1000 * (t - t_start), rss, anon) for t, rss, anon in samples]
     return RunResult(w.name, design, dict(options), dict(params), repeat, f, series,
