@@ -20,7 +20,11 @@ memory a new page takes is never counted as a refault.
 The scavenger is a thread of its own (seed 000 (2): "the scavenger for the parked ones"): a
 park wakes it, and with `scavenger_late_ms` it comes a random time later (exponential, that
 mean: a woken thread on a busy machine), by when the thread may have unparked; it sweeps
-only the threads that are still parked.
+only the threads that are still parked. With `scavenger_reach` instead, a park is swept at
+once with that probability and otherwise not at all (the scavenger came after the thread
+left): the fraction of parks the real scavenger reaches, which `purgecheck measure` counts
+(its passes per turn of the loop, purgecheck/measure/turns.py); a loop whose turns do not
+block (setImmediate) is parked for microseconds and is seldom reached.
 """
 
 from __future__ import annotations
@@ -77,9 +81,11 @@ class Simulation:
 
     def __init__(self, design: str, idle: str, options: Options | None = None,
                  sample_ms: float = 50.0, park_after_ms: float | None = None,
-                 scavenger_late_ms: float = 0.0, seed: int = 0) -> None:
+                 scavenger_late_ms: float = 0.0, seed: int = 0,
+                 scavenger_reach: float | None = None) -> None:
         self.design = design
         self.scavenger_late_ms = scavenger_late_ms
+        self.scavenger_reach = scavenger_reach
         self.rng = random.Random(seed)
         self.idle = idle
         self.world = World(design_options(design, options))
@@ -191,9 +197,11 @@ class Simulation:
             if self.t - self.last_inline.get(th, -1e18) >= INLINE_EVERY_MS:
                 self._inline(th)
 
-    def _park(self, th: int) -> None:
-        if mi_on_thread_idle_start(self.world, th):
-            self._wake_scavenger()
+    def _park(self, th: int, for_good: bool = False) -> None:
+        """The thread parks; `for_good`: it blocks until the end (the idle after the load),
+        where any scavenger reaches it (a park the scavenger missed included)."""
+        if mi_on_thread_idle_start(self.world, th) or for_good:
+            self._wake_scavenger(for_good)
 
     def _inline(self, th: int) -> None:
         mi_on_thread_idle(self.world, th)
@@ -202,10 +210,14 @@ class Simulation:
 
     # -- background actors -----------------------------------------------------------------
 
-    def _wake_scavenger(self) -> None:
+    def _wake_scavenger(self, for_good: bool = False) -> None:
         """A park wakes the scavenger: a pass now, or `compute_scavenger_late` later (if none
-        is due sooner)."""
-        at = self.t + self.compute_scavenger_late()
+        is due sooner); with `scavenger_reach`, a pass now or none for this park."""
+        if self.scavenger_reach is not None and not for_good and \
+                self.rng.random() >= self.scavenger_reach:
+            return
+        at = self.t + (0.0 if self.scavenger_reach is not None
+                       else self.compute_scavenger_late())
         if self.scavenger_due is None or self.scavenger_due > at:
             self.scavenger_due = at
             self._timer(at, "scavenger")
@@ -324,7 +336,7 @@ class Simulation:
                             "free": self.samples[-1].free_resident}
         for th in list(self.world.threads):
             if self.idle == "park":
-                self._park(th)
+                self._park(th, for_good=True)
             elif self.idle == "inline":
                 self._timer(max(self.t, self.last_inline.get(th, self.t) + self.interval),
                             "inline_again", th)
@@ -362,11 +374,11 @@ class Simulation:
 def simulate(workload: Workload, design: str, options: Options | None = None,
              sample_ms: float = 50.0, park_after_ms: float | None = None,
              calls: Iterable[Call] | None = None, scavenger_late_ms: float = 0.0,
-             seed: int = 0) -> DesignRun:
+             seed: int = 0, scavenger_reach: float | None = None) -> DesignRun:
     """Run `workload` (or the given `calls`, with the workload's idle behaviour) on the model
     under `design`; the figures of DesignRun's counters."""
     sim = Simulation(design, workload.idle, options, sample_ms, park_after_ms,
-                     scavenger_late_ms, seed)
+                     scavenger_late_ms, seed, scavenger_reach)
     stream: Iterator[Call] = iter(calls if calls is not None else workload.calls())
     for c in stream:
         sim.call(c)

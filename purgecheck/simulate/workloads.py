@@ -101,18 +101,27 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
 
 def typed_arrays(allocations: int = 2_000, lo: int = 100 * KiB, hi: int = 500 * KiB,
                  keep_every: int = 12, lifetime: int = 8, think_ms: float = 0.5,
-                 seed: int = 0, gc_every: int = 1) -> Iterator[Call]:
+                 seed: int = 0, gc_every: int = 1, per_turn: int = 0,
+                 temp_every: int = 0) -> Iterator[Call]:
     """Typed arrays, strings and Buffers of `lo`..`hi` bytes (seed: 100..500 KiB), one in
-    `keep_every` kept (seed: 1 in 12), the others freed `lifetime` allocations later; the loop
-    has nothing to do after each allocation. With `gc_every` above 1 (the measured program:
-    a collection every 8 allocations), what was dropped is freed at a collection every
-    `gc_every` allocations, and the loop comes to its idle point only then."""
+    `keep_every` kept (seed: 1 in 12), the others dropped `lifetime` allocations later; the loop
+    has nothing to do after each allocation. With `gc_every` above 1, what was dropped is
+    freed at a collection every `gc_every` allocations (the measured program asks for one
+    every 8; Bun's collector collected every 150 to 170, purgecheck measure's
+    `requests_per_collection`), and the loop comes to its idle point then, or with
+    `per_turn` every so many allocations (the measured program: every 8). With `temp_every`,
+    every so many allocations take a temporary of the same size first, dropped at once (the
+    measured program's strings: `Buffer.alloc(size).toString("latin1")`, one in three)."""
     rng = random.Random(seed)
     t = 0.0
     live: list[int] = []
     dropped: list[int] = []
     for i in range(allocations):
-        yield Call(t, 1, "malloc", i, rng.randrange(lo, hi + 1, 16), request=gc_every > 1)
+        size = rng.randrange(lo, hi + 1, 16)
+        if temp_every and i % temp_every == temp_every - 1:
+            yield Call(t, 1, "malloc", -1 - i, size)
+            dropped.append(-1 - i)
+        yield Call(t, 1, "malloc", i, size, request=gc_every > 1)
         if rng.randrange(keep_every) != 0:
             live.append(i)
         if len(live) > lifetime:
@@ -121,9 +130,11 @@ def typed_arrays(allocations: int = 2_000, lo: int = 100 * KiB, hi: int = 500 * 
             for name in dropped:
                 yield Call(t, 1, "free", name)
             dropped.clear()
-            if gc_every > 1:
+            if gc_every > 1 and not per_turn:
                 yield Call(t, 1, "loop")
-        if gc_every == 1:
+        if per_turn and (i + 1) % per_turn == 0:
+            yield Call(t, 1, "loop")
+        if gc_every == 1 and not per_turn:
             yield Call(t, 1, "loop", request=True)
         t += think_ms
     live.extend(dropped)
@@ -132,7 +143,8 @@ def typed_arrays(allocations: int = 2_000, lo: int = 100 * KiB, hi: int = 500 * 
 
 
 def buffer_loop(seconds: float = 3.0, size: int = 256 * KiB, batch: int = 8,
-                step_ms: float = 1.0, kept: int = 1, free_late: int = 0) -> Iterator[Call]:
+                step_ms: float = 1.0, kept: int = 1, free_late: int = 0,
+                gc_every: int = 1) -> Iterator[Call]:
     """A loop that frees and takes `size`-byte buffers (seed: 256 KiB, 3 s): each round frees
     the `batch` buffers of the round before, comes to its idle point (where it sweeps
     inline, at most every 100 ms), and takes `batch` new ones; a round every `step_ms`.
@@ -140,11 +152,15 @@ def buffer_loop(seconds: float = 3.0, size: int = 256 * KiB, batch: int = 8,
     use). The case that broke "deferring in the handoff only" (seed: 58 MB discarded in 3 s).
     With `free_late` the buffers of the round before are freed after the new ones are taken
     (a collector that frees them once the round has allocated: the measured Bun program),
-    and the loop comes to its idle point at the end of the round."""
+    and the loop comes to its idle point at the end of the round; with `gc_every` above 1
+    the collector frees the buffers of that many rounds at once (Bun's: every 5 rounds or
+    so, purgecheck measure's `requests_per_collection`)."""
     t, n = 0.0, kept
     for name in range(kept):
         yield Call(t, 1, "malloc", name, size)
     held: list[int] = []
+    garbage: list[int] = []
+    rounds = 0
     while t < seconds * 1000:
         if not free_late:
             for name in held:
@@ -153,12 +169,17 @@ def buffer_loop(seconds: float = 3.0, size: int = 256 * KiB, batch: int = 8,
         old, held = held, list(range(n, n + batch))
         for name in held:
             yield Call(t, 1, "malloc", name, size)
+        rounds += 1
         if free_late:
-            for name in old:
-                yield Call(t, 1, "free", name)
+            garbage.extend(old)
+            if rounds % gc_every == 0:
+                for name in garbage:
+                    yield Call(t, 1, "free", name)
+                garbage.clear()
             yield Call(t, 1, "loop", request=True)
         n += batch
         t += step_ms
+    held.extend(garbage)
     for name in [*held, *range(kept)]:
         yield Call(t, 1, "free", name)
 
@@ -194,6 +215,7 @@ PARAMETER_RANGES = {
     "requests": (0, 10_000_000, True), "allocations": (0, 10_000_000, True),
     "kept": (0, 10_000_000, True), "inflight": (1, 100_000, True), "threads": (1, 1024, True),
     "batch": (1, 100_000, True), "gc_every": (1, 100_000, True), "per_turn": (1, 100_000, False), "free_late": (0, 1, True), "keep_every": (1, 1_000_000, True),
+    "temp_every": (0, 1_000_000, True),
     "lifetime": (0, 1_000_000, True), "pause_every": (0, 10_000_000, True),
     "seed": (-(1 << 63), (1 << 63) - 1, True),
     "body": (1, GiB, True), "size": (1, GiB, True), "lo": (1, GiB, True), "hi": (1, GiB, True),

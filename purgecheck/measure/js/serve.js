@@ -1,22 +1,13 @@
 // Seed 000's server: Bun.serve on loopback that takes each request body (BODY bytes, sent by
 // load.js) as one buffer and keeps KEPT of them, one every KEEP_EVERY requests, for good.
-// Prints "ready PID PORT"; on "stats" from stdin prints "gc BODIES COLLECTIONS": the bodies
-// the garbage collector has finalized and in how many collections (a FinalizationRegistry:
-// the callbacks of one collection run together, in one task), which is how many bodies the
-// collector frees at once. Stops on "quit" from stdin, when stdin closes, or after
-// LIFETIME_MS, whichever comes first (a measurement never leaves a server behind).
+// Prints "ready PID PORT"; on "stats" from stdin prints the collector's count (collections.js).
+// Stops on "quit" from stdin, when stdin closes, or after LIFETIME_MS, whichever comes first
+// (a measurement never leaves a server behind).
+import { statsLine, watch } from "./collections.js";
 const kept = [];
 const KEPT = Number(process.env.KEPT ?? 40);
 const KEEP_EVERY = Number(process.env.KEEP_EVERY ?? 1000);
-let requests = 0, finalized = 0, collections = 0, inCollection = false;
-const collected = new FinalizationRegistry(() => {
-  finalized++;
-  if (!inCollection) {
-    inCollection = true;
-    collections++;
-    queueMicrotask(() => { inCollection = false; });
-  }
-});
+let requests = 0;
 const server = Bun.serve({
   port: 0,
   hostname: "127.0.0.1",
@@ -24,13 +15,13 @@ const server = Bun.serve({
     const body = await req.arrayBuffer();
     requests++;
     if (kept.length < KEPT && requests % KEEP_EVERY === 0) kept.push(body);
-    else collected.register(body, 0);
+    else watch(body);
     return new Response(String(body.byteLength));
   },
 });
 setTimeout(() => process.exit(0), Number(process.env.LIFETIME_MS ?? 120000)).unref();
 process.stdin.on("data", (d) => {
-  if (String(d).includes("stats")) console.log(`gc ${finalized} ${collections}`);
+  if (String(d).includes("stats")) console.log(statsLine());
   if (String(d).includes("quit")) process.exit(0);
 });
 process.stdin.on("end", () => process.exit(0));
