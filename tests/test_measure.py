@@ -17,7 +17,7 @@ import pytest
 
 from purgecheck.cli import main
 from purgecheck.measure import bun as bunmod
-from purgecheck.measure import probe
+from purgecheck.measure import probe, turns
 from purgecheck.measure.compare import compare, within
 from purgecheck.measure.designs import design_env, parse_option
 from purgecheck.measure.run import measure_once
@@ -107,6 +107,27 @@ def test_strace_madvise_lines_are_counted_by_advice_and_time():
     assert probe.discards(calls, 1764752400.25, 2e9) == (1, 65536)
 
 
+# `perf stat --per-thread -x, -e ... -p 32640` of a Bun.serve under load (2026-12-03), cut
+PERF = """# started on Thu Dec  3 11:41:20 2026
+
+bun-32640,2701,,syscalls:sys_enter_epoll_pwait2,956961362,100.00,,
+HeapHelper-32641,0,,syscalls:sys_enter_epoll_pwait2,39512397,100.00,,
+mi-scavenger-32642,0,,syscalls:sys_enter_epoll_pwait2,10315197,100.00,,
+bun-32640,3,,syscalls:sys_enter_epoll_wait,956961362,100.00,,
+bun-32650,99,,syscalls:sys_enter_epoll_pwait2,956961362,100.00,,
+HeapHelper-32641,3442,,syscalls:sys_enter_futex,39512397,100.00,,
+bun-32640,2470,,syscalls:sys_enter_futex,956961362,100.00,,
+mi-scavenger-32642,66,,syscalls:sys_enter_futex,10315197,100.00,,
+"""
+
+
+def test_the_loops_turns_are_the_main_threads_epoll_waits_and_the_scavengers_its_futex_calls():
+    t = turns.parse_perf_per_thread(PERF, 32640)
+    assert t == turns.Turns(loop_turns=2704, scavenger_passes=66)  # not thread 32650's 99
+    assert turns.parse_perf_per_thread(PERF, 1) is None  # the main thread not counted
+    assert turns.parse_perf_per_thread("", 32640) is None
+
+
 def test_proc_readings_of_this_process():
     s = probe.read_stat(os.getpid())
     r = probe.read_rollup(os.getpid())
@@ -149,6 +170,14 @@ def test_without_the_hold_the_real_bun_discards_and_refaults_many_times_the_defa
     per_request = {d: f["discards_load"] / f["requests"] for d, f in serve_runs.items()}
     assert per_request["no-hold"] >= 3 * per_request["default"]
     assert nohold["faults_per_request"] >= 5 * default["faults_per_request"]
+
+
+def test_the_collector_frees_many_request_bodies_at_once(serve_runs):
+    """js/collections.js counts the collections: Bun's collector freed 24 to 25 bodies per
+    collection on 2026-12-03 under every design (the model took 3 before it was counted)."""
+    for figures in serve_runs.values():
+        assert figures["collections"] >= 1
+        assert figures["requests_per_collection"] >= 4
 
 
 def test_the_real_bun_with_purging_off_gives_nothing_of_the_large_pages_back_at_idle(serve_runs):

@@ -25,6 +25,12 @@ once with that probability and otherwise not at all (the scavenger came after th
 left): the fraction of parks the real scavenger reaches, which `purgecheck measure` counts
 (its passes per turn of the loop, purgecheck/measure/turns.py); a loop whose turns do not
 block (setImmediate) is parked for microseconds and is seldom reached.
+
+With `sweeper_every_ms`, another thread of the process sweeps inline (mi_on_thread_idle:
+its own empty heap and the abandoned pages) every so many ms, at a phase of its own, a fifth
+of that at random later each time: Bun's worker threads (the real strace shows JITWorker's
+discards). Its sweeps end epochs too (seed 000 (2): "Any number of threads sweep at the same
+time"), so the epochs no longer fall on the sweeps of the event loop's thread.
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ FLOOR = "floor"  # later versions, not in the seed (digest 6.3): the epoch rule 
 FLOOR_BYTES = 4096 * 1024
 FLOOR_EPOCHS = 256
 INF = float("inf")
+OTHER_SWEEPER = 1_000  # the thread id of the other sweeper (sweeper_every_ms)
 POOL_IDLE_MS = 100  # Bun's thread pool sweeps once after 100 ms without work
 INLINE_EVERY_MS = 100  # Bun's Windows loop sweeps inline at most every 100 ms
 
@@ -82,10 +89,12 @@ class Simulation:
     def __init__(self, design: str, idle: str, options: Options | None = None,
                  sample_ms: float = 50.0, park_after_ms: float | None = None,
                  scavenger_late_ms: float = 0.0, seed: int = 0,
-                 scavenger_reach: float | None = None) -> None:
+                 scavenger_reach: float | None = None,
+                 sweeper_every_ms: float | None = None) -> None:
         self.design = design
         self.scavenger_late_ms = scavenger_late_ms
         self.scavenger_reach = scavenger_reach
+        self.sweeper_every_ms = sweeper_every_ms
         self.rng = random.Random(seed)
         self.idle = idle
         self.world = World(design_options(design, options))
@@ -244,6 +253,14 @@ class Simulation:
             self.scavenger_due = self.t + max(due, 1)
             self._timer(self.scavenger_due, "scavenger")
 
+    def _on_sweeper(self, th: int) -> None:
+        """Another thread sweeps inline, then again `sweeper_every_ms` (and up to a fifth of
+        it) later."""
+        self._inline(th)
+        self.world.log.clear()
+        every = self.sweeper_every_ms or 0.0
+        self._timer(self.t + every + self.rng.uniform(0, every / 5), "sweeper", th)
+
     def _on_pool(self, th: int) -> None:
         if th in self.pool_swept or self.t - self.last_call.get(th, self.t) < POOL_IDLE_MS:
             return
@@ -374,11 +391,14 @@ class Simulation:
 def simulate(workload: Workload, design: str, options: Options | None = None,
              sample_ms: float = 50.0, park_after_ms: float | None = None,
              calls: Iterable[Call] | None = None, scavenger_late_ms: float = 0.0,
-             seed: int = 0, scavenger_reach: float | None = None) -> DesignRun:
+             seed: int = 0, scavenger_reach: float | None = None,
+             sweeper_every_ms: float | None = None) -> DesignRun:
     """Run `workload` (or the given `calls`, with the workload's idle behaviour) on the model
     under `design`; the figures of DesignRun's counters."""
     sim = Simulation(design, workload.idle, options, sample_ms, park_after_ms,
-                     scavenger_late_ms, seed, scavenger_reach)
+                     scavenger_late_ms, seed, scavenger_reach, sweeper_every_ms)
+    if sweeper_every_ms:
+        sim._timer(sim.t + sim.rng.uniform(0, sweeper_every_ms), "sweeper", OTHER_SWEEPER)
     stream: Iterator[Call] = iter(calls if calls is not None else workload.calls())
     for c in stream:
         sim.call(c)

@@ -180,7 +180,7 @@ def buffer_loop(seconds: float = 3.0, size: int = 256 * KiB, batch: int = 8,
         n += batch
         t += step_ms
     held.extend(garbage)
-    for name in [*held, *range(kept)]:
+    for name in held:  # the kept buffers live on through the idle (buffer-loop.js keeps them)
         yield Call(t, 1, "free", name)
 
 
