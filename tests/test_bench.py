@@ -32,8 +32,9 @@ EXPECTED = {
                  "largest bare configuration exhausted within 2 s"),
     "fuzz": tuple(f"{m} machine, {d} driver: steps per second by CPU time"
                   for m in ("page", "epoch", "park") for d in ("program", "rules")),
-    "measure": ("bun-serve default, requests per second: with strace / without",
-                "bun-serve default, kernel CPU per request: with strace / without",
+    "measure": ("bun-serve default, requests per second: strace and perf / neither",
+                "bun-serve default, kernel CPU per request: strace and perf / neither",
+                "bun-serve default, requests per second: perf only / neither",
                 "bun-serve: one measured run, wall time",
                 "bun-serve, no-hold, discards_load: model / real",
                 "bun-serve, designs ordered by discards_load: same on both sides"),

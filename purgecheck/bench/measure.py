@@ -1,13 +1,13 @@
 """Benchmark of `purgecheck measure` on the real Bun: what the measurement costs the program
-(strace on madvise, sampling smaps_rollup) and the model beside the real system, figure by
-figure, as the model's excess over the real one (1.0: the same). Prints figures; asserts
-nothing.
+(strace on madvise, perf on the loop's turns, sampling smaps_rollup) and the model beside
+the real system, figure by figure, as the model's excess over the real one (1.0: the same).
+Prints figures; asserts nothing.
 
     .venv/bin/python -m purgecheck.bench.measure               2 runs, 4 s of load each
     .venv/bin/python -m purgecheck.bench.measure --load-s 10 --repeats 3
 
-The overhead pairs are run alternately (with strace, without, with, ...) on the default
-design; their medians are compared. Without a bun installed every row says so.
+The overhead runs alternate (strace and perf, perf only, neither, strace and perf, ...) on
+the default design; their medians are compared. Without a bun installed every row says so.
 """
 
 from __future__ import annotations
@@ -23,25 +23,30 @@ STANDARD = {"load_s": 4.0, "repeats": 2}
 
 
 def _overhead(bun, load_s: float, repeats: int, sample_ms: float) -> list[Figure]:
+    """Alternated runs of the default design: counted in full (strace on madvise and perf on
+    the loop's turns), counted with perf only, and not counted."""
     from purgecheck.measure.run import measure_once
     from purgecheck.measure.workloads import workload_params
     w, p = workload_params("bun-serve", {"load_s": str(load_s), "idle_s": "0.3"})
-    got: dict[bool, list[dict]] = {True: [], False: []}
+    arms = {"strace and perf": (True, True), "perf only": (False, True),
+            "neither": (False, False)}
+    got: dict[str, list[dict]] = {arm: [] for arm in arms}
     for _ in range(repeats):
-        for counted in (True, False):
-            got[counted].append(measure_once(bun, w, p, "default", count_madvise=counted,
-                                             sample_ms=sample_ms).figures)
+        for arm, (strace, perf) in arms.items():
+            got[arm].append(measure_once(bun, w, p, "default", count_madvise=strace,
+                                         sample_ms=sample_ms, count_turns=perf).figures)
     out = []
-    for key, what, unit in (("requests_per_s", "requests per second", "req/s"),
-                            ("sys_us_per_request", "kernel CPU per request", "us"),
-                            ("user_us_per_request", "user CPU per request", "us")):
-        with_s = statistics.median(f[key] for f in got[True])
-        without = statistics.median(f[key] for f in got[False])
-        out.append(Figure(BENCH, f"bun-serve default, {what}: with strace / without",
-                          with_s / without if without else float("nan"), "ratio",
-                          f"{with_s:,.1f} against {without:,.1f} {unit}, median of {repeats} "
-                          f"alternated pairs, {load_s:g} s of load, smaps_rollup every "
-                          f"{sample_ms:g} ms in both"))
+    for arm in ("strace and perf", "perf only"):
+        for key, what, unit in (("requests_per_s", "requests per second", "req/s"),
+                                ("sys_us_per_request", "kernel CPU per request", "us"),
+                                ("user_us_per_request", "user CPU per request", "us")):
+            with_s = statistics.median(f[key] for f in got[arm])
+            without = statistics.median(f[key] for f in got["neither"])
+            out.append(Figure(BENCH, f"bun-serve default, {what}: {arm} / neither",
+                              with_s / without if without else float("nan"), "ratio",
+                              f"{with_s:,.1f} against {without:,.1f} {unit}, median of "
+                              f"{repeats} alternated runs, {load_s:g} s of load, smaps_rollup "
+                              f"every {sample_ms:g} ms in both"))
     return out
 
 
@@ -64,9 +69,9 @@ def _model_vs_real(bun, load_s: float, repeats: int, workloads: tuple[str, ...],
         c = compare(name, p, summarise(runs))
         for row in c.rows:
             label = f"{name}, {row.design}, {row.figure}: model / real"
-            if row.model is None or not row.real:
+            if row.model is None or row.real is None or row.real <= 0:  # no ratio to 0 or less
                 why = "the model has no such design" if row.model is None else \
-                    "the real excess over before is 0"
+                    f"the real excess over before is {row.real or 0:,.2f}, not above 0"
                 out.append(not_measured(BENCH, label, "ratio", f"not measured: {why}"))
                 continue
             out.append(Figure(BENCH, label, row.model / row.real, "ratio",
@@ -85,8 +90,8 @@ def figures(tiny: bool = False, load_s: float = 10.0, repeats: int = 3) -> list[
     try:
         bun = find_bun()
     except BunMissing as e:
-        return [not_measured(BENCH, "bun-serve default, requests per second: with strace / "
-                                    "without", "ratio", f"not measured: {e}")]
+        return [not_measured(BENCH, "bun-serve default, requests per second: strace and perf / "
+                                    "neither", "ratio", f"not measured: {e}")]
     if tiny:
         return (_overhead(bun, 1.0, 1, 50.0) +
                 _model_vs_real(bun, 1.0, 1, ("bun-serve",), ["before", "no-hold"]))

@@ -4,8 +4,10 @@ from outside (purgecheck/measure/probe.py), with the load and the idle told apar
 A run starts the program (under strace unless `count_madvise` is off), waits for it to say
 that its load begins (`ready PID PORT` of a server, `load-start PID` of a single program),
 reads /proc/PID/stat there, samples smaps_rollup every `sample_ms` on a thread of its own,
-and notes the end of the load (the load generator exits, or the program says `load-end`).
-After `idle_s` of idle it tells the program to quit. Everything is bounded in time: a program
+counts the loop's turns and the scavenger's passes with perf (purgecheck/measure/turns.py)
+unless `count_turns` is off, and notes the end of the load (the load generator exits, or the
+program says `load-end`); a workload of js/ then says how many collections freed its objects
+(js/collections.js). After `idle_s` of idle it tells the program to quit. Everything is bounded in time: a program
 that does not answer is killed with its process group, and a RunError says what happened.
 """
 
@@ -160,8 +162,10 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def measure_once(bun: Path, w: MeasuredWorkload, params: dict, design: str,
                  options: dict[str, str] | None = None, repeat: int = 0,
-                 count_madvise: bool = True, sample_ms: float = 50.0) -> RunResult:
-    """One run of `w` under `design` (plus `options`); see the module's docstring."""
+                 count_madvise: bool = True, sample_ms: float = 50.0,
+                 count_turns: bool = True) -> RunResult:
+    """One run of `w` under `design` (plus `options`); see the module's docstring.
+    `count_turns` off: no perf (what counting the loop's turns costs)."""
     options = options or {}
     idle_s = float(params["idle_s"])
     lifetime_ms = int(1000 * (params.get("load_s", params.get("seconds", 60)) + idle_s + 120))
@@ -182,7 +186,8 @@ def measure_once(bun: Path, w: MeasuredWorkload, params: dict, design: str,
                                 stderr=err, text=True, start_new_session=True)
         try:
             lines = _Lines(proc.stdout)
-            result = _run_phases(bun, w, params, proc, lines, idle_s, sample_ms, Path(tmp))
+            result = _run_phases(bun, w, params, proc, lines, idle_s, sample_ms,
+                                 Path(tmp) if count_turns else None)
         except RunError as e:
             err.seek(0)
             tail = err.read().strip().splitlines()[-1:] or [""]
@@ -200,13 +205,14 @@ def measure_once(bun: Path, w: MeasuredWorkload, params: dict, design: str,
     return run
 
 
-def _run_phases(bun, w, params, proc, lines, idle_s, sample_ms, tmp: Path):
+def _run_phases(bun, w, params, proc, lines, idle_s, sample_ms, tmp: Path | None):
     word = "ready" if w.kind == "serve" else "load-start"
     _, fields = lines.expect(word, START_TIMEOUT_S)
     pid = int(fields[0]) if fields and fields[0].isdigit() else _bun_pid(proc)
     sampler = _Sampler(pid, sample_ms / 1000)
-    counter = TurnCounter(pid, tmp / "perf.txt")
-    counter.start()
+    counter = TurnCounter(pid, tmp / "perf.txt") if tmp is not None else None
+    if counter is not None:
+        counter.start()
     t_start = time.time()
     s0 = probe.read_stat(pid)
     sampler.start()
@@ -217,7 +223,7 @@ def _run_phases(bun, w, params, proc, lines, idle_s, sample_ms, tmp: Path):
         t_end, fields = lines.expect("load-end", float(params.get("max_load_s", 600)))
         requests = int(fields[0]) if fields and fields[0].isdigit() else 1
     s1 = probe.read_stat(pid)
-    turns = counter.stop()
+    turns = counter.stop() if counter is not None else None
     if s0 is None or s1 is None:
         raise RunError("the program ended during its load")
     extra = {}
