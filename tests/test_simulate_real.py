@@ -1,11 +1,14 @@
-"""The model beside a recorded measurement of the real Bun (tests/data/real_bun_2026-12-03.json:
-3 runs x 4 designs x 3 workloads, interleaved, on 2 shared cores, each run's load noted).
+"""The model beside recorded measurements of the real Bun: tests/data/real_bun_2026-12-03.json
+(3 runs x 4 designs x 3 workloads, interleaved, on 2 shared cores, each run's load noted) and
+tests/data/real_bun_2026-12-03_counted.json (4 workloads, recorded later that day with the
+loop's turns, the scavenger's passes and the collector's collections counted).
 
 Deterministic: the real figures were recorded once; these tests run only the model, through
 the comparison of `purgecheck measure --compare` (purgecheck/measure/compare.py). They check
-the figures where the calibrated model now agrees with the real system, and that broken
-variants (the seed's schedule: a scavenger that is never late and an arena that never hands a
-retired page's addresses out again) fall outside the band.
+the figures where the model agrees with the real system, and that broken variants fall
+outside the band: the seed's schedule (a scavenger that is never late and an arena that never
+hands a retired page's addresses out again), and a model without the measured inputs (a park
+after every request, a fitted collector).
 """
 
 from __future__ import annotations

@@ -153,11 +153,11 @@ def model_workload(workload: str, params: dict, summary: dict,
                    machine: MachineModel = MachineModel(), design: str = BASE_REAL):
     """The simulator's workload of the measured one as `design` ran it: its requests over
     its load (the pace), and where measured its loop's turns (requests per park,
-    purgecheck/measure/turns.py) and its collector's batch (bodies freed per collection,
-    serve.js); where not measured, a park after every request and the machine model's
-    collector. Each design runs at its own pace: a design that costs more CPU per request
-    serves fewer of them and more per turn of the loop (2026-12-03: 1.7 to 7 requests per
-    turn under before, 8 to 11 without the hold)."""
+    purgecheck/measure/turns.py) and its collector's batch (requests per collection,
+    js/collections.js); where not measured, a park after every request and the machine
+    model's collector. Each design runs at its own pace: a design that costs more CPU per
+    request serves fewer of them and more per turn of the loop (2026-12-03, bun-serve: 3.6
+    requests per turn under before, 5.0 without the hold)."""
     from purgecheck.simulate.workloads import make_workload
     run = measured_run(summary, design)
     n = max(1, int(run["requests"]["median"]))

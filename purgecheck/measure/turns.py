@@ -12,7 +12,7 @@ The model takes the loop's turns as an input (requests per park, the workload's
 `per_turn`): the park rate is a property of the machine and the program under load (a
 slower server serves more requests per turn), not of the purge rule. Counting by `strace`
 would stop the process at every turn and change what it counts (16 requests per turn under
-strace against 2 to 8 without, 2026-12-03).
+strace against 2 to 11 without, 2026-12-03).
 
 Without a usable `perf` (not installed, or not allowed to attach: perf_event_paranoid, no
 tracefs), nothing is counted and the figures are absent; the model then parks after every
