@@ -102,12 +102,31 @@ def mi_heap_malloc(world, heap: Heap, size: int, zero: bool = False,
     return Ptr(page.id, i)
 
 
+def is_page_full(page: Page) -> bool:
+    """No block to hand out without a new page: no free list, nothing unformed or purged."""
+    return not (page.free or page.local_free or page.xthread_free or page.purged
+                or page.has_unformed_tail())
+
+
+def requeue_at_end(heap: Heap, page: Page) -> None:
+    """A full page that gets a block back goes to the end of its queue (mimalloc moves it
+    from the full queue with mi_page_queue_enqueue_from): the pages in front of it, the ones
+    with room all along, are allocated from first, and it may stay untouched for a while."""
+    queue = heap.queues.get(page.block_size, [])
+    if page.id in queue:
+        queue.remove(page.id)
+        queue.append(page.id)
+
+
 def mi_free(world, ptr: Ptr, thread: int) -> None:
     """Free from `thread`: the owner pushes on local_free, any other thread on xthread_free.
     A page whose blocks are then all free goes back to the arena (page retire)."""
     page = world.pages[ptr.page]
     if thread == page.owner and not page.abandoned:
+        was_full = world.options.page_queue_order and is_page_full(page)
         mi_free_local(page, ptr.block)
+        if was_full:
+            requeue_at_end(world.heaps[page.heap], page)
         if page.used == 0 and not page.xthread_free and \
                 not is_free_page_kept_at_free(world, page, world.threads.get(thread)):
             mi_page_retire(world, page)

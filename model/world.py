@@ -38,6 +38,9 @@ class Options:
     purge_holes_large_floor: int = 0
     purge_holes_large_floor_epochs: int = 256
     arena_reuse: bool = False  # the arena hands a freed page's address range out again
+    # mimalloc's page queues (model.heap): a new page goes to the front of its size class's
+    # queue, a full page that gets a block back to its end; off: pages in the order made
+    page_queue_order: bool = False
     clock_monotone: bool = True
     clock_start_ms: int = 1_000
 
@@ -95,7 +98,11 @@ class World:
         page = Page(id=pid, geom=geom, mem=self.mem, owner=heap.thread, heap=heap.id,
                     log=self.log)
         self.pages[pid] = page
-        heap.queues.setdefault(block_size, []).append(pid)
+        queue = heap.queues.setdefault(block_size, [])
+        if self.options.page_queue_order:
+            queue.insert(0, pid)  # mi_page_queue_push: a fresh page is allocated from first
+        else:
+            queue.append(pid)
         page.emit("page_new", page_kind=kind.value, block_size=block_size, addr=geom.slice_start,
                   reserved=geom.reserved, unit=page.unit)
         return page

@@ -38,8 +38,9 @@ class MachineModel:
     the measurement lacks the figure (one recorded before it was counted, or no perf): how
     late a woken scavenger runs (ms, the mean of an exponential), how many request bodies
     (or allocations, in typed-arrays.js) the collector frees at once. Whether the arena hands
-    a retired page's addresses out again (its purged memory faults in again there) is a
-    fact of mimalloc's arenas, not a figure."""
+    a retired page's addresses out again (its purged memory faults in again there) and the
+    order of a size class's page queue (a fresh page first, a full page that gets a block
+    back last) are facts of mimalloc, not figures."""
 
     scavenger_late_ms: float = 0.6  # fitted
     arena_reuse: bool = True
@@ -48,6 +49,7 @@ class MachineModel:
     seed: int = 0
     design_options: bool = True  # a real design's options reach the model (DESIGN_OPTIONS)
     measured_inputs: bool = True  # the loop's turns, the collections, the scavenger's reach
+    page_queue_order: bool = True  # mimalloc's page queues (model.world.Options)
 
 
 # The simulator as it was before the real Bun was measured: a scavenger at the instant of
@@ -205,7 +207,8 @@ def run_model(workload: str, params: dict, summary: dict, designs: list[str],
 
     def counters(w, md: str, d: str) -> dict[str, float]:
         extra = DESIGN_OPTIONS.get(d, {}) if machine.design_options else {}
-        opts = Options(arena_reuse=machine.arena_reuse, **extra)
+        opts = Options(arena_reuse=machine.arena_reuse, page_queue_order=machine.page_queue_order,
+                       **extra)
         c = dict(simulate(w, md, opts, sample_ms=sample_ms, seed=machine.seed,
                           scavenger_late_ms=machine.scavenger_late_ms,
                           scavenger_reach=scavenger_reach(summary, d, machine)).counters)

@@ -31,7 +31,8 @@ def summary_of(runs: list[dict]) -> dict[str, dict[str, dict]]:
     out: dict[str, dict[str, dict]] = {}
     for design in dict.fromkeys(r["design"] for r in runs):
         mine = [r["figures"] for r in runs if r["design"] == design]
-        out[design] = {k: spread([f[k] for f in mine]) for k in mine[0]}
+        out[design] = {k: spread([f[k] for f in mine]) for k in mine[0]
+                       if all(k in f for f in mine)}  # a count one run lacks (no perf)
     return out
 
 
