@@ -106,8 +106,12 @@ class Simulation:
         self.retired_seen: set[int] = set()
         self.watch: set[int] = set()  # pages not yet seen retired
         self.known_pages = 0
-        self.allocs_changed = 0  # counts the program's mallocs, frees and reallocs
-        self.live_cache: tuple[int, set[int]] = (-1, set())
+        # page id -> the OS pages of its live blocks, worked out again at a sample only for
+        # the pages whose blocks changed since the one before (`dirty`): rebuilding every
+        # page's at each sample was a quarter of a simulation's time. Pages never share an
+        # OS page (each is a run of whole slices), so the sets are disjoint.
+        self.live_pages: dict[int, set[int]] = {}
+        self.dirty: set[int] = set()
         self.load_end = self.t
         self.at_load_end: dict[str, float] = {}
 
@@ -153,17 +157,20 @@ class Simulation:
         if c.op != "loop" and thread.park_state in (PARKED, SWEEPING):
             mi_on_thread_idle_end(self.world, th)
         if c.op == "malloc":
-            self.ptrs[c.name] = mi_heap_malloc(self.world, self.world.heap(th), c.size)
+            self.ptrs[c.name] = ptr = mi_heap_malloc(self.world, self.world.heap(th), c.size)
+            self.dirty.add(ptr.page)
             self.allocations += 1
             self.load_end = self.t
         elif c.op == "free":
             ptr = self.ptrs.pop(c.name)
             mi_free(self.world, ptr, th)
+            self.dirty.add(ptr.page)
             self._note_retired(ptr.page)
         elif c.op == "realloc":
             old = self.ptrs[c.name]
             self.ptrs[c.name] = new = mi_realloc(self.world, self.world.heap(th), old, c.size)
             if new != old:
+                self.dirty.update((old.page, new.page))
                 self.allocations += 1
                 self.load_end = self.t
                 self._note_retired(old.page)
@@ -174,7 +181,6 @@ class Simulation:
         if c.request:
             self.requests += int(c.request)
         if c.op != "loop":
-            self.allocs_changed += 1
             self.last_call[th] = self.t
             self.pool_swept.discard(th)
             if self.idle == "pool":
@@ -289,20 +295,23 @@ class Simulation:
     # -- what it costs -----------------------------------------------------------------------
 
     def live_resident_pages(self) -> int:
-        """Resident OS pages that hold part of a live allocation (the OS pages of the live
-        allocations are worked out again only after an allocation or a free)."""
+        """Resident OS pages that hold part of a live allocation."""
         mem = self.world.mem
-        if self.live_cache[0] != self.allocs_changed:
-            live: set[int] = set()
-            for pid in self.watch:
-                page = self.world.pages[pid]
-                if page.retired or not page.handed_out:
-                    continue
-                g = page.geom
-                for i in page.handed_out:
-                    live.update(mem.os_pages(g.block_addr(i), g.block_size))
-            self.live_cache = (self.allocs_changed, live)
-        return len(self.live_cache[1] & mem.resident)
+        pages = self.world.pages
+        live = self.live_pages
+        for pid in self.dirty:
+            page = pages[pid]
+            if page.retired or not page.handed_out:
+                live.pop(pid, None)
+                continue
+            g = page.geom
+            os_pages: set[int] = set()
+            for i in page.handed_out:
+                os_pages.update(mem.os_pages(g.block_addr(i), g.block_size))
+            live[pid] = os_pages
+        self.dirty.clear()
+        resident = mem.resident
+        return sum(len(s & resident) for s in live.values())
 
     def _sample(self) -> None:
         self._note_all_retired()  # brings new pages into `watch`
