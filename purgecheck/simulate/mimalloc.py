@@ -114,6 +114,8 @@ class Simulation:
         self.dirty: set[int] = set()
         self.load_end = self.t
         self.at_load_end: dict[str, float] = {}
+        self.rss_peak = 0  # resident OS pages at most
+        self.rss_area = 0.0  # resident OS pages x ms
 
     # -- time ----------------------------------------------------------------------------
 
@@ -122,6 +124,8 @@ class Simulation:
         heapq.heappush(self.timers, (due, self.seq, kind, thread))
 
     def _set_clock(self, t: float) -> None:
+        resident = len(self.world.mem.resident)
+        self.rss_area += resident * (t - self.t)  # pages x ms: resident memory over time
         self.t = t
         now = int(t)
         if now > self.world.clock.now:
@@ -188,6 +192,9 @@ class Simulation:
             if self.park_after_ms is not None:
                 self._timer(self.t + self.park_after_ms, "park_after", th)
         self.world.log.clear()  # the model's event log: the simulator keeps counters only
+        resident = len(self.world.mem.resident)  # only a call writes: the peak is after one
+        if resident > self.rss_peak:
+            self.rss_peak = resident
 
     def _loop_idle(self, th: int) -> None:
         """The thread's loop has nothing to do: park, or sweep inline at most every 100 ms."""
@@ -247,8 +254,10 @@ class Simulation:
         self.world.log.clear()
 
     def _on_park_after(self, th: int) -> None:
+        """A thread silent for park_after_ms comes to its idle point: it parks, or sweeps
+        inline, as its idle behaviour says (a trace of a real program has no `loop` calls)."""
         if self.t - self.last_call.get(th, self.t) >= (self.park_after_ms or 0):
-            self._park(th)
+            self._loop_idle(th)
 
     def _on_inline_again(self, th: int) -> None:
         """The inline caller about to block for good: again an interval after the call
@@ -365,6 +374,11 @@ class Simulation:
             "arena_purged_bytes": self.arena_purged_bytes,
             "arena_purges_load": load["arena_purges"],
             "arena_purged_bytes_load": load["arena_bytes"],
+            # everything given back, hole purging's discards and the arena's purges alike
+            "discards": mem.discard_calls + self.arena_purges,
+            "discarded_bytes": mem.discarded_bytes + self.arena_purged_bytes,
+            "rss_peak": self.rss_peak * mem.os_page_size,
+            "rss_mb_s": self.rss_area * mem.os_page_size / 1000 / (1 << 20),
         }
 
 
