@@ -119,6 +119,13 @@ def test_a_killed_recording_is_simulated_as_a_prefix_that_says_so(capsys, record
     assert "no exit record" in doc["trace"]["prefix"]
     rc, out, _ = cli(capsys, "simulate", str(cut), "--version", "2.23+", "--idle-ms", "10")
     assert "PREFIX" in out and "no exit record" in out
+    rc, out, _ = cli(capsys, "replay", str(cut), "--json")  # replay says so too
+    doc = orjson.loads(out)
+    assert rc == 0 and not doc["complete"] and "no exit record" in doc["prefix"]
+    rc, out, _ = cli(capsys, "replay", str(cut), "--version", "2.23+")
+    assert "PREFIX" in out
+    rc, out, _ = cli(capsys, "replay", str(recordings["threads"]), "--json")
+    assert orjson.loads(out)["complete"] and "PREFIX" not in out
 
 
 def test_a_heaptrack_file_and_a_call_trace_with_realloc_reach_glibc(capsys, tmp_path):

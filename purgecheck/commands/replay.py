@@ -142,6 +142,7 @@ def to_doc(rep, env) -> dict:
            "skipped": rep.conversion.skipped,
            "stopped": (None if rep.conversion.stopped is None else
                        {"record": rep.conversion.stopped[0], "why": rep.conversion.stopped[1]}),
+           "complete": rep.prefix is None, "prefix": rep.prefix,
            "predicted": rep.predicted,
            "model_seconds": rep.model_seconds, "ok": rep.ok}
     if rep.measured is not None:
@@ -162,9 +163,8 @@ def print_table(rep, env) -> None:
                                               f"left out ({'; '.join(conv.skipped)})"
                                               if conv.skipped else "")
           + (f"; {' '.join(f'{k}={v}' for k, v in env.items())}" if env else ""))
-    if conv.stopped is not None:
-        print(f"  stopped before record {conv.stopped[0]}: {conv.stopped[1]} (the image did "
-              f"not end; the rest depends on that call)")
+    if rep.prefix is not None:
+        print(f"  PREFIX: these figures cover part of the run only: {rep.prefix}")
     versions = list(rep.predicted)
     head = f"  {'category':14}" + "".join(f" {'model ' + v:>13}" for v in versions)
     if rep.measured is not None:

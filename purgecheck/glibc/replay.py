@@ -64,6 +64,7 @@ class Replay:
     divergence: Divergence | None = None
     addresses_checked: bool = False
     invariant_checks: int = 0
+    prefix: str | None = None  # why the figures cover only part of the run (prefix_reason)
 
     @property
     def ok(self) -> bool:
@@ -98,6 +99,22 @@ def ops_of(img, stats: Conversion | None = None):
     if isinstance(img, HeaptrackImage):
         return img.glibc_ops(stats)
     return to_ops(img, stats)
+
+
+def prefix_reason(img, stats: Conversion) -> str | None:
+    """Why a replay covers only a prefix of the program's run, or None when it covers all
+    of it: the conversion stopped at a call the file cannot explain, the recording has a gap
+    (a call number missing: buffers that never reached the file), or it has no exit record
+    (killed; docs/record.md). An image that exec'ed ended too. A heaptrack file: None."""
+    if stats.stopped is not None:
+        return f"stopped before record {stats.stopped[0]}: {stats.stopped[1]}"
+    if isinstance(img, HeaptrackImage):
+        return None
+    if img.cut is not None:
+        return f"the recording has a gap at call {img.cut}: the calls from there are left out"
+    if not (img.has_kind("end") or img.has_kind("exec")):
+        return "the recording has no exit record (the program was killed, or calls were lost)"
+    return None
 
 
 def run_model(img: Image, version: Version, settings: dict[str, int], overcommit_2: bool,
@@ -345,6 +362,7 @@ def replay(path: str | Path, versions: list[str] | None, settings: dict[str, int
         names = names if installed in names else names + [installed]
     counts, seconds, stats = predict(img, names, settings, overcommit_2)
     rep = Replay(str(path), n, img.pid, stats, counts, seconds)
+    rep.prefix = prefix_reason(img, stats)
     if not real:
         return rep
     rep.release, rep.installed = release, installed

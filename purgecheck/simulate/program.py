@@ -39,8 +39,7 @@ class Program:
     kind: str  # "recording", "heaptrack" or "calls"
     make: Callable[[Conversion], Iterator[TimedOp]]
     image: int | None = None
-    ended: bool = True  # the recording has its exit record (else it is a prefix)
-    cut: int | None = None  # the first call missing from the recording, if one is
+    img: object = None  # the recording's image or heaptrack file (None: a call trace)
     conversion: Conversion = field(default_factory=Conversion)
 
     def timed_ops(self) -> Iterator[TimedOp]:
@@ -49,15 +48,9 @@ class Program:
 
     @property
     def prefix(self) -> str | None:
-        """Why the figures cover only a prefix of the program's run, or None."""
-        c = self.conversion
-        if c.stopped is not None:
-            return f"stopped before record {c.stopped[0]}: {c.stopped[1]}"
-        if self.cut is not None:
-            return f"the recording has a gap at call {self.cut}: what follows is left out"
-        if not self.ended:
-            return "the recording has no exit record (the program was killed, or lost calls)"
-        return None
+        """Why the figures cover only a prefix of the program's run, or None (as replay)."""
+        from purgecheck.glibc.replay import prefix_reason
+        return None if self.img is None else prefix_reason(self.img, self.conversion)
 
 
 def is_recording(path: Path) -> bool:
@@ -81,12 +74,11 @@ def load_program(path: Path, image: int | None = None) -> Program:
             def heaptrack_ops(stats: Conversion) -> Iterator[TimedOp]:
                 for op in img.glibc_ops(stats):
                     yield img.now_ms, op
-            return Program(path.name, str(path), "heaptrack", heaptrack_ops, 0)
+            return Program(path.name, str(path), "heaptrack", heaptrack_ops, 0, img)
 
         def recorded_ops(stats: Conversion) -> Iterator[TimedOp]:
             return _with_record_times(img, ops_of(img, stats))
-        return Program(path.name, str(path), "recording", recorded_ops, n,
-                       ended=img.has_kind("end") or img.has_kind("exec"), cut=img.cut)
+        return Program(path.name, str(path), "recording", recorded_ops, n, img)
     if image is not None:
         raise ValueError("--image: a call trace has one image")
     calls = _read_calls(path)
