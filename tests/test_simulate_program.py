@@ -65,6 +65,11 @@ def test_simulate_counts_the_system_calls_replay_real_sees_on_the_real_glibc(rec
     assert rep.ok, rep.mismatches
     real = {k: v for k, v in rep.measured.counts.items() if v}
     assert simulated_syscalls(recordings[name], rep.installed) == real
+    # resident memory beside the real driver's: every page the model says malloc writes
+    # while not resident is a page the kernel faults in too (the model misses others: the
+    # threads' stacks, realloc's copy), and both see some
+    m = rep.memory
+    assert 0 < m.model_faults <= m.real_minor_faults and m.model_peak_kb > 0
     if name == "python3":
         assert real.get("chunk_mremap", 0) >= 1  # a realloc of a mapped block was seen
 
@@ -147,3 +152,17 @@ def test_a_heaptrack_file_and_a_call_trace_with_realloc_reach_glibc(capsys, tmp_
     (run,) = doc["runs"]
     assert run["syscalls"]["chunk_mremap"] == 1  # the realloc of a mapped block
     assert run["syscalls"]["heap_new"] == 1  # thread 2, a thread of its own
+
+
+def test_the_guides_table_of_a_real_program_is_what_simulate_prints(capsys):
+    """docs/simulate-guide.md shows `purgecheck simulate tests/data/xz-T2.rec`: the same
+    table, line for line, as the command prints now (a recording committed with the tests)."""
+    trace = ROOT / "tests" / "data" / "xz-T2.rec"
+    rc, out, _ = cli(capsys, "simulate", "tests/data/xz-T2.rec" if Path.cwd() == ROOT
+                     else str(trace))
+    assert rc == 0
+    guide = (ROOT / "docs" / "simulate-guide.md").read_text()
+    shown = guide.split("$ purgecheck simulate tests/data/xz-T2.rec\n", 1)[1].split("```")[0]
+    rows = [ln.rstrip() for ln in out.splitlines() if ln.startswith("│")]
+    assert len(rows) == len(VERSIONS) + len(DESIGNS)
+    assert rows == [ln.rstrip() for ln in shown.splitlines() if ln.startswith("│")]

@@ -148,6 +148,7 @@ def to_doc(rep, env) -> dict:
     if rep.measured is not None:
         doc |= {"glibc": rep.release, "installed_model": rep.installed,
                 "measured": rep.measured.counts, "real_seconds": rep.real_seconds,
+                "memory": rep.memory.as_json() if rep.memory else None,
                 "mismatches": rep.mismatches}
     if rep.divergence is not None:
         d = rep.divergence
@@ -187,6 +188,12 @@ def print_table(rep, env) -> None:
         print(f"  ops per CPU second, conversion included: {', '.join(rates)}")
     if rep.measured is None:
         return
+    m = rep.memory
+    if m is not None:  # the band: docs/record.md, "Resident memory"
+        print(f"  resident memory: model {rep.installed} peak {m.model_peak_kb / 1024:,.1f} MB, "
+              f"{m.model_faults:,} pages faulted ({m.model_refaults:,} refaults); glibc "
+              f"{rep.release} driver peak RSS {m.real_peak_kb / 1024:,.1f} MB, "
+              f"{m.real_minor_faults:,} minor faults (over the ops, above its own tables)")
     if rep.ok:
         print(f"  the model of {rep.installed} and glibc {rep.release} agree in every category"
               + (", and every block is at glibc's address" if rep.addresses_checked else ""))

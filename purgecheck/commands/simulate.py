@@ -15,7 +15,11 @@ EXAMPLE = """examples:
   purgecheck simulate bun-serve                   every design of seed 000 on Bun.serve
   purgecheck simulate bun-serve --design epoch --design no-hold --set requests=5000
   purgecheck simulate typed-arrays --plot /tmp/sim   and the picture (SVG, PNG)
-  purgecheck simulate my.calls --idle park --park-after 50    a trace of your program
+  purgecheck record -o py.rec -- python3 prog.py; purgecheck simulate py.rec
+                                                  your program on every glibc version and
+                                                  every design, one table (docs/simulate-guide.md)
+  purgecheck simulate py.rec --version 2.23+ --design epoch --json
+  purgecheck simulate my.calls --idle park --park-after 50    a trace in the call format
   purgecheck simulate bench-free                  glibc: every version of seed 001
   purgecheck simulate --seeds                     each claim of the seeds beside the model's
 exit status: 0 simulated (with --seeds: every claim holds, or holds by construction of the
@@ -38,7 +42,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                    "calls. Virtual time, per OS page; deterministic.",
                        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("workload", nargs="?", metavar="WORKLOAD|TRACE",
-                   help="a named workload (--list) or a call trace file (docs/simulate.md)")
+                   help="a named workload (--list), or a trace: a recording of `purgecheck "
+                        "record`, a heaptrack file, a call trace (docs/simulate-guide.md)")
     p.add_argument("--list", action="store_true", help="list workloads, designs, idle behaviours")
     p.add_argument("--seeds", action="store_true",
                    help="the seeds' claims: each figure of the seed beside the model's, the "
@@ -58,8 +63,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="the idle after the last call (default: the workload's own; 1000 for "
                         "a trace)")
     p.add_argument("--park-after", type=float, metavar="MS",
-                   help="a thread that makes no call for MS ms parks (for a trace without "
-                        "loop calls)")
+                   help="a thread that makes no call for MS ms comes to its idle point: "
+                        "parks, or sweeps inline, as --idle says (for a trace without loop "
+                        "calls; 10 for a recording)")
     p.add_argument("--sample-ms", type=float, default=10.0, metavar="MS",
                    help="resident memory is sampled every MS ms of virtual time (default 10)")
     p.add_argument("--image", type=int, metavar="N",
