@@ -55,20 +55,20 @@ class SortedAddrs:
 
     def add(self, x: int) -> None:
         maxes = self.maxes
-        if not maxes:
+        self.n += 1
+        if maxes and x > maxes[-1]:  # above every address (the top chunk moving up): append
+            k = len(maxes) - 1
+            b = self.blocks[k]
+            b.append(x)
+            maxes[k] = x
+        elif not maxes:
             self.blocks.append([x])
             maxes.append(x)
-            self.n = 1
             return
-        k = bisect_left(maxes, x)
-        if k == len(maxes):  # above every address: the last block (the top chunk's case)
-            k -= 1
-            self.blocks[k].append(x)
-            maxes[k] = x
         else:
-            insort(self.blocks[k], x)
-        self.n += 1
-        b = self.blocks[k]
+            k = bisect_left(maxes, x)
+            b = self.blocks[k]
+            insort(b, x)
         if len(b) >= 2 * self.block:
             half = b[self.block:]
             del b[self.block:]
