@@ -80,8 +80,9 @@ def recording_figures(tiny: bool = False) -> list[Figure]:
     what = f"recording of a perl hash of {keys:,} keys"
     if shutil.which("perl") is None:
         from purgecheck.bench import not_measured
-        return [not_measured(BENCH, f"{what}: allocations per second", "allocs/s",
-                             "not measured: no perl here")]
+        return [not_measured(BENCH, f"{what}, {side}: allocations per second", "allocs/s",
+                             "not measured: no perl here")
+                for side in ("glibc, every version", *DESIGNS)]
     with tempfile.TemporaryDirectory(prefix="purgecheck-bench-sim-") as tmp:
         rec = record(["perl", "-e", PERL_HASH.format(n=keys)], Path(tmp) / "perl.rec",
                      stdout=subprocess.DEVNULL)
