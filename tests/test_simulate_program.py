@@ -120,13 +120,16 @@ def test_a_killed_recording_is_simulated_as_a_prefix_that_says_so(capsys, record
     rc, out, _ = cli(capsys, "simulate", str(cut), "--json", "--version", "2.23+",
                      "--idle-ms", "10")
     doc = orjson.loads(out)
+    # cut where its threads' buffers are out of order, the recording has a gap; else it has
+    # no exit record
+    why = doc["trace"]["prefix"]
     assert rc == 0 and not doc["trace"]["complete"]
-    assert "no exit record" in doc["trace"]["prefix"]
+    assert "no exit record" in why or "has a gap at call" in why
     rc, out, _ = cli(capsys, "simulate", str(cut), "--version", "2.23+", "--idle-ms", "10")
-    assert "PREFIX" in out and "no exit record" in out
+    assert "PREFIX" in out and why.split(":")[0] in out
     rc, out, _ = cli(capsys, "replay", str(cut), "--json")  # replay says so too
     doc = orjson.loads(out)
-    assert rc == 0 and not doc["complete"] and "no exit record" in doc["prefix"]
+    assert rc == 0 and not doc["complete"] and doc["prefix"] == why
     rc, out, _ = cli(capsys, "replay", str(cut), "--version", "2.23+")
     assert "PREFIX" in out
     rc, out, _ = cli(capsys, "replay", str(recordings["threads"]), "--json")
