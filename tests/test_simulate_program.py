@@ -50,6 +50,12 @@ def recordings(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def real_replays(recordings):
+    """`replay --real` of each recording, once for the module's tests."""
+    return {name: replay(path, None, {}, {}, real=True) for name, path in recordings.items()}
+
+
 def simulated_syscalls(path: Path, version: str, drop=()) -> dict[str, int]:
     program = load_program(path)
 
@@ -60,8 +66,9 @@ def simulated_syscalls(path: Path, version: str, drop=()) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("name", ["threads", "python3"])
-def test_simulate_counts_the_system_calls_replay_real_sees_on_the_real_glibc(recordings, name):
-    rep = replay(recordings[name], None, {}, {}, real=True)
+def test_simulate_counts_the_system_calls_replay_real_sees_on_the_real_glibc(recordings,
+                                                                            real_replays, name):
+    rep = real_replays[name]
     assert rep.ok, rep.mismatches
     real = {k: v for k, v in rep.measured.counts.items() if v}
     assert simulated_syscalls(recordings[name], rep.installed) == real
@@ -74,9 +81,10 @@ def test_simulate_counts_the_system_calls_replay_real_sees_on_the_real_glibc(rec
         assert real.get("chunk_mremap", 0) >= 1  # a realloc of a mapped block was seen
 
 
-def test_a_simulate_whose_glibc_side_drops_reallocs_disagrees_with_the_real_glibc(recordings):
+def test_a_simulate_whose_glibc_side_drops_reallocs_disagrees_with_the_real_glibc(
+        recordings, real_replays):
     """Broken variant: the glibc side leaves the reallocs out (as it refused them before)."""
-    rep = replay(recordings["python3"], None, {}, {}, real=True)
+    rep = real_replays["python3"]
     real = {k: v for k, v in rep.measured.counts.items() if v}
     assert simulated_syscalls(recordings["python3"], rep.installed, drop=("realloc",)) != real
 
