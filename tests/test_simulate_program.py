@@ -177,3 +177,32 @@ def test_the_guides_table_of_a_real_program_is_what_simulate_prints(capsys):
     rows = [ln.rstrip() for ln in out.splitlines() if ln.startswith("│")]
     assert len(rows) == len(VERSIONS) + len(DESIGNS)
     assert rows == [ln.rstrip() for ln in shown.splitlines() if ln.startswith("│")]
+
+
+# a block grown by realloc past its neighbour: _int_realloc takes a new chunk and copies
+MOVED = "0 malloc 1 100000\n0 malloc 2 16\n0 realloc 1 150000\n"
+
+
+def copied_pages_resident() -> tuple[int, int]:
+    """(resident pages, pages) of the range realloc's copy wrote in the moved block."""
+    from model.glibc.resident import pages_within
+    from purgecheck.formats.glibc_ops import parse_script
+    from purgecheck.glibc.modelrun import run_model
+    p = run_model(parse_script(MOVED), VERSIONS["2.23+"])
+    new = p.blocks[1]
+    lo, hi = pages_within(new.addr + 16, 100000)
+    return p.resident.resident_in_pages(lo, hi), hi - lo
+
+
+def test_realloc_copies_the_old_block_into_the_new_one_and_its_pages_fault():
+    resident, pages = copied_pages_resident()
+    assert pages >= 20 and resident == pages
+
+
+def test_a_realloc_that_moves_without_copying_is_caught(monkeypatch):
+    """Broken variant: the model's realloc moves the block but writes none of it (the model
+    before issue 29, whose faults were a third of the real driver's on python3)."""
+    from model.glibc import realloc
+    monkeypatch.setattr(realloc, "copy_on_move", lambda p, old, new: None)
+    resident, pages = copied_pages_resident()
+    assert resident < pages
