@@ -79,7 +79,9 @@ def mi_page_malloc(page: Page, zero: bool = False) -> int | None:
 
 def check_free(page: Page, i: int) -> None:
     """A free of a block that is not live is a double (or invalid) free."""
-    if not 0 <= i < page.capacity or i in page.listed_blocks() or page.is_block_purged(i):
+    # the three lists searched in place: listed_blocks() would copy them at every free
+    if not 0 <= i < page.capacity or i in page.free or i in page.local_free \
+            or i in page.xthread_free or page.is_block_purged(i):
         page.double_frees += 1
         page.emit("double_free", block=i)
         raise DoubleFree(f"page {page.id}: block {i} is not live (double free)")

@@ -11,7 +11,10 @@
  * state is the script's alone. Around the ops it calls getppid(2) once as a marker, so the
  * trace classifier can drop the start-up and exit noise.
  *
- * Usage: glibc_driver [--addresses] [--op-marks] SCRIPT
+ * Usage: glibc_driver [--addresses] [--op-marks] [--memory] SCRIPT
+ * --memory: after the ops, one line `memory MINFLT HWM_KB RSS_KB`: the minor faults of the
+ * ops alone (getrusage before and after), the peak resident set (VmHWM) and the resident set
+ * when the ops began (the driver's own tables, read beforehand), from /proc/self/status.
  * Exit: 0 ran, 2 bad usage or a bad script (one line naming file:line), 3 malloc failed.
  */
 #include <errno.h>
@@ -24,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -53,6 +57,7 @@ static long nops, max_ops;
 static void **ptrs;
 static const char *path;
 static int show_addresses;
+static int memory_report; /* --memory: faults and resident set of the ops (usage above) */
 static int op_marks; /* --op-marks: a getpid(2) before each op, for locating a divergence */
 
 struct worker {
@@ -346,6 +351,22 @@ static void execute(void)
             bad(0, "a thread is still running at the end: join it");
 }
 
+/* A field of /proc/self/status in kB (read with read(2): the driver never mallocs). */
+static long status_kb(const char *field)
+{
+    static char text[8192];
+    int fd = open("/proc/self/status", O_RDONLY);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    text[n] = '\0';
+    char *at = strstr(text, field);
+    return at ? strtol(at + strlen(field), NULL, 10) : -1;
+}
+
 int main(int argc, char **argv)
 {
     int argi = 1;
@@ -354,11 +375,13 @@ int main(int argc, char **argv)
             show_addresses = 1;
         else if (!strcmp(argv[argi], "--op-marks"))
             op_marks = 1;
+        else if (!strcmp(argv[argi], "--memory"))
+            memory_report = 1;
         else
             break;
     }
     if (argi + 1 != argc) {
-        say(2, "usage: glibc_driver [--addresses] [--op-marks] SCRIPT\n");
+        say(2, "usage: glibc_driver [--addresses] [--op-marks] [--memory] SCRIPT\n");
         return 2;
     }
     path = argv[argi];
@@ -404,9 +427,16 @@ int main(int argc, char **argv)
         return 2;
     }
     parse();
+    struct rusage before, after;
+    long rss_start = status_kb("VmRSS:");
+    getrusage(RUSAGE_SELF, &before);
     syscall(SYS_getppid); /* marker: the ops begin */
     execute();
     syscall(SYS_getppid); /* marker: the ops end */
+    getrusage(RUSAGE_SELF, &after);
+    if (memory_report)
+        say(1, "memory %ld %ld %ld\n", after.ru_minflt - before.ru_minflt,
+            status_kb("VmHWM:"), rss_start);
     say(1, "ok %ld lines\n", nops);
     return 0;
 }

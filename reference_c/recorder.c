@@ -109,8 +109,23 @@ static uint64_t t0;
 static char boot[64 * 1024] __attribute__((aligned(64)));
 static size_t boot_used;
 
-static __thread uint64_t buf[BUF_RECORDS * 4];
-static __thread int nbuf;
+/* Each thread's records wait in a buffer of its own, taken from a static pool on the
+ * thread's first record and given back when it ends. The pool, unlike thread-local storage,
+ * outlives the thread and is reachable from any thread: at the process's exit (the
+ * destructor, or _exit / _Exit) and at an exec, every buffer still holding records is
+ * written, so the calls of threads that are still running are not lost (docs/record.md).
+ * A buffer's lock is held only while its thread appends a record or while someone writes
+ * the buffer out, so each buffer reaches the file whole and in order. */
+#define POOL 1024
+struct tbuf {
+    atomic_flag lock;
+    atomic_int used;
+    int n;
+    uint64_t rec[BUF_RECORDS * 4];
+};
+static struct tbuf pool[POOL];
+static __thread struct tbuf *buf_of; /* this thread's buffer; NULL: none (yet) */
+static int write_through; /* after the exit's flush of every buffer: records go at once */
 static __thread int my_thread = -1;
 static __thread int in_create;
 static __thread int unbuffered; /* after the thread's exit record or the process's END */
@@ -150,11 +165,75 @@ static void write_all(const void *p, size_t n)
     }
 }
 
+static void lock_buf(struct tbuf *b)
+{
+    while (atomic_flag_test_and_set_explicit(&b->lock, memory_order_acquire))
+        ;
+}
+
+static void unlock_buf(struct tbuf *b)
+{
+    atomic_flag_clear_explicit(&b->lock, memory_order_release);
+}
+
+static void write_buf(struct tbuf *b) /* with b's lock held */
+{
+    if (b->n) {
+        write_all(b->rec, (size_t)b->n * 32);
+        b->n = 0;
+    }
+}
+
+/* This thread's buffer: a free one of the pool, taken on first use. NULL when the pool is
+ * exhausted: the thread's records are then written one by one. */
+static struct tbuf *my_buf(void)
+{
+    if (!buf_of) {
+        for (int i = 0; i < POOL && !buf_of; i++) {
+            int expected = 0;
+            if (atomic_compare_exchange_strong(&pool[i].used, &expected, 1))
+                buf_of = &pool[i];
+        }
+    }
+    return buf_of;
+}
+
 static void flush(void)
 {
-    if (nbuf) {
-        write_all(buf, (size_t)nbuf * 32);
-        nbuf = 0;
+    struct tbuf *b = buf_of;
+    if (b) {
+        lock_buf(b);
+        write_buf(b);
+        unlock_buf(b);
+    }
+}
+
+/* Every buffer of the pool written out: at exit, _exit and exec, while other threads may
+ * still be running (each buffer under its lock). RECORDER_MUTANT_OWN_BUFFER_ONLY builds the
+ * broken variant the tests run: only the calling thread's buffer is written. */
+static void flush_all(void)
+{
+#ifdef RECORDER_MUTANT_OWN_BUFFER_ONLY
+    flush();
+#else
+    for (int i = 0; i < POOL; i++) {
+        if (!atomic_load(&pool[i].used))
+            continue;
+        lock_buf(&pool[i]);
+        write_buf(&pool[i]);
+        unlock_buf(&pool[i]);
+    }
+#endif
+}
+
+/* The thread ends: its buffer, written, goes back to the pool. */
+static void release_buf(void)
+{
+    struct tbuf *b = buf_of;
+    if (b) {
+        flush();
+        buf_of = NULL;
+        atomic_store(&b->used, 0);
     }
 }
 
@@ -183,9 +262,17 @@ static void emit(int kind, unsigned flags, uint64_t a, uint64_t r)
     w[2] = a;
     w[3] = r;
     seal(w);
-    memcpy(&buf[nbuf * 4], w, sizeof w);
-    if (++nbuf == BUF_RECORDS || unbuffered)
-        flush();
+    /* a thread past its exit record writes at once, without taking a buffer again */
+    struct tbuf *b = unbuffered && !buf_of ? NULL : my_buf();
+    if (!b) {
+        write_all(w, sizeof w);
+    } else {
+        lock_buf(b);
+        memcpy(&b->rec[b->n * 4], w, sizeof w);
+        if (++b->n == BUF_RECORDS || unbuffered || write_through)
+            write_buf(b);
+        unlock_buf(b);
+    }
     errno = saved;
 }
 
@@ -247,7 +334,7 @@ static __thread int probe_hits;
  * probe below has decided), keeping its check byte right. */
 static void set_flags(int index, unsigned flags)
 {
-    uint64_t *w = &buf[index * 4];
+    uint64_t *w = &my_buf()->rec[index * 4];
     w[1] = (w[1] & 0x0000FFFFFFFFFFFFULL) | ((uint64_t)(flags & 0xFF) << 48);
     seal(w);
 }
@@ -260,8 +347,10 @@ static void start_image(void)
     t0 = now_ns();
     atomic_store(&seq, 0);
     my_thread = 0;
-    nbuf = 0;
+    if (my_buf())
+        buf_of->n = 0;
     unbuffered = 0;
+    write_through = 0;
     active = 1;
     emit(K_START, 0, (uint64_t)getpid(), MAGIC);
     unsigned refused = 0;
@@ -284,7 +373,7 @@ static void start_image(void)
         }
     }
     if (refused) {
-        nbuf = 1; /* the START record alone, marked */
+        buf_of->n = 1; /* the START record alone, marked */
         set_flags(0, refused);
         flush();
         say("purgecheck-record: %s replaces malloc (%s): its allocations cannot be recorded "
@@ -301,6 +390,15 @@ static void start_image(void)
 
 static void child_after_fork(void)
 {
+    /* Only the forking thread runs in the child: the other buffers are the parent's
+     * threads', written by the parent, and go back to the pool here. */
+    for (int i = 0; i < POOL; i++) {
+        if (&pool[i] != buf_of) {
+            atomic_flag_clear(&pool[i].lock);
+            pool[i].n = 0;
+            atomic_store(&pool[i].used, 0);
+        }
+    }
     if (fd >= 0)
         close(fd);
     fd = -1;
@@ -349,8 +447,35 @@ __attribute__((destructor(101))) static void recorder_fini(void)
 {
     if (!active)
         return;
+    flush_all(); /* the threads still running: what they recorded so far */
+    write_through = 1;
     unbuffered = 1;
     emit(K_END, 0, 0, 0);
+}
+
+/* _exit and _Exit end the process without destructors: the buffers are written and the END
+ * record made here first. (exit() calls the C library's own _exit after the destructor.) */
+typedef void (*exit_fn)(int);
+
+__attribute__((noreturn)) static void exit_now(const char *name, int status)
+{
+#ifndef RECORDER_MUTANT_OWN_BUFFER_ONLY
+    recorder_fini();
+    active = 0;
+#endif
+    ((exit_fn)dlsym(RTLD_NEXT, name))(status);
+    for (;;) /* not reached: _exit does not return */
+        ;
+}
+
+void _exit(int status)
+{
+    exit_now("_exit", status);
+}
+
+void _Exit(int status)
+{
+    exit_now("_Exit", status);
 }
 
 #define REC(stmt) do { if (active) { stmt; } } while (0)
@@ -414,7 +539,7 @@ static void *realloc_recorded(void *old, size_t n)
      * buffer (the reader joins them). */
     int saved = unbuffered;
     unbuffered = 0;
-    if (nbuf >= BUF_RECORDS - 1)
+    if (buf_of && buf_of->n >= BUF_RECORDS - 1)
         flush();
     emit(K_REALLOC_OLD, flags, (uint64_t)old, 0);
     unbuffered = saved;
@@ -516,7 +641,7 @@ static void thread_ended(void *unused)
     (void)unused;
     if (active) {
         emit(K_THREAD_EXIT, 0, 0, 0);
-        flush();
+        release_buf();
         unbuffered = 1; /* what the thread frees after this (TSD destructors) goes at once */
     }
 }
@@ -589,7 +714,7 @@ static void before_exec(void)
      * exec: the records so far are written, but its exec is not this image's. */
     if (active && getpid() == image_pid) {
         emit(K_EXEC, 0, 0, 0);
-        flush();
+        flush_all(); /* an exec ends every other thread: their records first */
     }
 }
 

@@ -43,10 +43,15 @@ EXPECTED = {
                "model replay, single-threaded (python3): ops per second",
                "model alone, single-threaded (python3): ops per second",
                "long replay: ops per second", "long replay: peak RSS",
-               "real replay, threaded (recorded_threads): ops per second"),
+               "real replay, threaded (recorded_threads): ops per second",
+               "model replay, perl hash of 2,000 keys: ops per second",
+               "model replay, perl hash of 20,000 keys: ops per second"),
     "simulate": tuple(f"bun-serve, {d}: allocations per second"
                       for d in ("off", "epoch", "no-hold", "clock")) +
-                ("purgecheck simulate --seeds (scaled)",),
+                ("purgecheck simulate --seeds (scaled)",
+                 "recording of a perl hash of 1,000 keys, glibc, every version: allocations "
+                 "per second",
+                 "recording of a perl hash of 1,000 keys, epoch: allocations per second"),
     "traces": ("validate: events per second by CPU time",
                "diff --traces (the same file twice): events per second by CPU time",
                "diff --traces (against its twin): peak memory"),

@@ -162,3 +162,59 @@ def test_record_json_lists_files_images_and_counts(capsys, tmp_path):
     (image,) = doc["files"][0]["images"]
     assert image["ended"] and image["cut_at"] is None
     assert image["counts"]["thread_new"] == 4 and image["counts"]["malloc"] >= 12
+
+
+# -- no call lost (issue 29): every thread's buffer at exit, _exit, and in each program ----------
+
+MARK = 777  # recorded_exits allocates blocks of this size
+
+
+def marked_mallocs(img) -> int:
+    return int(np.count_nonzero((img.kind == KIND["malloc"]) & (img.a == MARK)))
+
+
+def recorded_with(lib: Path, cmd: list[str], out: Path):
+    env = dict(os.environ, PURGECHECK_RECORD=str(out), PURGECHECK_RECORD_LIB=str(lib))
+    subprocess.run(["sh", "-c", LAUNCH, "sh", *cmd], env=env, check=True)
+    return read_trace(out).images[-1]
+
+
+@pytest.mark.parametrize("mode", ["running", "_exit", "plain"])
+def test_every_call_reaches_the_trace_however_the_program_ends(tmp_path, mode):
+    """A thread still running at exit, and _exit, lose nothing: each of the 100 mallocs
+    (fewer than a buffer holds, so all still buffered at the end) is in the trace, which
+    ends with its exit record."""
+    img = recorded_with(library(), [str(BUILD / "recorded_exits"), mode, "100"],
+                        tmp_path / "e.rec")
+    assert marked_mallocs(img) == 100
+    assert img.ended and img.cut is None
+
+
+@pytest.fixture(scope="module")
+def own_buffer_only(tmp_path_factory) -> Path:
+    """The broken variant: a recorder whose exit writes only the exiting thread's buffer and
+    which has no _exit wrapper (the recorder before issue 29)."""
+    lib = tmp_path_factory.mktemp("mutant") / "librecord-own.so"
+    subprocess.run(["gcc", "-O2", "-DRECORDER_MUTANT_OWN_BUFFER_ONLY", "-fPIC", "-shared",
+                    "-o", str(lib), str(ROOT / "reference_c" / "recorder.c"), "-ldl",
+                    "-lpthread"], check=True)
+    return lib
+
+
+@pytest.mark.parametrize("mode", ["running", "_exit"])
+def test_a_recorder_that_writes_only_the_exiting_threads_buffer_loses_calls(
+        tmp_path, own_buffer_only, mode):
+    img = recorded_with(own_buffer_only, [str(BUILD / "recorded_exits"), mode, "100"],
+                        tmp_path / "e.rec")
+    assert marked_mallocs(img) < 100 and not img.ended
+
+
+def test_sh_running_two_programs_keeps_each_ones_calls(tmp_path):
+    exits = BUILD / "recorded_exits"
+    rec = quiet_record(["sh", "-c", f"{exits} plain 50; {exits} running 60"],
+                       tmp_path / "sh.rec")
+    assert rec.returncode == 0
+    counts = sorted(marked_mallocs(img) for t in rec.traces for img in t.images
+                    if marked_mallocs(img))
+    assert counts == [50, 60]
+    assert all(img.ended for t in rec.traces for img in t.images if marked_mallocs(img))

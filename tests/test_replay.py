@@ -132,7 +132,7 @@ def newest_of_small_bin(self, idx):
     if k == len(self.nonempty):
         return None
     groups = self.bins[self.nonempty[k]]
-    return groups[min(groups)][-1]
+    return next(reversed(groups[min(groups)].values()))
 
 
 @pytest.mark.parametrize("name,patch", [

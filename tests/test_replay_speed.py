@@ -111,8 +111,9 @@ def test_a_cache_a_drop_does_not_empty_is_caught(monkeypatch):
 
 def neighbour_in_address_order(seg, c):
     """The chunk after `c` as the segment's sorted addresses give it (no shortcut)."""
-    i = bisect.bisect_right(seg.addrs, c.addr)
-    return seg.chunks[seg.addrs[i]] if i < len(seg.addrs) else None
+    addrs = list(seg.addrs)
+    i = bisect.bisect_right(addrs, c.addr)
+    return seg.chunks[addrs[i]] if i < len(addrs) else None
 
 
 def shortcuts_hold(op, p) -> None:
@@ -173,3 +174,194 @@ def test_the_tcache_size_bound_is_the_last_tcache_bin():
     the tcache, or look up a 65th bin)."""
     assert csize2tidx(MAX_TCACHE_CHUNK) == TCACHE_MAX_BINS - 1
     assert csize2tidx(MAX_TCACHE_CHUNK + MALLOC_ALIGNMENT) == TCACHE_MAX_BINS
+
+
+# -- the structures that replaced lists (issue 29) ----------------------------------------------
+
+from model.glibc import arena, process as process_module, system  # noqa: E402
+from model.glibc.arena import Bins, bin_index  # noqa: E402
+from model.glibc.constants import MIN_LARGE_SIZE  # noqa: E402
+from model.glibc.sortedaddrs import SortedAddrs  # noqa: E402
+
+addr_op = st.tuples(st.sampled_from(["add", "remove", "before"]), st.integers(0, 60))
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(st.lists(addr_op, max_size=120), st.integers(1, 4))
+def test_sorted_addrs_agree_with_a_sorted_list(ops, block):
+    """Tiny blocks (1..4 addresses), so that blocks split and empty all the time."""
+    fast, ref = SortedAddrs(block), []
+    for what, x in ops:
+        if what == "add" and x not in ref:
+            fast.add(x)
+            bisect.insort(ref, x)
+        elif what == "remove":
+            if x in ref:
+                fast.remove(x)
+                ref.remove(x)
+            else:
+                with pytest.raises(KeyError):
+                    fast.remove(x)
+        i = bisect.bisect_left(ref, x)
+        assert fast.before(x) == (ref[i - 1] if i else None)
+        assert list(fast) == ref and len(fast) == len(ref) and bool(fast) == bool(ref)
+        if ref:
+            assert (fast[0], fast[-1], fast[len(ref) // 2]) == (ref[0], ref[-1],
+                                                                ref[len(ref) // 2])
+
+
+class ListBins:
+    """The reference: the bins as plain lists in glibc's order (the model before issue 29):
+    the unsorted bin oldest first, a small group oldest first, a large group [first, newest,
+    ..., oldest]."""
+
+    def __init__(self) -> None:
+        self.unsorted: list = []
+        self.bins: dict[int, dict[int, list]] = {}
+
+    def add(self, c) -> None:
+        self.unsorted.append(c)
+
+    def oldest_unsorted(self):
+        return self.unsorted[0]
+
+    def place(self, c) -> None:
+        group = self.bins.setdefault(bin_index(c.size), {}).setdefault(c.size, [])
+        if c.size < MIN_LARGE_SIZE or not group:
+            group.append(c)
+        else:
+            group.insert(1, c)
+
+    def remove(self, c) -> None:
+        if any(u is c for u in self.unsorted):
+            self.unsorted = [u for u in self.unsorted if u is not c]
+            return
+        groups = self.bins[bin_index(c.size)]
+        groups[c.size] = [g for g in groups[c.size] if g is not c]
+        if not groups[c.size]:
+            del groups[c.size]
+            if not groups:
+                del self.bins[bin_index(c.size)]
+
+    def oldest_small(self, size: int):
+        group = self.bins.get(bin_index(size), {}).get(size)
+        return group[0] if group else None
+
+    def best_in_large_bin(self, nb: int):
+        groups = self.bins.get(bin_index(nb), {})
+        fits = sorted(s for s in groups if s >= nb)
+        if not fits:
+            return None
+        group = groups[fits[0]]
+        return group[1] if len(group) > 1 else group[0]
+
+    def next_nonempty_after(self, idx: int):
+        later = sorted(i for i in self.bins if i > idx)
+        if not later:
+            return None
+        group = self.bins[later[0]][min(self.bins[later[0]])]
+        return group[0] if later[0] < 64 else group[-1]
+
+    def order(self) -> tuple:
+        return ([id(c) for c in self.unsorted],
+                {i: {s: [id(c) for c in g] for s, g in b.items()} for i, b in self.bins.items()})
+
+
+class MirroredBins(Bins):
+    """The model's bins, each call also made on ListBins: the same chunk comes back and the
+    orders are the same after every call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ref = ListBins()
+
+    def order(self) -> tuple:
+        return ([id(c) for c in self.unsorted.values()],
+                {i: {s: [id(c) for c in g.values()] for s, g in b.items()}
+                 for i, b in self.bins.items()})
+
+    def _agree(self) -> None:
+        assert self.order() == self.ref.order()
+
+    def add(self, c):
+        super().add(c)
+        self.ref.add(c)
+        self._agree()
+
+    def place(self, c):
+        super().place(c)
+        self.ref.place(c)
+        self._agree()
+
+    def remove(self, c):
+        super().remove(c)
+        self.ref.remove(c)
+        self._agree()
+
+    def oldest_unsorted(self):
+        got = super().oldest_unsorted()
+        assert got is self.ref.oldest_unsorted()
+        return got
+
+    def oldest_small(self, size):
+        got = super().oldest_small(size)
+        assert got is self.ref.oldest_small(size)
+        return got
+
+    def best_in_large_bin(self, nb):
+        got = super().best_in_large_bin(nb)
+        assert got is self.ref.best_in_large_bin(nb)
+        return got
+
+    def next_nonempty_after(self, idx):
+        got = super().next_nonempty_after(idx)
+        assert got is self.ref.next_nonempty_after(idx)
+        return got
+
+
+# many free chunks of one large size and of one small size, sorted into their bins, then
+# taken back in glibc's order: the large groups' "second position" and the small bins' FIFO
+SAME_SIZES = "".join(f"0 malloc {i} {2000 if i % 4 == 0 else 600 if i % 4 == 2 else 24}\n"
+                     for i in range(200)) + \
+    "".join(f"0 free {i}\n" for i in range(0, 200, 2)) + "0 malloc 1000 100000\n" + \
+    "".join(f"0 malloc {300 + i} {2000 if i % 2 else 600}\n" for i in range(60))
+
+
+def mirrored(monkeypatch) -> None:
+    """Every arena made from now on has MirroredBins (the process and system make arenas)."""
+    made = arena.Arena
+
+    def with_mirrored_bins(*args, **kw):
+        return made(*args, bins=MirroredBins(), **kw)
+    monkeypatch.setattr(process_module, "Arena", with_mirrored_bins)
+    monkeypatch.setattr(system, "Arena", with_mirrored_bins)
+
+
+def addresses_in_order(op, p) -> None:
+    for av in p.arenas:
+        assert isinstance(av.bins, MirroredBins)
+        for seg in av.segments:
+            assert list(seg.addrs) == sorted(seg.chunks), op.render()
+
+
+@pytest.mark.parametrize("version", ["2.21", "2.23+"])
+def test_the_bins_and_addresses_agree_with_lists_after_every_op(monkeypatch, version):
+    mirrored(monkeypatch)
+    for script in (WORKLOADS["mixed"].script(quick=True), SAME_SIZES):
+        run_model(parse_script(script), VERSIONS[version], after_step=addresses_in_order)
+
+
+def test_a_large_group_that_takes_a_new_chunk_first_is_caught(monkeypatch):
+    """Broken variant: a chunk of a size already in its large bin goes in front of the
+    group's first chunk, not in the second position."""
+    kept = Bins.place
+
+    def in_front(self, c):
+        kept(self, c)
+        group = self.bins[c.bin][c.size]
+        if c.size >= MIN_LARGE_SIZE and len(group) > 1:
+            group.move_to_end(c.addr, last=False)
+    mirrored(monkeypatch)
+    monkeypatch.setattr(Bins, "place", in_front)
+    with pytest.raises(AssertionError):
+        run_model(parse_script(SAME_SIZES), VERSIONS["2.23+"], after_step=addresses_in_order)

@@ -260,3 +260,63 @@ def test_sweeps_off_the_epoch_grid_are_where_the_epoch_rule_keeps_more_than_the_
                         seed=seed).counters["discarded_bytes_load"] for d in ("epoch", "clock")]
         assert on[0] == on[1] > 0
         assert off[0] < off[1] / 2
+
+
+# -- sampling kept as the program goes (issue 29) ---------------------------------------------
+
+def live_pages_rebuilt(sim) -> int:
+    """The reference: the live allocations' OS pages worked out again from every page's
+    blocks handed out (what the simulator did at each sample before issue 29)."""
+    mem = sim.world.mem
+    live: set[int] = set()
+    for page in sim.world.pages.values():
+        if page.retired:
+            continue
+        for i in page.handed_out:
+            live.update(mem.os_pages(page.geom.block_addr(i), page.geom.block_size))
+    return len(live & mem.resident)
+
+
+def sampled_against_the_rebuild(monkeypatch) -> list[int]:
+    from purgecheck.simulate import mimalloc
+    kept = mimalloc.Simulation.live_resident_pages
+    seen = []
+
+    def checked(self):
+        got = kept(self)
+        assert got == live_pages_rebuilt(self), f"at {self.t - self.t0:.2f} ms"
+        seen.append(got)
+        return got
+    monkeypatch.setattr(mimalloc.Simulation, "live_resident_pages", checked)
+    return seen
+
+
+@pytest.mark.parametrize("design", ["epoch", "no-hold"])
+def test_the_live_pages_kept_as_calls_come_agree_with_a_rebuild_at_every_sample(monkeypatch,
+                                                                                design):
+    seen = sampled_against_the_rebuild(monkeypatch)
+    # several threads, frees in batches, small blocks that share OS pages, reallocs
+    w = make_workload("bun-serve", requests=300, threads=3, gc_every=4, idle_ms=200)
+    calls = [Call(0.0, 1, "malloc", 1, 100), Call(0.0, 1, "malloc", 2, 3000),
+             Call(0.1, 1, "realloc", 1, 9000), Call(0.2, 2, "free", 2),
+             Call(0.3, 1, "realloc", 1, 8000), Call(0.4, 1, "free", 1)]
+    simulate(w, design, sample_ms=5)
+    simulate(w, design, sample_ms=0.1, calls=calls)
+    assert len(seen) > 100 and max(seen) > 0
+
+
+def test_a_free_left_out_of_the_live_pages_is_caught(monkeypatch):
+    """Broken variant: a free does not mark its page as changed, so the page's live OS
+    pages are not worked out again at the next sample."""
+    from purgecheck.simulate import mimalloc
+    kept = mimalloc.Simulation.call
+
+    def call_free_unmarked(self, c):
+        ptr = self.ptrs.get(c.name)
+        kept(self, c)
+        if c.op == "free":
+            self.dirty.discard(ptr.page)
+    monkeypatch.setattr(mimalloc.Simulation, "call", call_free_unmarked)
+    sampled_against_the_rebuild(monkeypatch)
+    with pytest.raises(AssertionError):
+        simulate(make_workload("bun-serve", requests=200, idle_ms=100), "epoch", sample_ms=5)

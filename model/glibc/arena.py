@@ -8,6 +8,7 @@ chunk with its free neighbours and with top, and malloc_consolidate. What talks 
 from __future__ import annotations
 
 import bisect
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -61,11 +62,17 @@ class Bins:
     scan of the unsorted bin sorts chunks into their bins ("the only place in any routine
     where chunks are placed in bins"). A small bin is FIFO. A large bin is kept sorted by size;
     a chunk of a size already there is inserted "in the second position", so each size is a
-    group [first, newest, ..., oldest] (model: a list in that order)."""
+    group [first, newest, ..., oldest].
+
+    Each group and the unsorted bin is an OrderedDict by address in that order (glibc's
+    doubly linked lists: taking either end, inserting at a known place and unlinking any
+    chunk cost O(1) however many chunks a bin holds; a list paid a copy of its tail, and a
+    dict used as a queue a scan past its deleted entries). tests/test_replay_speed.py checks
+    every operation against the list model these stand for."""
 
     def __init__(self) -> None:
-        self.unsorted: dict[int, Chunk] = {}  # by address, oldest first
-        self.bins: dict[int, dict[int, list[Chunk]]] = {}  # bin -> size -> group
+        self.unsorted: OrderedDict[int, Chunk] = OrderedDict()  # by address, oldest first
+        self.bins: dict[int, dict[int, OrderedDict[int, Chunk]]] = {}  # bin -> size -> group
         self.nonempty: list[int] = []  # bin indices that hold a chunk, ascending
         self.count = 0  # chunks held (each chunk knows its bin: Chunk.bin)
         self.seq = 0
@@ -75,7 +82,7 @@ class Bins:
 
     def chunks(self) -> list[Chunk]:
         return list(self.unsorted.values()) + [c for b in self.bins.values()
-                                               for g in b.values() for c in g]
+                                               for g in b.values() for c in g.values()]
 
     def add(self, c: Chunk) -> None:
         """A chunk given back to the arena: into the unsorted bin."""
@@ -85,6 +92,11 @@ class Bins:
         self.unsorted[c.addr] = c
         c.bin = 0
         self.count += 1
+
+    def oldest_unsorted(self) -> Chunk:
+        """The unsorted bin's tail, where _int_malloc's scan takes from (`unsorted_chunks
+        (av)->bk`); the bin must not be empty."""
+        return next(iter(self.unsorted.values()))
 
     def place(self, c: Chunk) -> None:
         """_int_malloc's "place chunk in bin" (from the unsorted bin, which `remove` left)."""
@@ -96,11 +108,14 @@ class Bins:
             bisect.insort(self.nonempty, i)
         group = groups.get(size)
         if group is None:
-            groups[size] = [c]  # a new size starts its group
+            groups[size] = OrderedDict(((c.addr, c),))  # a new size starts its group
         elif size < MIN_LARGE_SIZE:
-            group.append(c)  # a small bin is FIFO
-        else:
-            group.insert(1, c)  # "Always insert in the second position"
+            group[c.addr] = c  # a small bin is FIFO
+        else:  # "Always insert in the second position": after the group's first chunk
+            first = next(iter(group))
+            group[c.addr] = c
+            group.move_to_end(c.addr, last=False)
+            group.move_to_end(first, last=False)
         c.bin = i
         self.count += 1
 
@@ -114,7 +129,7 @@ class Bins:
             return
         groups = self.bins[i]
         group = groups[c.size]
-        group.remove(c)
+        del group[c.addr]
         if not group:
             del groups[c.size]
             if not groups:
@@ -124,7 +139,7 @@ class Bins:
     def oldest_small(self, size: int) -> Chunk | None:
         """last (bin) of the small bin of `size` (its oldest chunk)."""
         group = self.bins.get(size >> 4, {}).get(size)
-        return group[0] if group else None
+        return next(iter(group.values())) if group else None
 
     def best_in_large_bin(self, nb: int) -> Chunk | None:
         """A large request's own bin: the smallest size >= nb, and of that size the second
@@ -135,8 +150,9 @@ class Bins:
         fits = [size for size in groups if size >= nb]
         if not fits:
             return None
-        group = groups[min(fits)]
-        return group[1] if len(group) > 1 else group[0]
+        chunks = iter(groups[min(fits)].values())
+        first = next(chunks)
+        return next(chunks, first)
 
     def next_nonempty_after(self, idx: int) -> Chunk | None:
         """The binmap search from bin idx + 1: `last (bin)` of the first bin holding a chunk,
@@ -146,7 +162,8 @@ class Bins:
             return None
         i = self.nonempty[k]
         group = self.bins[i][min(self.bins[i])]
-        return group[0] if i < 64 else group[-1]  # a small bin's oldest is its first
+        # a small bin's oldest is its first; a large group's is its last
+        return next(iter(group.values())) if i < 64 else next(reversed(group.values()))
 
 
 def _no_pages(addr: int, length: int) -> int:
@@ -203,7 +220,7 @@ def take_from_bins(p, av: Arena, nb: int, t) -> Chunk | None:
     small = nb < MIN_LARGE_SIZE
     cached = False
     while bins.unsorted:
-        victim = next(iter(bins.unsorted.values()))
+        victim = bins.oldest_unsorted()
         if small and len(bins.unsorted) == 1 and victim.addr == av.last_remainder \
                 and victim.size > nb + MINSIZE:
             bins.remove(victim)
@@ -268,9 +285,10 @@ def split_top(av: Arena, nb: int) -> Chunk:
     top = av.top
     seg = top.segment
     victim = Chunk(top.addr, nb, INUSE)
-    seg.move(top, top.addr + nb)
+    seg.hand_over(top, victim)  # the victim takes the top's address, the top moves up:
+    top.addr += nb  # one address more in the segment (seg.move would remove and add one)
     top.size -= nb
-    seg.insert(victim)
+    seg.insert(top)
     av.write(victim.addr + SIZE_SZ, SIZE_SZ)  # set_head (victim)
     av.write(top.addr + SIZE_SZ, SIZE_SZ)  # set_head (remainder), the new top
     return victim
@@ -279,9 +297,11 @@ def split_top(av: Arena, nb: int) -> Chunk:
 def coalesce_with_top(av: Arena, c: Chunk) -> Chunk:
     """A free chunk that borders the top chunk is absorbed by it ("consolidate into top")."""
     seg = c.segment
-    seg.remove(c)
-    seg.move(av.top, c.addr)
-    av.top.size += c.size
+    top = av.top
+    seg.remove(top)  # the top's old address goes; the top takes over the chunk's
+    top.addr = c.addr
+    seg.hand_over(c, top)
+    top.size += c.size
     av.write(c.addr + SIZE_SZ, SIZE_SZ)  # set_head (p, size | PREV_INUSE); av->top = p
     return av.top
 

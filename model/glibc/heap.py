@@ -8,9 +8,9 @@ FREE chunks (in the bins) coalesce, as only they have their neighbour's PREV_INU
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
 
+from model.glibc.sortedaddrs import SortedAddrs
 from model.glibc.trim import MadviseThrottle
 
 INUSE = "inuse"  # handed out (to the program, or a tcache struct or a dtv)
@@ -48,7 +48,7 @@ class Segment:
     prev: "Segment | None" = None  # thread heaps: heap->prev
     mt: MadviseThrottle = field(default_factory=MadviseThrottle)  # the RFC's counters
     arena: object = None  # the Arena the segment belongs to (heap->ar_ptr)
-    addrs: list[int] = field(default_factory=list)
+    addrs: SortedAddrs = field(default_factory=SortedAddrs)  # the chunks' addresses, in order
     chunks: dict[int, Chunk] = field(default_factory=dict)
 
     @property
@@ -57,13 +57,18 @@ class Segment:
 
     def insert(self, c: Chunk) -> None:
         c.segment = self
-        bisect.insort(self.addrs, c.addr)
+        self.addrs.add(c.addr)
         self.chunks[c.addr] = c
 
     def remove(self, c: Chunk) -> None:
-        i = bisect.bisect_left(self.addrs, c.addr)
-        del self.addrs[i]
+        self.addrs.remove(c.addr)
         del self.chunks[c.addr]
+
+    def hand_over(self, old: Chunk, new: Chunk) -> None:
+        """`new` now starts where `old` did (a chunk cut from the top's low end, a chunk the
+        top absorbs): the addresses are unchanged, so only the chunk they name changes."""
+        new.segment = self
+        self.chunks[new.addr] = new
 
     def move(self, c: Chunk, addr: int) -> None:
         """Re-key a chunk whose start changed (the top chunk absorbing its lower neighbour)."""
@@ -77,8 +82,8 @@ class Segment:
         return self.chunks.get(c.addr + c.size)
 
     def before(self, c: Chunk) -> Chunk | None:
-        i = bisect.bisect_left(self.addrs, c.addr)
-        return self.chunks[self.addrs[i - 1]] if i > 0 else None
+        a = self.addrs.before(c.addr)
+        return None if a is None else self.chunks[a]
 
     def in_order(self) -> list[Chunk]:
         return [self.chunks[a] for a in self.addrs]

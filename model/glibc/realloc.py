@@ -48,10 +48,18 @@ def int_realloc(p: "Process", av: Arena, t: "Thread", c: Chunk, nb: int) -> Chun
                 seg.remove(new)
                 c.size += new.size
             else:
+                copy_on_move(p, c, new)
                 int_free(p, av, c, t)
                 return new
     split_tail(p, av, t, c, nb)
     return c
+
+
+def copy_on_move(p: "Process", old: Chunk, new: Chunk) -> None:
+    """_int_realloc moved the block: `memcpy (newmem, chunk2mem (oldp), oldsize - SIZE_SZ)`
+    writes the new chunk's first bytes, so its pages become resident (a ghost write, as
+    model.glibc.resident counts them; the old chunk is read, not written)."""
+    p.resident.write(new.addr + 2 * SIZE_SZ, old.size - SIZE_SZ)
 
 
 def split_tail(p: "Process", av: Arena, t: "Thread | None", c: Chunk, nb: int,

@@ -54,7 +54,8 @@ STANDARD = {"pairs": 200_000, "long_calls": 2_000_000}
 
 
 def figures(tiny: bool = False, pairs: int | None = None,
-            long_calls: int | None = None) -> list[Figure]:
+            long_calls: int | None = None, hash_keys: tuple[int, int] | None = None
+            ) -> list[Figure]:
     from model.glibc.versions import VERSIONS
     from purgecheck.formats.alloc_trace import read_trace
     from purgecheck.glibc.fromtrace import Conversion
@@ -114,6 +115,46 @@ def figures(tiny: bool = False, pairs: int | None = None,
                               "ops/s", f"{stats.ops:,} ops, glibc_driver under strace "
                                        f"--seccomp-bpf, wall clock with start-up"))
         out += long_trace_figures(long_calls or (20_000 if tiny else 10_000_000), Path(tmp))
+        out += live_block_figures(hash_keys or HASH_KEYS[tiny], Path(tmp))
+    return out
+
+
+# perl filling a hash, deleting half of its keys at random, adding strings of other sizes,
+# then emptying it: blocks split and merged all over a heap of many live blocks (the issue
+# 29 workload: at 400,000 keys, 2.6 M ops and 900,000 blocks live at once)
+PERL_HASH = ("srand(1); my %h; $h{{$_}}=[$_] for 1..{n}; "
+             "for (1..{n}/2) {{ delete $h{{int(rand({n}))}} }} "
+             "$h{{\"k$_\"}}=\"x\" x ($_ % 300) for 1..{n}/2; %h=();")
+HASH_KEYS = {False: (40_000, 400_000), True: (2_000, 20_000)}  # two sizes: ten times apart
+
+
+def live_block_figures(sizes: tuple[int, int], tmp: Path) -> list[Figure]:
+    """The model replay's rate on a recorded perl hash workload at two sizes, ten times
+    apart in live blocks: a replay that slows down as blocks accumulate shows as a lower rate
+    at the larger size (CPU time, conversion included, the model of 2.23+)."""
+    import shutil
+    from model.glibc.versions import VERSIONS
+    from purgecheck.glibc.fromtrace import Conversion
+    from purgecheck.glibc.replay import load_stream, run_model
+    from purgecheck.record.run import record
+
+    out = []
+    for n in sizes:
+        name = f"model replay, perl hash of {n:,} keys: ops per second"
+        if shutil.which("perl") is None:
+            out.append(not_measured(BENCH, name, "ops/s", "not measured: no perl here"))
+            continue
+        rec = record(["perl", "-e", PERL_HASH.format(n=n)], tmp / f"perl{n}.rec",
+                     stdout=subprocess.DEVNULL)
+        stats = Conversion()
+        c0 = time.process_time()
+        img, _ = load_stream(rec.files[0])
+        run_model(img, VERSIONS["2.23+"], {}, False, stats)
+        cpu = time.process_time() - c0
+        out.append(Figure(BENCH, name, stats.ops / cpu, "ops/s",
+                          f"{stats.ops:,} ops, at most {stats.max_live:,} blocks live, CPU time "
+                          f"(reading, conversion, model of 2.23+)"))
+        rec.files[0].unlink()
     return out
 
 
@@ -180,13 +221,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, help="malloc/free pairs of the recorder's loop")
     ap.add_argument("--long-calls", type=int, help="calls of the long synthetic trace "
                                                    "(default 10,000,000; --tiny 20,000)")
+    ap.add_argument("--hash-keys", type=int, nargs=2, metavar=("SMALL", "LARGE"),
+                    help="the two sizes of the perl hash workload (default 40000 400000)")
     ap.add_argument("--long-replay", metavar="TRACE", help=argparse.SUPPRESS)  # the child
     args = ap.parse_args(argv)
     if args.long_replay:
         import json
         print(json.dumps(_long_replay(args.long_replay)))
         return 0
-    for f in figures(args.tiny, args.pairs, args.long_calls):
+    for f in figures(args.tiny, args.pairs, args.long_calls,
+                     tuple(args.hash_keys) if args.hash_keys else None):
         print(f"{f.name:58} {f.value:>14,.1f} {f.unit:8} {f.note}")
     return 0
 

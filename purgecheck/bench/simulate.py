@@ -49,12 +49,57 @@ def figures(tiny: bool = False, requests: int | None = None) -> list[Figure]:
         out.append(Figure(BENCH, f"glibc {name}, every version: allocations per second",
                           n / cpu, "allocs/s", f"{n:,.0f} allocations over {len(runs)} "
                                                f"versions, by CPU time"))
+    out += recording_figures(tiny)
     scale = 0.02 if tiny else 1.0
     claims, cpu = _cpu(lambda: seed_claims(scale=scale))
     held, failed = (sum(c.verdict == v for c in claims) for v in ("holds", "fails"))
     out.append(Figure(BENCH, f"purgecheck simulate --seeds{'' if scale == 1 else ' (scaled)'}",
                       cpu, "s", f"{len(claims)} claims, {held} reproduced, {failed} fail, "
                                 f"loads scaled by {scale:g}, CPU time"))
+    return out
+
+
+def recording_figures(tiny: bool = False) -> list[Figure]:
+    """`purgecheck simulate TRACE` on a recording of a real program made now: the perl hash
+    workload of the record benchmark (purgecheck/bench/record.py), the glibc side on every
+    version, the mimalloc side per design (as the command runs them: 10 ms samples, a
+    thread silent for 10 ms parks)."""
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from purgecheck.bench.record import PERL_HASH
+    from purgecheck.record.run import record
+    from purgecheck.simulate import glibc_simulator
+    from purgecheck.simulate.mimalloc import DESIGNS, simulate
+    from purgecheck.simulate.program import calls_of, load_program
+    from purgecheck.simulate.workloads import Workload
+
+    keys = 1_000 if tiny else 10_000
+    what = f"recording of a perl hash of {keys:,} keys"
+    if shutil.which("perl") is None:
+        from purgecheck.bench import not_measured
+        return [not_measured(BENCH, f"{what}, {side}: allocations per second", "allocs/s",
+                             "not measured: no perl here")
+                for side in ("glibc, every version", *DESIGNS)]
+    with tempfile.TemporaryDirectory(prefix="purgecheck-bench-sim-") as tmp:
+        rec = record(["perl", "-e", PERL_HASH.format(n=keys)], Path(tmp) / "perl.rec",
+                     stdout=subprocess.DEVNULL)
+        program = load_program(rec.files[0])
+        w = Workload(program.name, "", lambda: iter(()), "park", 100.0)
+        runs, cpu = _cpu(lambda: glibc_simulator().simulate_ops(w.name, program.timed_ops,
+                                                                idle_ms=100))
+        n = sum(r.counters["allocations"] for r in runs)
+        out = [Figure(BENCH, f"{what}, glibc, every version: allocations per second",
+                      n / cpu, "allocs/s", f"{n:,.0f} allocations over {len(runs)} versions, "
+                                           f"by CPU time")]
+        for d in DESIGNS:
+            run, cpu = _cpu(lambda: simulate(w, d, sample_ms=10, park_after_ms=10,
+                                             calls=calls_of(program.timed_ops())))
+            n = run.counters["allocations"]
+            out.append(Figure(BENCH, f"{what}, {d}: allocations per second", n / cpu,
+                              "allocs/s", f"{n:,.0f} allocations, by CPU time"))
     return out
 
 

@@ -142,11 +142,13 @@ def to_doc(rep, env) -> dict:
            "skipped": rep.conversion.skipped,
            "stopped": (None if rep.conversion.stopped is None else
                        {"record": rep.conversion.stopped[0], "why": rep.conversion.stopped[1]}),
+           "complete": rep.prefix is None, "prefix": rep.prefix,
            "predicted": rep.predicted,
            "model_seconds": rep.model_seconds, "ok": rep.ok}
     if rep.measured is not None:
         doc |= {"glibc": rep.release, "installed_model": rep.installed,
                 "measured": rep.measured.counts, "real_seconds": rep.real_seconds,
+                "memory": rep.memory.as_json() if rep.memory else None,
                 "mismatches": rep.mismatches}
     if rep.divergence is not None:
         d = rep.divergence
@@ -162,9 +164,8 @@ def print_table(rep, env) -> None:
                                               f"left out ({'; '.join(conv.skipped)})"
                                               if conv.skipped else "")
           + (f"; {' '.join(f'{k}={v}' for k, v in env.items())}" if env else ""))
-    if conv.stopped is not None:
-        print(f"  stopped before record {conv.stopped[0]}: {conv.stopped[1]} (the image did "
-              f"not end; the rest depends on that call)")
+    if rep.prefix is not None:
+        print(f"  PREFIX: these figures cover part of the run only: {rep.prefix}")
     versions = list(rep.predicted)
     head = f"  {'category':14}" + "".join(f" {'model ' + v:>13}" for v in versions)
     if rep.measured is not None:
@@ -187,6 +188,12 @@ def print_table(rep, env) -> None:
         print(f"  ops per CPU second, conversion included: {', '.join(rates)}")
     if rep.measured is None:
         return
+    m = rep.memory
+    if m is not None:  # the band: docs/record.md, "Resident memory"
+        print(f"  resident memory: model {rep.installed} peak {m.model_peak_kb / 1024:,.1f} MB, "
+              f"{m.model_faults:,} pages faulted ({m.model_refaults:,} refaults); glibc "
+              f"{rep.release} driver peak RSS {m.real_peak_kb / 1024:,.1f} MB, "
+              f"{m.real_minor_faults:,} minor faults (over the ops, above its own tables)")
     if rep.ok:
         print(f"  the model of {rep.installed} and glibc {rep.release} agree in every category"
               + (", and every block is at glibc's address" if rep.addresses_checked else ""))

@@ -15,7 +15,11 @@ EXAMPLE = """examples:
   purgecheck simulate bun-serve                   every design of seed 000 on Bun.serve
   purgecheck simulate bun-serve --design epoch --design no-hold --set requests=5000
   purgecheck simulate typed-arrays --plot /tmp/sim   and the picture (SVG, PNG)
-  purgecheck simulate my.calls --idle park --park-after 50    a trace of your program
+  purgecheck record -o py.rec -- python3 prog.py; purgecheck simulate py.rec
+                                                  your program on every glibc version and
+                                                  every design, one table (docs/simulate-guide.md)
+  purgecheck simulate py.rec --version 2.23+ --design epoch --json
+  purgecheck simulate my.calls --idle park --park-after 50    a trace in the call format
   purgecheck simulate bench-free                  glibc: every version of seed 001
   purgecheck simulate --seeds                     each claim of the seeds beside the model's
 exit status: 0 simulated (with --seeds: every claim holds, or holds by construction of the
@@ -38,7 +42,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                    "calls. Virtual time, per OS page; deterministic.",
                        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("workload", nargs="?", metavar="WORKLOAD|TRACE",
-                   help="a named workload (--list) or a call trace file (docs/simulate.md)")
+                   help="a named workload (--list), or a trace: a recording of `purgecheck "
+                        "record`, a heaptrack file, a call trace (docs/simulate-guide.md)")
     p.add_argument("--list", action="store_true", help="list workloads, designs, idle behaviours")
     p.add_argument("--seeds", action="store_true",
                    help="the seeds' claims: each figure of the seed beside the model's, the "
@@ -58,10 +63,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="the idle after the last call (default: the workload's own; 1000 for "
                         "a trace)")
     p.add_argument("--park-after", type=float, metavar="MS",
-                   help="a thread that makes no call for MS ms parks (for a trace without "
-                        "loop calls)")
+                   help="a thread that makes no call for MS ms comes to its idle point: "
+                        "parks, or sweeps inline, as --idle says (for a trace without loop "
+                        "calls; 10 for a recording)")
     p.add_argument("--sample-ms", type=float, default=10.0, metavar="MS",
                    help="resident memory is sampled every MS ms of virtual time (default 10)")
+    p.add_argument("--image", type=int, metavar="N",
+                   help="for a recording: which process image of the file (default: the last "
+                        "that allocated, as replay)")
     p.add_argument("--plot", metavar="DIR", help="write DIR/<workload>.svg and .png")
     p.add_argument("--json", action="store_true", help="the figures as JSON on stdout")
     return p
@@ -162,14 +171,29 @@ def run(args) -> int:
             raise UsageError(f"--plot {args.plot}: cannot write there: {e.strerror}")
         if not args.json:
             print(f"wrote {', '.join(str(p) for p in paths)}", file=sys.stderr)
+    program = getattr(args, "program", None)
     if args.json:
         doc = {"workload": name, "runs": [{k: v for k, v in r.as_json().items()
                                             if k != "samples"} for r in runs]}
+        if program is not None:
+            doc["trace"] = program_doc(program)
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    elif program is not None:
+        from purgecheck.simulate.report import print_program
+        print_program(runs, program)
     else:
         from purgecheck.simulate.report import print_runs
         print_runs(runs, name)
     return 0
+
+
+def program_doc(program) -> dict:
+    """What the figures of a trace cover: `complete` false and `prefix` saying why when the
+    recording lost its end (docs/record.md)."""
+    c = program.conversion
+    return {"source": program.source, "kind": program.kind, "image": program.image,
+            "ops": c.ops, "max_live_blocks": c.max_live, "complete": program.prefix is None,
+            "prefix": program.prefix}
 
 
 def _simulate(args):
@@ -215,14 +239,7 @@ def _simulate(args):
             w = Workload(w.name, w.description, w.calls, args.idle, w.idle_ms, w.params)
         calls = None
     else:
-        path = Path(args.workload)
-        if not path.is_file():
-            raise UsageError(f"{args.workload}: neither a named workload (--list) nor a file")
-        if params:
-            raise UsageError("--set takes the parameters of a named workload, not of a trace")
-        calls = _read_trace(path)
-        w = Workload(path.stem, f"the calls of {path}", lambda: iter(()), args.idle or "park",
-                     1000.0 if args.idle_ms is None else args.idle_ms)
+        return _simulate_program(args, params, designs)
     runs = []
     if args.version:  # the same calls on the glibc model of these versions as well
         if not args.json:
@@ -230,8 +247,8 @@ def _simulate(args):
                   file=sys.stderr, flush=True)
         try:
             runs += glibc_simulator().simulate_calls(
-                w.name, list(calls if calls is not None else w.calls()), args.version,
-                idle_ms=w.idle_ms, sample_ms=args.sample_ms)
+                w.name, list(w.calls()), args.version, idle_ms=w.idle_ms,
+                sample_ms=args.sample_ms)
         except ValueError as e:
             raise UsageError(str(e))
         if not args.design:
@@ -239,21 +256,56 @@ def _simulate(args):
     for d in designs:
         if not args.json:
             print(f"simulating {w.name} under {d} ...", file=sys.stderr, flush=True)
-        runs.append(simulate(w, d, sample_ms=args.sample_ms, park_after_ms=args.park_after,
-                             calls=calls))
+        runs.append(simulate(w, d, sample_ms=args.sample_ms, park_after_ms=args.park_after))
     return runs, w.name
 
 
-def _read_trace(path: Path) -> list:
-    """The whole trace, checked before any design runs (a bad line is exit 2, not a run that
-    stops half-way)."""
-    from purgecheck.formats.calls import CallTraceError, read_calls
+RECORDING_PARK_AFTER_MS = 10.0  # a recorded thread silent this long parks (no loop calls)
+
+
+def _simulate_program(args, params: dict, designs: list[str]):
+    """A trace of a program (a recording, a heaptrack file, a call trace): by default every
+    glibc version and every mimalloc design, from the one stream of timed ops that
+    purgecheck/simulate/program.py makes of it."""
+    from purgecheck.formats.alloc_trace import AllocTraceError
+    from purgecheck.formats.calls import CallTraceError
+    from purgecheck.formats.heaptrack import HeaptrackError
+    from purgecheck.glibc.fromtrace import ConvertError
+    from purgecheck.simulate import glibc_simulator
+    from purgecheck.simulate.mimalloc import simulate
+    from purgecheck.simulate.program import calls_of, load_program
+    from purgecheck.simulate.workloads import Workload
+
+    path = Path(args.workload)
+    if not path.is_file():
+        raise UsageError(f"{args.workload}: neither a named workload (--list) nor a file")
+    if params:
+        raise UsageError("--set takes the parameters of a named workload, not of a trace")
+    versions = args.version or ([] if args.design else glibc_simulator().version_names())
+    if args.version and not args.design:
+        designs = []
+    park_after = args.park_after
+    runs = []
     try:
-        with open(path, encoding="utf-8") as f:
-            return list(read_calls(f, str(path)))
-    except CallTraceError as e:
+        program = load_program(path, args.image)
+        if park_after is None and program.kind != "calls":
+            park_after = RECORDING_PARK_AFTER_MS
+        w = Workload(program.name, f"the calls of {path}", lambda: iter(()), args.idle or "park",
+                     1000.0 if args.idle_ms is None else args.idle_ms)
+        if versions:
+            if not args.json:
+                print(f"simulating {w.name} on glibc {', '.join(versions)} ...",
+                      file=sys.stderr, flush=True)
+            runs += glibc_simulator().simulate_ops(w.name, program.timed_ops, versions,
+                                                   idle_ms=w.idle_ms, sample_ms=args.sample_ms)
+        for d in designs:
+            if not args.json:
+                print(f"simulating {w.name} under {d} ...", file=sys.stderr, flush=True)
+            runs.append(simulate(w, d, sample_ms=args.sample_ms, park_after_ms=park_after,
+                                 calls=calls_of(program.timed_ops())))
+    except (AllocTraceError, CallTraceError, ConvertError, HeaptrackError, ValueError) as e:
         raise UsageError(str(e))
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: expected a call trace in UTF-8 text")
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}")
+    args.program = program
+    return runs, w.name

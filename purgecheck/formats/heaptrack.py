@@ -101,6 +101,7 @@ class HeaptrackImage:
     path: Path
     pid: int = 0
     refused: int = 0
+    now_ms: float = 0.0  # the last `c` line read by glibc_ops: the time of the op it yields
 
     @property
     def source(self) -> str:
@@ -116,6 +117,7 @@ class HeaptrackImage:
         live: dict[int, list[int]] = {}  # allocation record -> its live blocks' ids, oldest first
         free_ids: list[int] = []
         next_id = n_live = 0
+        self.now_ms = 0.0
         version_seen = in_command = False
         with _text(self.path) as lines:
             for no, line in enumerate(lines, 1):
@@ -173,6 +175,8 @@ class HeaptrackImage:
                             stats.ops += 1
                         yield GlibcOp(0, "free", (block,), no)
                 elif mode == "c":
+                    if values:
+                        self.now_ms = max(self.now_ms, float(values[0]))
                     continue
                 else:
                     raise HeaptrackError(src, no, f"unknown line kind {mode!r} (expected one "

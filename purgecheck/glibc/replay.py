@@ -64,6 +64,8 @@ class Replay:
     divergence: Divergence | None = None
     addresses_checked: bool = False
     invariant_checks: int = 0
+    prefix: str | None = None  # why the figures cover only part of the run (prefix_reason)
+    memory: Memory | None = None  # with --real: resident memory, real and model
 
     @property
     def ok(self) -> bool:
@@ -98,6 +100,22 @@ def ops_of(img, stats: Conversion | None = None):
     if isinstance(img, HeaptrackImage):
         return img.glibc_ops(stats)
     return to_ops(img, stats)
+
+
+def prefix_reason(img, stats: Conversion) -> str | None:
+    """Why a replay covers only a prefix of the program's run, or None when it covers all
+    of it: the conversion stopped at a call the file cannot explain, the recording has a gap
+    (a call number missing: buffers that never reached the file), or it has no exit record
+    (killed; docs/record.md). An image that exec'ed ended too. A heaptrack file: None."""
+    if stats.stopped is not None:
+        return f"stopped before record {stats.stopped[0]}: {stats.stopped[1]}"
+    if isinstance(img, HeaptrackImage):
+        return None
+    if img.cut is not None:
+        return f"the recording has a gap at call {img.cut}: the calls from there are left out"
+    if not (img.has_kind("end") or img.has_kind("exec")):
+        return "the recording has no exit record (the program was killed, or calls were lost)"
+    return None
 
 
 def run_model(img: Image, version: Version, settings: dict[str, int], overcommit_2: bool,
@@ -176,6 +194,52 @@ def measure(img: Image, env: dict[str, str]) -> tuple[TraceResult, float]:
         t0 = time.perf_counter()
         result = run_traced(script, env, strace_args=FAST_STRACE)
         return result, time.perf_counter() - t0
+
+
+@dataclass
+class Memory:
+    """Resident memory and page faults of a replay: the real driver's while it runs the ops
+    (reference_c/glibc_driver --memory: its minor faults, its peak resident set less the
+    resident set it had when the ops began, its own tables) beside the model's
+    (model/glibc/resident.py: its peak of resident pages, pages written while not resident,
+    those of them the allocator had given back). The driver writes no block but through
+    calloc and realloc's copy; neither does the model's replay but through calloc."""
+
+    real_peak_kb: int
+    real_minor_faults: int
+    model_peak_kb: int
+    model_faults: int
+    model_refaults: int
+
+    def as_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def memory(img: Image, version: Version, settings: dict[str, int], env: dict[str, str],
+           overcommit_2: bool) -> Memory:
+    """The real driver's faults and peak resident set over the ops (without strace), and the
+    model's."""
+    import os
+    import subprocess
+    from purgecheck.glibc.trace import driver_path
+
+    with tempfile.TemporaryDirectory(prefix="purgecheck-replay-") as tmp:
+        script = Path(tmp) / "replay.ops"
+        write_script(img, script)
+        out = subprocess.run([str(driver_path()), "--memory", str(script)],
+                             env={**os.environ, **env}, capture_output=True, text=True)
+    line = next((ln.split() for ln in out.stdout.splitlines() if ln.startswith("memory ")), None)
+    if out.returncode or line is None:
+        raise ReplayError(f"the driver failed on the replay's script (exit {out.returncode})")
+    minflt, hwm, rss_start = (int(v) for v in line[1:4])
+    peak = [0]
+
+    def after(i: int, op: GlibcOp, p: Process) -> bool:
+        peak[0] = max(peak[0], p.resident.pages)
+        return False
+    p = run_model(img, version, settings, overcommit_2, after_op=after)
+    return Memory(max(0, hwm - rss_start), minflt, peak[0] * 4, p.resident.faults,
+                  p.resident.refaults)
 
 
 def real_per_op(img: Image, env: dict[str, str]) -> list[list[str]]:
@@ -345,10 +409,12 @@ def replay(path: str | Path, versions: list[str] | None, settings: dict[str, int
         names = names if installed in names else names + [installed]
     counts, seconds, stats = predict(img, names, settings, overcommit_2)
     rep = Replay(str(path), n, img.pid, stats, counts, seconds)
+    rep.prefix = prefix_reason(img, stats)
     if not real:
         return rep
     rep.release, rep.installed = release, installed
     rep.measured, rep.real_seconds = measure(img, env)
+    rep.memory = memory(img, VERSIONS[installed], settings, env, overcommit_2)
     rep.mismatches = mismatches(counts[installed], rep.measured, release)
     if rep.mismatches:
         rep.divergence = locate(img, VERSIONS[installed], settings, env, overcommit_2)

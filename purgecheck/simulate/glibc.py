@@ -29,11 +29,12 @@ from model.glibc.constants import PAGESIZE
 from model.glibc.malloc import OutOfMemory
 from model.glibc.process import Process, ScriptError
 from model.glibc.versions import VERSIONS
-from purgecheck.formats.glibc_ops import expand, parse_script
+from purgecheck.formats.glibc_ops import GlibcOp, expand, parse_script
 from purgecheck.glibc import workloads as glibc_workloads
 from purgecheck.simulate.result import DesignRun, Sample
 
 KiB = 1024
+ALLOCATING = frozenset({"malloc", "calloc", "memalign", "valloc", "pvalloc"})
 MAX_SAMPLES = 4000  # the series of a run is thinned past this many samples
 
 # The calls that give memory back (page-table teardown and a TLB flush each, seed 001) and
@@ -252,6 +253,7 @@ class GlibcSimulation:
         self.last_alloc_ms = 0.0
         self.at_last_alloc = (0, 0, 0)  # resident bytes, madvise calls, bytes, then
         self.end_ms = 0.0
+        self.rss_peak_pages = 0
 
     # -- what it costs ----------------------------------------------------------------------
 
@@ -317,8 +319,21 @@ class GlibcSimulation:
             p.mallopt(s.thread, s.block, s.size)
         else:
             raise ValueError(f"unknown step {op!r}")
-        costs = self.costs
-        sys_us = (res.faults - faults) * costs.fault_us
+        sys_us = self._account(faults)
+        if op == "join":
+            for av in p.arenas:  # the exiting thread's tcache was freed
+                av.trims.clear()
+        elif op == "malloc":
+            self.at_last_alloc = (res.resident_bytes, self.madvise, self.madvised_bytes)
+        self.user_us += s.user_us
+        self.sys_us += sys_us
+        return s.user_us + sys_us
+
+    def _account(self, faults: int) -> float:
+        """The system calls the last step made, counted (and cleared from the process: the
+        simulator keeps counters only), and what they and its page faults cost, us."""
+        p, costs = self.p, self.costs
+        sys_us = (p.resident.faults - faults) * costs.fault_us
         calls = p.calls
         if calls:
             counts = self.counts
@@ -330,14 +345,49 @@ class GlibcSimulation:
                     self.madvised_bytes += c.length
                 sys_us += costs.release_us if cat in RELEASES else costs.syscall_us
             calls.clear()
-        if op == "join":
-            for av in p.arenas:  # the exiting thread's tcache was freed
-                av.trims.clear()
-        elif op == "malloc":
-            self.at_last_alloc = (res.resident_bytes, self.madvise, self.madvised_bytes)
-        self.user_us += s.user_us
-        self.sys_us += sys_us
-        return s.user_us + sys_us
+        if p.resident.pages > self.rss_peak_pages:
+            self.rss_peak_pages = p.resident.pages
+        return sys_us
+
+    def run_ops(self, timed_ops: Iterable[tuple[float, GlibcOp]], idle_ms: float) -> None:
+        """A program's ops (purgecheck/simulate/program.py) at their own times, on the
+        process's own methods, the ones `purgecheck replay` calls for the same ops; the
+        program writes every block it allocates. Then `idle_ms` in which nothing runs."""
+        from purgecheck.glibc.modelrun import handlers
+        p = self.p
+        do = handlers(p)
+        self.sample(0.0)
+        self.next_sample = self.sample_ms
+        op = None
+        try:
+            for t, op in timed_ops:
+                name = op.name
+                if name == "loop":
+                    continue
+                if t > self.t:
+                    self.advance_to(t)
+                faults = p.resident.faults
+                do[name](op.thread, *op.args)
+                if name in ALLOCATING or (name == "realloc" and op.args[1]):
+                    p.use(op.args[0], op.args[-1])
+                    self.allocations += 1
+                    self.last_alloc_ms = self.t
+                self._account(faults)
+                for av in p.arenas:  # the trim records: the simulator keeps none
+                    if av.trims:
+                        av.trims.clear()
+                if name in ALLOCATING:
+                    self.at_last_alloc = (p.resident.resident_bytes, self.madvise,
+                                          self.madvised_bytes)
+        except (ScriptError, OutOfMemory) as e:
+            raise ValueError(f"record {op.line}: the glibc model cannot run `{op.render()}`: "
+                             f"{e}") from None
+        self.end_ms = self.t
+        load_area = self.rss_area
+        self.advance_to(self.end_ms + idle_ms)
+        self.sample(self.t)
+        self.rss_mean = load_area / self.end_ms if self.end_ms else \
+            float(p.resident.resident_bytes)
 
     def run(self, lanes: list[Lane], idle_ms: float) -> None:
         """Each lane on its own clock; the lane whose clock is earliest goes next, so steps
@@ -421,11 +471,16 @@ class GlibcSimulation:
             "free_resident_end": last.free_resident,
             "user_ms": self.user_us / 1000,
             "sys_ms": self.sys_us / 1000,
+            "discards": sum(k(c, 0) for c in RELEASES),  # calls that give memory back
+            "discarded_bytes": res.dropped * PAGESIZE,
+            "rss_peak": self.rss_peak_pages * PAGESIZE,
+            "rss_mb_s": self.rss_area / 1000 / (1 << 20),
         }
 
     def design_run(self, workload: str) -> DesignRun:
         return DesignRun(workload, "glibc", self.version, self.counters(), self.samples,
-                         load_end_ms=self.last_alloc_ms, end_ms=self.t)
+                         load_end_ms=self.last_alloc_ms, end_ms=self.t,
+                         syscalls=dict(sorted(self.counts.items())))
 
 
 def _settings(params: dict) -> dict[str, int]:
@@ -463,42 +518,26 @@ def simulate_glibc(workload: str, versions: list[str] | None = None,
 
 # -- a mimalloc workload or a trace on glibc -----------------------------------------------------
 
-def ops_of_calls(calls) -> Iterator[Step]:
-    """A mimalloc workload's calls as glibc steps at their own times: its first thread is the
-    main thread, every other one is started at its first call and joined after the last; the
-    program writes every block it allocates; a `loop` call does nothing in glibc. A realloc
-    is refused (the glibc model has none yet)."""
-    threads: dict[int, int] = {}
-    t = 0.0
-    for c in calls:
-        t = c.t_ms
-        if c.thread not in threads:
-            threads[c.thread] = len(threads)
-            if len(threads) > 8:
-                raise ValueError("the glibc model takes at most 8 threads (arenas) at once")
-            if threads[c.thread]:
-                yield Step(threads[c.thread], "start", at_ms=t)
-        th = threads[c.thread]
-        if c.op == "malloc":
-            yield Step(th, "malloc", c.name, c.size, c.size, at_ms=t)
-        elif c.op == "free":
-            yield Step(th, "free", c.name, at_ms=t)
-        elif c.op == "realloc":
-            raise ValueError("realloc: the glibc model has no realloc yet; run the mimalloc "
-                             "designs only (no --version)")
-    for th in sorted(v for v in threads.values() if v):
-        yield Step(th, "join", at_ms=t)
-
-
 def simulate_calls(name: str, calls, versions: list[str] | None = None,
                    idle_ms: float = 100.0, sample_ms: float = 10.0) -> list[DesignRun]:
-    """A mimalloc workload's calls (a list) on the glibc model of each version. The calls'
-    times are the program's: no cost is added to them."""
+    """A mimalloc workload's calls (a list) on the glibc model of each version: its first
+    thread is glibc's main thread, every other one is started at its first call and joined
+    after its last (purgecheck/simulate/program.py); the calls' times are the program's."""
+    from purgecheck.simulate.program import ops_of_calls
+    calls = list(calls)
+    return simulate_ops(name, lambda: ops_of_calls(calls), versions, idle_ms, sample_ms)
+
+
+def simulate_ops(name: str, timed_ops: Callable[[], Iterable[tuple[float, GlibcOp]]],
+                 versions: list[str] | None = None, idle_ms: float = 100.0,
+                 sample_ms: float = 10.0) -> list[DesignRun]:
+    """A program's timed ops (a fresh stream from `timed_ops()` for each version) on the
+    glibc model of each version, with no cost added to the program's own times."""
     versions = _check_versions(versions)
     out = []
     for version in versions:
         sim = GlibcSimulation(version, Costs(0.0, 0.0, 0.0), None, sample_ms)
-        sim.run([lambda now: ops_of_calls(calls)], idle_ms)
+        sim.run_ops(timed_ops(), idle_ms)
         out.append(sim.design_run(name))
     return out
 

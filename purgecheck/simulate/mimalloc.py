@@ -121,10 +121,16 @@ class Simulation:
         self.retired_seen: set[int] = set()
         self.watch: set[int] = set()  # pages not yet seen retired
         self.known_pages = 0
-        self.allocs_changed = 0  # counts the program's mallocs, frees and reallocs
-        self.live_cache: tuple[int, set[int]] = (-1, set())
+        # page id -> the OS pages of its live blocks, worked out again at a sample only for
+        # the pages whose blocks changed since the one before (`dirty`): rebuilding every
+        # page's at each sample was a quarter of a simulation's time. Pages never share an
+        # OS page (each is a run of whole slices), so the sets are disjoint.
+        self.live_pages: dict[int, set[int]] = {}
+        self.dirty: set[int] = set()
         self.load_end = self.t
         self.at_load_end: dict[str, float] = {}
+        self.rss_peak = 0  # resident OS pages at most
+        self.rss_area = 0.0  # resident OS pages x ms
 
     # -- time ----------------------------------------------------------------------------
 
@@ -133,6 +139,8 @@ class Simulation:
         heapq.heappush(self.timers, (due, self.seq, kind, thread))
 
     def _set_clock(self, t: float) -> None:
+        resident = len(self.world.mem.resident)
+        self.rss_area += resident * (t - self.t)  # pages x ms: resident memory over time
         self.t = t
         now = int(t)
         if now > self.world.clock.now:
@@ -168,17 +176,20 @@ class Simulation:
         if c.op != "loop" and thread.park_state in (PARKED, SWEEPING):
             mi_on_thread_idle_end(self.world, th)
         if c.op == "malloc":
-            self.ptrs[c.name] = mi_heap_malloc(self.world, self.world.heap(th), c.size)
+            self.ptrs[c.name] = ptr = mi_heap_malloc(self.world, self.world.heap(th), c.size)
+            self.dirty.add(ptr.page)
             self.allocations += 1
             self.load_end = self.t
         elif c.op == "free":
             ptr = self.ptrs.pop(c.name)
             mi_free(self.world, ptr, th)
+            self.dirty.add(ptr.page)
             self._note_retired(ptr.page)
         elif c.op == "realloc":
             old = self.ptrs[c.name]
             self.ptrs[c.name] = new = mi_realloc(self.world, self.world.heap(th), old, c.size)
             if new != old:
+                self.dirty.update((old.page, new.page))
                 self.allocations += 1
                 self.load_end = self.t
                 self._note_retired(old.page)
@@ -189,7 +200,6 @@ class Simulation:
         if c.request:
             self.requests += int(c.request)
         if c.op != "loop":
-            self.allocs_changed += 1
             self.last_call[th] = self.t
             self.pool_swept.discard(th)
             if self.idle == "pool":
@@ -197,6 +207,9 @@ class Simulation:
             if self.park_after_ms is not None:
                 self._timer(self.t + self.park_after_ms, "park_after", th)
         self.world.log.clear()  # the model's event log: the simulator keeps counters only
+        resident = len(self.world.mem.resident)  # only a call writes: the peak is after one
+        if resident > self.rss_peak:
+            self.rss_peak = resident
 
     def _loop_idle(self, th: int) -> None:
         """The thread's loop has nothing to do: park, or sweep inline at most every 100 ms."""
@@ -270,8 +283,10 @@ class Simulation:
         self.world.log.clear()
 
     def _on_park_after(self, th: int) -> None:
+        """A thread silent for park_after_ms comes to its idle point: it parks, or sweeps
+        inline, as its idle behaviour says (a trace of a real program has no `loop` calls)."""
         if self.t - self.last_call.get(th, self.t) >= (self.park_after_ms or 0):
-            self._park(th)
+            self._loop_idle(th)
 
     def _on_inline_again(self, th: int) -> None:
         """The inline caller about to block for good: again an interval after the call
@@ -318,20 +333,23 @@ class Simulation:
     # -- what it costs -----------------------------------------------------------------------
 
     def live_resident_pages(self) -> int:
-        """Resident OS pages that hold part of a live allocation (the OS pages of the live
-        allocations are worked out again only after an allocation or a free)."""
+        """Resident OS pages that hold part of a live allocation."""
         mem = self.world.mem
-        if self.live_cache[0] != self.allocs_changed:
-            live: set[int] = set()
-            for pid in self.watch:
-                page = self.world.pages[pid]
-                if page.retired or not page.handed_out:
-                    continue
-                g = page.geom
-                for i in page.handed_out:
-                    live.update(mem.os_pages(g.block_addr(i), g.block_size))
-            self.live_cache = (self.allocs_changed, live)
-        return len(self.live_cache[1] & mem.resident)
+        pages = self.world.pages
+        live = self.live_pages
+        for pid in self.dirty:
+            page = pages[pid]
+            if page.retired or not page.handed_out:
+                live.pop(pid, None)
+                continue
+            g = page.geom
+            os_pages: set[int] = set()
+            for i in page.handed_out:
+                os_pages.update(mem.os_pages(g.block_addr(i), g.block_size))
+            live[pid] = os_pages
+        self.dirty.clear()
+        resident = mem.resident
+        return sum(len(s & resident) for s in live.values())
 
     def _sample(self) -> None:
         self._note_all_retired()  # brings new pages into `watch`
@@ -385,6 +403,11 @@ class Simulation:
             "arena_purged_bytes": self.arena_purged_bytes,
             "arena_purges_load": load["arena_purges"],
             "arena_purged_bytes_load": load["arena_bytes"],
+            # everything given back, hole purging's discards and the arena's purges alike
+            "discards": mem.discard_calls + self.arena_purges,
+            "discarded_bytes": mem.discarded_bytes + self.arena_purged_bytes,
+            "rss_peak": self.rss_peak * mem.os_page_size,
+            "rss_mb_s": self.rss_area * mem.os_page_size / 1000 / (1 << 20),
         }
 
 

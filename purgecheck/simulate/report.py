@@ -43,6 +43,44 @@ GLIBC_COLUMNS = [
 ]
 
 
+# the table of a program's trace: every glibc version and every mimalloc design side by side
+PROGRAM_COLUMNS = [
+    ("discards", "discards", "{:,.0f}"),
+    ("MB given back", "discarded_bytes", _mb),
+    ("refaults", "refaults", "{:,.0f}"),
+    ("peak MB", "rss_peak", _mb),
+    ("MB·s", "rss_mb_s", "{:,.1f}"),
+]
+
+
+def print_program(runs: list[DesignRun], program, file=None) -> None:
+    """One row per glibc version and mimalloc design: what each gives back (calls and
+    bytes), refaults, resident memory at its peak and over time, and glibc's system calls by
+    category (those that occur); a recording that lost its end says it is a prefix."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=file or sys.stdout, width=220)
+    c = program.conversion
+    cats = sorted({k for r in runs for k, n in r.syscalls.items() if n})
+    title = (f"{program.source}: {c.ops:,} ops, at most {c.max_live:,} blocks live; bytes in "
+             f"MB (MiB), residency per OS page")
+    table = Table(title=title)
+    table.add_column("model", no_wrap=True)
+    table.add_column("design", no_wrap=True)
+    for name, _, _ in PROGRAM_COLUMNS:
+        table.add_column(name, justify="right")
+    for cat in cats:
+        table.add_column(cat, justify="right")
+    for r in runs:
+        calls = [f"{r.syscalls.get(cat, 0):,}" if r.model == "glibc" else "-" for cat in cats]
+        table.add_row(r.model, r.design, *(_cell(fmt, r.counters.get(key))
+                                           for _, key, fmt in PROGRAM_COLUMNS), *calls)
+    console.print(table)
+    if program.prefix is not None:
+        console.print(f"PREFIX: these figures cover part of the run only: {program.prefix}")
+
+
 def _cell(fmt, value) -> str:
     if value is None:
         return "-"

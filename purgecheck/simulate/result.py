@@ -36,6 +36,7 @@ class DesignRun:
     samples: list[Sample] = field(default_factory=list)
     load_end_ms: float = 0.0
     end_ms: float = 0.0
+    syscalls: dict[str, int] = field(default_factory=dict)  # glibc: calls by category
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -61,6 +62,11 @@ COUNTERS = {
     "arena_purged_bytes": "mimalloc: bytes the arena gave back of retired pages",
     "arena_purges_load": "mimalloc: the arena's purges of retired pages before the last allocation",
     "arena_purged_bytes_load": "mimalloc: bytes the arena gave back before the last allocation",
+    "discards": "calls that gave memory back (mimalloc: hole purging's discards and the arena's "
+                "purges; glibc: madvise, brk shrink, munmap)",
+    "discarded_bytes": "resident bytes those calls gave back",
+    "rss_peak": "resident bytes at their peak",
+    "rss_mb_s": "resident memory integrated over the run, load and idle (MB x s)",
     "madvise": "glibc: madvise(MADV_DONTNEED) calls",
     "brk_grow": "glibc: brk calls that grow the main heap",
     "brk_shrink": "glibc: brk calls that shrink the main heap",
