@@ -46,9 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from purgecheck.inputs import InputError
     try:
         return args.func(args)
-    except UsageError as e:
+    except (UsageError, InputError) as e:
         print(f"purgecheck {args.command}: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -43,7 +43,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--seeds", action="store_true",
                    help="the seeds' claims: each figure of the seed beside the model's, the "
                         "comparison and its verdict (holds, fails, by construction)")
-    p.add_argument("--scale", type=float, default=1.0, metavar="F",
+    p.add_argument("--scale", type=float, metavar="F",
                    help="with --seeds: scale the loads by F (0 < F <= 1; default 1)")
     p.add_argument("--design", action="append", metavar="D",
                    help="a mimalloc design (repeatable; default: every one)")
@@ -60,7 +60,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--park-after", type=float, metavar="MS",
                    help="a thread that makes no call for MS ms parks (for a trace without "
                         "loop calls)")
-    p.add_argument("--sample-ms", type=float, default=10.0, metavar="MS",
+    p.add_argument("--sample-ms", type=float, metavar="MS",
                    help="resident memory is sampled every MS ms of virtual time (default 10)")
     p.add_argument("--plot", metavar="DIR", help="write DIR/<workload>.svg and .png")
     p.add_argument("--json", action="store_true", help="the figures as JSON on stdout")
@@ -89,6 +89,19 @@ def _params(pairs: list[str]) -> dict:
             raise UsageError(f"--set {name}: {value} is not a usable number")
         out[name] = int(number) if number == int(number) and "." not in value else number
     return out
+
+
+SAMPLE_MS = 10.0  # --sample-ms's default
+
+# What --seeds does not read: the claims choose their workloads, designs and sampling.
+SEEDS_IGNORE = {"design": "--design", "version": "--version", "set": "--set", "idle": "--idle",
+                "idle_ms": "--idle-ms", "park_after": "--park-after", "plot": "--plot",
+                "sample_ms": "--sample-ms"}
+
+
+def _given(args, options: dict[str, str]) -> list[str]:
+    """The options of `options` (attribute: flag) given on the command line."""
+    return [flag for attr, flag in options.items() if getattr(args, attr) not in (None, [])]
 
 
 def _list() -> int:
@@ -129,9 +142,10 @@ def _seeds(args) -> int:
     from purgecheck.simulate.claims import FAILS, seed_claims, summary
     from purgecheck.simulate.report import print_claims
 
-    if not 0 < args.scale <= 1:
-        raise UsageError(f"--scale: expected a number in (0, 1], found {args.scale:g}")
-    claims = seed_claims(scale=args.scale, real=_real_figures())
+    scale = 1.0 if args.scale is None else args.scale
+    if not 0 < scale <= 1:
+        raise UsageError(f"--scale: expected a number in (0, 1], found {scale:g}")
+    claims = seed_claims(scale=scale, real=_real_figures())
     if args.json:
         doc = {"claims": [c.as_json() for c in claims], "summary": summary(claims)}
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
@@ -150,9 +164,20 @@ def run(args) -> int:
     if args.seeds:
         if args.workload:
             raise UsageError("--seeds runs the seeds' own workloads: give no WORKLOAD with it")
+        ignored = _given(args, SEEDS_IGNORE)
+        if ignored:
+            raise UsageError(f"{ignored[0]} does not go with --seeds (the seeds' workloads run "
+                             f"as the claims set them)")
         return _seeds(args)
+    args.sample_ms = SAMPLE_MS if args.sample_ms is None else args.sample_ms
+    if args.scale is not None:
+        raise UsageError("--scale scales the seeds' loads: it goes with --seeds (a named "
+                         "workload takes --set)")
     if not args.workload:
         raise UsageError("name a workload or a trace (see --list), or give --seeds")
+    if args.plot is not None:  # before the run: a folder that cannot be made costs no run
+        from purgecheck.inputs import output_dir
+        output_dir(args.plot, "--plot")
     runs, name = _simulate(args)
     if args.plot:
         from purgecheck.simulate.plot import plot_runs
@@ -216,8 +241,10 @@ def _simulate(args):
         calls = None
     else:
         path = Path(args.workload)
-        if not path.is_file():
+        if not path.exists():
             raise UsageError(f"{args.workload}: neither a named workload (--list) nor a file")
+        from purgecheck.inputs import input_file
+        input_file(path, "a call trace (docs/simulate-guide.md)")
         if params:
             raise UsageError("--set takes the parameters of a named workload, not of a trace")
         calls = _read_trace(path)
