@@ -61,18 +61,27 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="a thread that makes no call for MS ms parks (for a trace without "
                         "loop calls)")
     p.add_argument("--sample-ms", type=float, metavar="MS",
-                   help="resident memory is sampled every MS ms of virtual time (default 10)")
+                   help=f"resident memory is sampled every MS ms of virtual time ({MIN_SAMPLE_MS:g} "
+                        f".. 1e9, default 10; a run longer than its series' limit keeps every "
+                        f"other sample and doubles the step)")
     p.add_argument("--plot", metavar="DIR", help="write DIR/<workload>.svg and .png")
     p.add_argument("--json", action="store_true", help="the figures as JSON on stdout")
     return p
 
 
-def _positive(value: float | None, option: str, zero_ok: bool = False) -> None:
+MIN_SAMPLE_MS = 0.001  # a finer step than 1 us adds nothing (the model's clock counts ms)
+# and a step below the floats' resolution at a trace's 10^12 ms would not move time on
+
+
+def _positive(value: float | None, option: str, zero_ok: bool = False,
+              least: float = 0.0) -> None:
     if value is None:
         return
-    if not (value > 0 or (zero_ok and value == 0)) or value != value or value > 1e9:
+    if not (value > 0 or (zero_ok and value == 0)) or value != value or value > 1e9 \
+            or value < least:
+        lowest = f"{least:g} .. 1e9" if least else "up to 1e9"
         raise UsageError(f"{option}: expected a {'non-negative' if zero_ok else 'positive'} "
-                         f"number of ms up to 1e9, found {value:g}")
+                         f"number of ms, {lowest}, found {value:g}")
 
 
 def _params(pairs: list[str]) -> dict:
@@ -157,10 +166,10 @@ def _seeds(args) -> int:
 def run(args) -> int:
     if args.list:
         return _list()
-    for value, option, zero_ok in ((args.idle_ms, "--idle-ms", True),
-                                   (args.park_after, "--park-after", False),
-                                   (args.sample_ms, "--sample-ms", False)):
-        _positive(value, option, zero_ok)
+    for value, option, zero_ok, least in ((args.idle_ms, "--idle-ms", True, 0.0),
+                                          (args.park_after, "--park-after", False, 0.0),
+                                          (args.sample_ms, "--sample-ms", False, MIN_SAMPLE_MS)):
+        _positive(value, option, zero_ok, least)
     if args.seeds:
         if args.workload:
             raise UsageError("--seeds runs the seeds' own workloads: give no WORKLOAD with it")
