@@ -43,10 +43,13 @@ def one_line(argv: list[str], expected: str) -> str:
     (["check", "--scheduler", ""], "an empty string"),
     (["mutants", "--scheduler", "tcp://h:x"], "port 'x'"),
     (["fuzz", "--campaign", "--time", ""], "--time ''"),
-    (["fuzz", "--db", ""], "--db '': expected redis://HOST:PORT/DB or a directory"),
+    (["fuzz", "--db", ""], "--db '': expected WHERE"),
+    (["fuzz", "--mutant", ""], "--mutant '': expected M"),
+    (["scenario", "--file", " "], "--file ' '"),
+    (["glibc", "run", ""], "WORKLOAD ''"),
     (["fuzz", "--db", "http://example.org/db"], "a http:// URL"),
     (["fuzz", "--db", "/proc/no/such"], "--db /proc/no/such: cannot make that directory"),
-    (["docs", "--out", ""], "--out '': expected a directory"),
+    (["docs", "--out", ""], "--out '': expected DIR"),
     (["diff", "--scenario", "every-third", "--keep", ""], "--keep ''"),
     (["simulate", "bun-serve", "--scale", "0.5"], "--scale scales the seeds' loads"),
     (["simulate", "--seeds", "--design", "epoch"], "--design does not go with --seeds"),
@@ -56,6 +59,12 @@ def one_line(argv: list[str], expected: str) -> str:
 ])
 def test_a_bad_option_is_one_line_before_any_work(argv, expected):
     one_line(argv, expected)
+
+
+def test_an_empty_word_after_record_dashes_is_the_programs_own(tmp_path):
+    rc, out, err = run(["record", "-o", str(tmp_path / "t.rec"), "--", "/bin/sh", "-c",
+                        'test "$0" = ""', ""])
+    assert rc == 0 and "exit status 0" in out, err
 
 
 def test_the_scheduler_in_the_environment_is_checked_as_the_option(monkeypatch):
@@ -108,7 +117,7 @@ def test_a_port_that_accepts_and_never_answers_does_not_hang():
 
 @pytest.mark.parametrize("out,expected", [
     ("DIR", "a directory (expected a file name)"),
-    ("", "-o '': expected a file name"),
+    ("", "-o/--output '': expected TRACE"),
     ("DIR/missing/x.rec", "no directory"),
 ])
 def test_record_refuses_where_its_trace_cannot_go_before_the_program_runs(tmp_path, out,
