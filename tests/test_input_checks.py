@@ -255,12 +255,17 @@ def test_a_drop_that_forgets_the_discarded_pages_is_caught(monkeypatch):
         drops_agree()
 
 
-def test_the_series_of_a_long_run_is_thinned_not_grown_without_bound():
+def test_the_series_of_a_long_run_is_thinned_not_grown_without_bound(monkeypatch):
     """A trace whose two calls are 10^12 ms apart, sampled every 1 us (10^15 steps): the
-    series keeps at most MAX_SAMPLES samples, in order, the last at the end of the idle."""
+    series keeps at most MAX_SAMPLES samples (here 1,000, to keep the test short), in order,
+    the last at the end of the idle."""
     from purgecheck.formats.calls import Call
-    from purgecheck.simulate.mimalloc import MAX_SAMPLES, simulate
+    from purgecheck.simulate import mimalloc
+    from purgecheck.simulate.mimalloc import simulate
     from purgecheck.simulate.workloads import Workload
+
+    MAX_SAMPLES = 1000
+    monkeypatch.setattr(mimalloc, "MAX_SAMPLES", MAX_SAMPLES)
 
     w = Workload("far", "two calls far apart", lambda: iter(()), "park", 5.0)
     calls = [Call(0.0, 1, "malloc", 1, 100), Call(1e12, 1, "free", 1)]
