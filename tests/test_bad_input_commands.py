@@ -253,6 +253,9 @@ WORDS = HUGE | st.sampled_from(["", " ", "-", "0", "1", "2.5", "1e-300", "inf", 
                                 "/proc/no/such", "http://x/", "redis://127.0.0.1:1/0"])
 
 
+SECONDS = st.sampled_from(["", "-1", "nan", "inf", "1e99", "x", "0.01", "36001", "1_0e-3"])
+
+
 @st.composite
 def option_case(draw) -> list[str]:
     which = draw(st.sampled_from(["fuzz-campaign", "fuzz", "check", "mutants", "simulate",
@@ -278,8 +281,10 @@ def option_case(draw) -> list[str]:
         for flag in draw(st.lists(st.sampled_from(["--idle-ms", "--sample-ms", "--park-after",
                                                    "--scale", "--plot", "--set"]),
                                   min_size=1, max_size=3, unique=True)):
-            value = draw(WORDS | TIMES | st.just("DIR"))
-            argv += [flag, f"seconds={value}" if flag == "--set" else value]
+            if flag == "--set":  # a longer loop is valid and minutes of work: not drawn
+                argv += [flag, "seconds=" + draw(SECONDS)]
+            else:
+                argv += [flag, draw(WORDS | TIMES | st.just("DIR"))]
     else:  # accepted: `true` recorded
         argv = ["record", "-o", draw(WORDS | st.sampled_from(["DIR", "DIR/x.rec",
                                                               "DIR/no/x.rec"])),

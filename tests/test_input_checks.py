@@ -173,6 +173,16 @@ def test_a_huge_recorded_range_is_one_range_not_2_to_the_50_pages(tmp_path, reco
     assert "chunk_munmap" in out and "chunk_mmap" in out
 
 
+def test_a_malloc_trim_before_any_allocation_gives_nothing_back(tmp_path):
+    """Found by the slow tier of tests/test_bad_input_commands.py: the model's main arena has
+    no top chunk before its first allocation (glibc's initial top has size 0), and
+    malloc_trim read its size (a traceback)."""
+    trace = tmp_path / "trim.rec"
+    write_recording(trace, [("malloc_trim", 100, 0, 0), ("malloc", 100, ADDR, 0)])
+    rc, out, err = run(["replay", str(trace), "--version", "2.23+"])
+    assert rc == 0 and "brk_shrink" not in out and "main_madvise" not in out, err
+
+
 def test_a_heap_write_past_the_models_limit_is_refused_with_it(tmp_path):
     """mmap turned off (M_MMAP_MAX 0) and a calloc of 2^62 bytes: the heap's write of it is
     refused with the limit, naming the record."""
@@ -358,6 +368,14 @@ def test_a_device_or_a_directory_is_not_no_such_file(tmp_path, target, expected)
     target = target.replace("DIR", str(tmp_path))
     one_line(["replay", target], expected)
     one_line(["simulate", target], expected)
+
+
+@pytest.mark.parametrize("line", ["+ -99999999999999999999", "+ -1", "+ 0x0", "a -5 1"])
+def test_a_heaptrack_number_is_unsigned_hexadecimal(tmp_path, line):
+    """Found by the slow tier: int(w, 16) took '-9999...' and the replay indexed with it."""
+    path = tmp_path / "neg.heaptrack.gz"
+    path.write_bytes(gzip.compress(f"v 10100 3\nX p\nI 1 1\na 10 1\n{line}\n".encode()))
+    one_line(["replay", str(path)], "expected hexadecimal numbers after")
 
 
 def test_the_bad_script_path_is_named_not_the_trace(tmp_path):

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 import subprocess
 import zlib
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from purgecheck.inputs import excerpt
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
+HEX = re.compile(r"[0-9a-fA-F]{1,16}")  # heaptrack's numbers: unsigned, at most 64 bits
 SKIPPED = set("XIsitRAS#")  # the program, its stacks, its RSS: nothing the heap replays
 
 
@@ -148,12 +150,10 @@ class HeaptrackImage:
                     in_command = mode == "X"
                     continue
                 words = line.split()
-                try:
-                    values = [int(w, 16) for w in words[1:3]]
-                except ValueError:
+                if not all(HEX.fullmatch(w) for w in words[1:3]):  # int(w, 16) takes -1, 0x1
                     raise HeaptrackError(src, no, f"expected hexadecimal numbers after "
-                                                  f"{mode!r}, got {excerpt(line.strip())}") \
-                        from None
+                                                  f"{mode!r}, got {excerpt(line.strip())}")
+                values = [int(w, 16) for w in words[1:3]]
                 if mode == "v":
                     if len(values) < 2 or values[1] < 1:
                         raise HeaptrackError(src, no, "expected `v VERSION FILE_VERSION` with "
