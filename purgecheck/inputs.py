@@ -1,5 +1,5 @@
 """What every command checks of its inputs before any work (issue 30): the files it reads and
-writes, and the words it quotes back.
+writes (the readers quote a bad line's excerpt: purgecheck/formats' `excerpt`).
 
 DESIGN.md: "Bad input gets a clear one-line error naming the file, the line and what was
 expected, and a non-zero exit; never a traceback, never a partial result that looks
@@ -15,21 +15,9 @@ import stat
 import tempfile
 from pathlib import Path
 
-EXCERPT_CHARS = 60  # at most this much of a bad line or word is quoted in an error
-
 
 class InputError(ValueError):
     """A bad input or option value: the one line that says which and what was expected."""
-
-
-def excerpt(text: str | bytes, limit: int = EXCERPT_CHARS) -> str:
-    """`text` quoted for an error line: at most `limit` characters, and how long it was when
-    longer (a 50 MB line is not echoed)."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}... ({len(text):,} characters)"
 
 
 def given(value: str | None, option: str, what: str) -> str | None:

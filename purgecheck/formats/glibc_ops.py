@@ -21,7 +21,7 @@ from typing import Iterator, NamedTuple
 
 from model.glibc.params import PARAMS
 from purgecheck.formats.ops import OpScriptError
-from purgecheck.inputs import excerpt
+from purgecheck.formats import excerpt
 
 MAX_THREADS = 64
 MAX_IDS = 1 << 24  # live blocks at once: the driver maps its pointer table at this size

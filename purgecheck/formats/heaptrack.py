@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from purgecheck.formats.glibc_ops import GlibcOp
-from purgecheck.inputs import excerpt
+from purgecheck.formats import excerpt
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"

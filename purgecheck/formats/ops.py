@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from model.epoch import ADVANCE_PCS
-from purgecheck.inputs import excerpt
+from purgecheck.formats import excerpt
 
 
 class OpScriptError(Exception):
