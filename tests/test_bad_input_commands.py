@@ -15,6 +15,7 @@ never resolves (`.invalid` hosts), a run that is accepted is a second's work.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import shutil
 import struct
@@ -295,7 +296,8 @@ def option_case(draw) -> list[str]:
 def _options(tmp_path_factory, argv: list[str]) -> None:
     where = str(tmp_path_factory.mktemp("opt"))
     argv = [a.replace("DIR", where) for a in argv]
-    rc, _, err = run(argv)
+    with contextlib.chdir(where):  # a relative --db 0 or -o 1 is made there, not in the tree
+        rc, _, err = run(argv)
     named = [a for a in argv if len(a) >= 2 and a != "--"] + ["''"]  # a flag or a value given
     assert_clear(rc, err, tuple(named))
 
