@@ -40,15 +40,51 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _actions(parser: argparse.ArgumentParser, args) -> list[argparse.Action]:
+    """The arguments of the command (and subcommand) that `args` chose."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                found += _actions(chosen, args)
+        else:
+            found.append(action)
+    return found
+
+
+def empty_value(parser: argparse.ArgumentParser, args) -> str | None:
+    """The error line for an argument given as '' (or blanks), which no option means: it
+    used to stand for the default (`--time ''` a five-minute campaign, `--out ''` the
+    project's docs). The words after `record --` are the program's own and may be ''."""
+    for action in _actions(parser, args):
+        if action.nargs == argparse.REMAINDER or action.dest in (None, argparse.SUPPRESS):
+            continue
+        value = getattr(args, action.dest, None)
+        if any(isinstance(v, str) and not v.strip()
+               for v in (value if isinstance(value, list) else [value])):
+            what = action.metavar or action.dest.upper()
+            what = " ".join(what) if isinstance(what, tuple) else what
+            name = "/".join(action.option_strings) or what
+            shown = value if isinstance(value, str) else ""
+            return f"{name} {shown!r}: expected {what} (see --help), found an empty string"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    empty = empty_value(parser, args)
+    if empty is not None:
+        print(f"purgecheck {args.command}: {empty}", file=sys.stderr)
+        return 2
+    from purgecheck.inputs import InputError
     try:
         return args.func(args)
-    except UsageError as e:
+    except (UsageError, InputError) as e:
         print(f"purgecheck {args.command}: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:

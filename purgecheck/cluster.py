@@ -4,7 +4,10 @@ By default a command that spreads its runs starts a `LocalCluster` of its own, o
 process per core with one thread each, and stops it when done: nothing for a new user to set
 up. `--scheduler ADDRESS`, or the environment variable PURGECHECK_SCHEDULER, sends the runs to
 an existing cluster instead (`dask scheduler` on one machine, `dask worker ADDRESS` on the
-others; each worker needs this project installed, as `make setup` does).
+others; each worker needs this project installed, as `make setup` does). The address is
+checked before any work (issue 30): its form (parse_scheduler_address), then one connect and
+Dask's handshake, each with a deadline (reach_scheduler), so that a typo, a dead scheduler
+or a port that accepts and never answers is one line within seconds.
 
 A worker that dies while it runs a task is replaced and the task is given to another worker,
 at most ALLOWED_FAILURES times on the embedded cluster (Dask's `allowed-failures`); after that
@@ -20,11 +23,18 @@ from typing import Iterator
 
 SCHEDULER_ENV = "PURGECHECK_SCHEDULER"
 ALLOWED_FAILURES = 2  # deaths of a worker running the same task before it is reported
-CONNECT_TIMEOUT = 10  # seconds to wait for an existing scheduler
+CONNECT_TIMEOUT = 10  # seconds the Dask client waits for the scheduler's first answers
+CONNECT_S = 3  # seconds a TCP connect to the scheduler may take: one try, no retries
+HANDSHAKE_S = 5  # seconds for Dask's handshake on a port that accepted the connection
+# The transports of `distributed` that reach a scheduler in another process (its registry
+# also has inproc, inside one process, and ucx, which needs ucx-py); no scheme is tcp.
+NETWORK_SCHEMES = ("tcp", "tls", "ws", "wss")
+ADDRESS_EXAMPLE = "expected SCHEME://HOST:PORT with SCHEME tcp, tls, ws or wss, e.g. " \
+                  "tcp://host:8786"
 
 
 class ClusterError(Exception):
-    """No scheduler answered at the address given: bad usage, one line."""
+    """No scheduler answered at the address given, or it is no address: one line."""
 
 
 def add_scheduler_option(group, what: str) -> None:
@@ -35,8 +45,78 @@ def add_scheduler_option(group, what: str) -> None:
 
 
 def scheduler_address(given: str | None) -> str | None:
-    """The address asked for: the option, else $PURGECHECK_SCHEDULER, else None (embedded)."""
-    return given or os.environ.get(SCHEDULER_ENV) or None
+    """The address asked for, checked (parse_scheduler_address): the option, else
+    $PURGECHECK_SCHEDULER (empty: not set), else None (a cluster started here)."""
+    if given is not None:
+        return parse_scheduler_address(given, "--scheduler")
+    env = os.environ.get(SCHEDULER_ENV, "")
+    return parse_scheduler_address(env, f"${SCHEDULER_ENV}") if env.strip() else None
+
+
+def parse_scheduler_address(text: str, origin: str) -> str:
+    """`text` as Dask's address of a scheduler in another process, SCHEME://HOST:PORT (no
+    scheme: tcp, as Dask reads it); ClusterError naming `origin` otherwise."""
+    def bad(why: str) -> ClusterError:
+        return ClusterError(f"{origin} {text!r}: {why}; {ADDRESS_EXAMPLE}")
+
+    if not text.strip():
+        raise bad("an empty string")
+    scheme, sep, loc = text.strip().partition("://")
+    if not sep:
+        scheme, loc = "tcp", text.strip()
+    if scheme not in NETWORK_SCHEMES:
+        raise bad(f"the scheme {scheme!r} is not one Dask reaches a scheduler by")
+    if loc.startswith("["):  # IPv6: [addr]:port
+        host, close, rest = loc[1:].partition("]")
+        port = rest[1:] if close and rest.startswith(":") else ""
+    else:
+        host, _, port = loc.rpartition(":")
+    if not host or any(c in host for c in "/?#@ []") or (":" in host and
+                                                        not loc.startswith("[")):
+        raise bad("no host" if not host else f"{host!r} is not a host name")
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        raise bad("no port" if not port else f"port {port!r} is not 1..65535")
+    return f"{scheme}://{loc}"
+
+
+def reach_scheduler(address: str) -> None:
+    """ClusterError in one line, within CONNECT_S + HANDSHAKE_S seconds, unless a Dask
+    scheduler answers at `address`: one TCP connect (Dask's own connect retries a refused
+    port for its whole timeout), then Dask's handshake with a deadline (Dask waits for the
+    answer without one, so a port that accepts and says nothing would hang the run)."""
+    import asyncio
+    import socket
+
+    from distributed.comm import connect
+    from distributed.comm.addressing import get_address_host_port
+    from distributed.security import Security
+
+    host, port = get_address_host_port(address)
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_S).close()
+    except socket.gaierror as e:
+        raise ClusterError(f"{address}: no such host {host!r} ({e.strerror})") from None
+    except TimeoutError:
+        raise ClusterError(f"{address}: no answer to a connect within {CONNECT_S} s; "
+                           f"expected a running `dask scheduler` there") from None
+    except OSError as e:
+        raise ClusterError(f"{address}: nothing answers there ({e.strerror or e}); expected "
+                           f"a running `dask scheduler`") from None
+
+    async def handshake():
+        args = Security().get_connection_args("client")
+        comm = await asyncio.wait_for(connect(address, timeout=HANDSHAKE_S, **args),
+                                      HANDSHAKE_S)
+        await comm.close()
+    try:
+        asyncio.run(handshake())
+    except (TimeoutError, asyncio.TimeoutError):
+        raise ClusterError(f"{address}: the port accepted a connection but gave no Dask "
+                           f"handshake within {HANDSHAKE_S} s: is a `dask scheduler` "
+                           f"listening there?") from None
+    except Exception as e:  # noqa: BLE001 - whatever the peer did, one line
+        raise ClusterError(f"{address}: not a Dask scheduler's answer "
+                           f"({type(e).__name__}: {str(e)[:120]})") from None
 
 
 def malloc_environment() -> dict[str, str]:
@@ -78,6 +158,7 @@ def dask_client(address: str | None = None, workers: int | None = None) -> Itera
 
     address = scheduler_address(address)
     if address:
+        reach_scheduler(address)
         try:
             client = Client(address, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError) as e:

@@ -80,12 +80,15 @@ def state_dir() -> Path:
 REDIS_KEY_PREFIX = b"purgecheck-example:"
 
 
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
 def example_database(where: str | None):
     """The example database at `where`: a redis:// (or rediss://, unix://) URL, a directory,
     or None for the project's state directory."""
     if where is None:
         return state_dir() / "hypothesis"
-    if where.split("://")[0] in ("redis", "rediss", "unix"):
+    if where.split("://")[0] in REDIS_SCHEMES:
         import redis
         from hypothesis.extra.redis import RedisExampleDatabase
 
@@ -98,7 +101,20 @@ def example_database(where: str | None):
 
 
 def check_database(where: str | None) -> None:
-    """FuzzUsageError, in one line, when the database at `where` cannot be reached."""
+    """FuzzUsageError, in one line, unless the database at `where` takes examples: a Redis
+    that answers, or a directory that exists or can be made and takes a file (so that a run
+    does not find out at its end that it saved nothing). Any other URL, an empty string and a
+    regular file are refused."""
+    from purgecheck.inputs import InputError, output_dir
+
+    if where is not None:
+        scheme, sep, _ = where.partition("://")
+        if not where.strip():
+            raise FuzzUsageError("--db '': expected redis://HOST:PORT/DB or a directory, found "
+                                 "an empty string")
+        if sep and scheme not in REDIS_SCHEMES:
+            raise FuzzUsageError(f"--db {where}: a {scheme}:// URL; expected "
+                                 f"redis://HOST:PORT/DB (or rediss://, unix://) or a directory")
     db = example_database(where)
     if hasattr(db, "redis"):
         import redis
@@ -108,6 +124,11 @@ def check_database(where: str | None) -> None:
         except redis.RedisError as e:
             raise FuzzUsageError(f"--db {where}: no Redis answered ({e}); expected "
                                  f"redis://HOST:PORT/DB of a running redis-server")
+        return
+    try:
+        output_dir(db, "--db")
+    except InputError as e:
+        raise FuzzUsageError(str(e))
 
 
 @dataclass

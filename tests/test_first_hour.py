@@ -26,9 +26,32 @@ def test_check_prints_one_line_per_row_and_the_statements_only_when_verbose(caps
     assert doc["statements"]["PG-UNIT"] == statement
     assert main(["check", "--engine", "scenarios", "--quick"]) == 0
     out = capsys.readouterr().out
-    rows = [line for line in out.splitlines() if line.startswith("│")]
+    ids = {r["invariant"] for r in doc["results"]}
+    rows = [line for line in out.splitlines() if line.split(" ")[0] in ids]
     assert len(rows) == len(doc["results"]) > 20  # one per invariant of the engine, unwrapped
+    assert all(len(line) <= 100 for line in out.splitlines())  # a CI log's columns
     assert statement[:30] not in out
+
+
+def test_the_summary_fits_100_columns_and_the_long_form_keeps_every_figure_whole():
+    """A figure longer than its column ends in an ellipsis; --verbose (the long form, the
+    table of before) has it whole, and its lines do not fit 100 columns: the check can fail."""
+    import io
+
+    from purgecheck.reports.results import Result, print_table
+    long = "3 + 3 forks while MOVING was held (before + after the increment), " * 3
+    results = [Result("EP-MOVING-HELD", "validate", "hold", long, 0.25),
+               Result("PG-UNIT", "scenarios", "fail", "16,096 steps", 1.5, detail="a reason",
+                      replay="purgecheck check --engine scenarios")]
+    short, verbose = io.StringIO(), io.StringIO()
+    print_table(results, "purgecheck check", file=short)
+    print_table(results, "purgecheck check", {"PG-UNIT": "a statement"}, file=verbose)
+    lines = short.getvalue().splitlines()
+    assert all(len(line) <= 100 for line in lines)
+    assert lines[2].startswith("EP-MOVING-HELD") and lines[2].endswith("…")
+    assert "FAIL PG-UNIT (scenarios): a reason" in lines and lines[-1] == "1 passed, 1 failed"
+    assert "a statement" in verbose.getvalue() and "the increment)" in verbose.getvalue()
+    assert max(len(line) for line in verbose.getvalue().splitlines()) > 100
 
 
 def test_a_scenario_ends_with_its_verdict(capsys):

@@ -47,13 +47,20 @@ def test_a_free_names_a_record_and_frees_its_most_recent_live_block(tmp_path):
     assert st.ops == 8 and st.max_live == 3
 
 
-def test_a_recorder_trace_is_not_taken_for_a_heaptrack_file(tmp_path):
+def test_a_recorder_trace_is_not_taken_for_a_heaptrack_file(tmp_path, capsys):
+    """Each format by its own magic (issue 30): a compressed file is heaptrack's (the recorder
+    never compresses), and one that is not a heaptrack recording is answered in heaptrack's
+    words, not as a recorder trace without a START record."""
     from purgecheck.record.synthetic import write_synthetic
     write_synthetic(tmp_path / "t.rec", 100)
     gz = tmp_path / "other.gz"
     with gzip.open(gz, "wt") as f:
         f.write("hello\n")
-    assert not is_heaptrack(tmp_path / "t.rec") and not is_heaptrack(gz)
+    assert not is_heaptrack(tmp_path / "t.rec") and is_heaptrack(gz)
+    assert main(["replay", str(gz)]) == 2
+    err = capsys.readouterr().err
+    assert f"{gz}: line 1: expected heaptrack's version line first, got 'hello'" in err
+    assert "START" not in err
 
 
 @pytest.mark.parametrize("body,expected", [
@@ -71,10 +78,12 @@ def test_a_bad_heaptrack_file_is_one_line_naming_the_line(capsys, tmp_path, body
 
 
 def test_a_heaptrack_file_without_its_version_line_is_refused(capsys, tmp_path):
+    """Answered in heaptrack's words (issue 30), not as a recorder trace."""
     path = heaptrack_file(tmp_path, "a 20 1\n+ 0\n")
-    assert not is_heaptrack(path)  # then read as a recorder trace, which it is not
+    assert is_heaptrack(path)
     assert main(["replay", str(path)]) == 2
-    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "line 1: expected heaptrack's version line first" in err[0], err
 
 
 @pytest.fixture(scope="module")

@@ -257,7 +257,7 @@ def test_a_bad_trace_is_one_line_naming_the_record(capsys, tmp_path, name, data,
 
 def test_a_missing_trace_and_a_bad_image_are_usage_errors(capsys, tmp_path, traces):
     rc, _, err = cli(capsys, "replay", str(tmp_path / "nothing.rec"))
-    assert rc == 2 and "no such trace file" in err
+    assert rc == 2 and "nothing.rec: no such file" in err
     rc, _, err = cli(capsys, "replay", str(traces["threads"]), "--image", "5")
     assert rc == 2 and "--image: expected 0..0, got 5" in err
 

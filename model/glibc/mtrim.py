@@ -36,7 +36,10 @@ def mtrim(p: "Process", av: Arena, pad: int) -> bool:
             category = "main_madvise" if av.is_main else "heap_madvise"
             p.emit("madvise", category, aligned, rest & ~psm1)
             result = True
-    if av.is_main:
+    # before the first allocation glibc's main arena has its initial top, a chunk of size 0,
+    # and the model none: a malloc_trim then has nothing to give back (a recorded program
+    # may call it first)
+    if av.is_main and av.top is not None:
         extra = trimmable_extra(av.top.size, pad)
         if extra:
             seg = av.top.segment

@@ -19,6 +19,10 @@ from __future__ import annotations
 from model.glibc.constants import HEAP_MAX_SIZE, PAGESIZE
 
 REGION_PAGES = HEAP_MAX_SIZE // PAGESIZE  # pages per bitmap: one 64 MiB heap
+# The most one write may make resident: 1 TiB, 16,384 bitmaps of 2 KiB. A recorded size past
+# it (a calloc of 2^62 bytes from the heap, with mmap turned off) is refused, not written a
+# region at a time for hours.
+MAX_WRITE_BYTES = 1 << 40
 RECENT_PAGES = 4096  # ResidentPages.recent: the set is emptied when it reaches this size
 
 # The system calls that give pages back (syscalls.CATEGORIES), and whether the same addresses
@@ -51,6 +55,31 @@ def region_masks(lo: int, hi: int):
         n = min(hi - lo, REGION_PAGES - first)
         yield region, ((1 << n) - 1) << first
         lo += n
+
+
+def region_mask(region: int, lo: int, hi: int) -> int:
+    """The bit mask of the pages lo..hi-1 that lie in `region`."""
+    base = region * REGION_PAGES
+    first, end = max(lo, base) - base, min(hi, base + REGION_PAGES) - base
+    return ((1 << (end - first)) - 1) << first if end > first else 0
+
+
+def masks_of_held(lo: int, hi: int, *held: dict[int, int]):
+    """region_masks(lo, hi), but only of the regions that are keys of a dict in `held`: what
+    a drop or a count looks at. A range of 2^50 pages (a recorded size of 2^62 bytes) costs
+    the regions that hold pages, not the 2^36 regions it spans."""
+    first, last = lo // REGION_PAGES, (hi - 1) // REGION_PAGES
+    if hi <= lo:
+        return
+    if last - first < sum(len(d) for d in held) + 2:
+        yield from region_masks(lo, hi)
+        return
+    for region in sorted({r for d in held for r in d if first <= r <= last}):
+        yield region, region_mask(region, lo, hi)
+
+
+class ResidentLimit(ValueError):
+    """A write larger than MAX_WRITE_BYTES: more than the model keeps resident."""
 
 
 class ResidentPages:
@@ -88,6 +117,9 @@ class ResidentPages:
             return 0  # tested first (a length <= 0 that passes writes nothing either)
         if length <= 0:
             return 0
+        if length > MAX_WRITE_BYTES:
+            raise ResidentLimit(f"a write of {length:,} bytes: more than the resident-page "
+                                f"model takes at once ({MAX_WRITE_BYTES:,} bytes, 1 TiB)")
         hi = last + 1
         few = hi - lo <= 2
         hot = self.hot
@@ -137,7 +169,7 @@ class ResidentPages:
         self.hot = (0, 0)
         self.recent.clear()
         gone_total = 0
-        for region, mask in region_masks(*pages_within(addr, length)):
+        for region, mask in masks_of_held(*pages_within(addr, length), bits, back):
             old = bits.get(region, 0)
             gone = old & mask
             if gone:
@@ -168,7 +200,7 @@ class ResidentPages:
         """Resident pages among the pages lo..hi-1."""
         bits = self.bits
         return sum((bits.get(region, 0) & mask).bit_count()
-                   for region, mask in region_masks(lo, hi))
+                   for region, mask in masks_of_held(lo, hi, bits))
 
     def runs(self) -> list[tuple[int, int]]:
         """The resident pages as runs [first page, end page), in address order."""

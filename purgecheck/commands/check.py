@@ -54,9 +54,17 @@ def run(args) -> int:
         raise UsageError(f"unknown engine {unknown[0]!r}; expected one of {', '.join(engines)}")
     if args.workers is not None and args.workers < 1:
         raise UsageError("--workers must be at least 1")
+    from purgecheck.cluster import ClusterError, scheduler_address
+    try:  # the address checked before any engine runs; a scheduler named is used even for
+        address = None if args.in_process else scheduler_address(args.scheduler)  # one engine
+    except ClusterError as e:
+        raise UsageError(str(e))
+    if args.workers is not None and (args.in_process or address):
+        raise UsageError("--workers sizes the cluster started here: not with "
+                         + ("--in-process" if args.in_process else "a scheduler's address"))
     budget = Budget(quick=args.quick, seed=args.seed)
     say = (lambda text: None) if args.json else (lambda text: print(text, file=sys.stderr))
-    if args.in_process or len(chosen) == 1:
+    if args.in_process or (len(chosen) == 1 and not address):
         results = []
         for name in chosen:
             say(f"running {name}: {engines[name].description} ...")
@@ -109,14 +117,14 @@ def _on_dask(chosen: list[str], budget: Budget, args, say) -> list:
     from distributed import as_completed
 
     from purgecheck.cluster import (ClusterError, call_with_malloc_environment, dask_client,
-                                    malloc_environment)
+                                    malloc_environment, scheduler_address)
     from purgecheck.reports.results import Result
 
     got: dict[tuple, list] = {}
     pieces = _pieces(chosen, budget)
     t0 = time.monotonic()
     try:
-        with dask_client(args.scheduler, args.workers) as client:
+        with dask_client(scheduler_address(args.scheduler), args.workers) as client:
             env = malloc_environment()
             futures = {client.submit(call_with_malloc_environment, env, _engine_results,
                                      name, b, pure=False): (name, b.part) for name, b in pieces}

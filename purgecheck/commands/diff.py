@@ -195,12 +195,9 @@ def run(args) -> int:
     if args.context < 0 or args.context > 10_000:
         raise UsageError(f"--context: expected a number of events in 0..10000, got "
                          f"{args.context}")
-    if args.keep:  # made before anything runs, so a bad DIR costs no run
-        try:
-            Path(args.keep).mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise UsageError(f"--keep {args.keep}: cannot make that directory: "
-                             f"{e.strerror or e}")
+    if args.keep is not None:  # made before anything runs, so a bad DIR costs no run
+        from purgecheck.inputs import output_dir
+        output_dir(args.keep, "--keep")
     text, source, base = _load_script(args)
     options = _options(args, base)
     target = f"--scenario {args.scenario}" if args.scenario else args.script
@@ -219,7 +216,7 @@ def run(args) -> int:
         # a script the model cannot run (as `scenario` says): bad input on both sides, not
         # an equality of two traces that stop at the same line
         raise UsageError(f"{source}:{events[-1]['line']}: {events[-1]['msg']}")
-    if args.keep:
+    if args.keep is not None:
         out = Path(args.keep)
         out.mkdir(parents=True, exist_ok=True)
         for name, (header, events) in (("model", result.model), ("c", result.c)):

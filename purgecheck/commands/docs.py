@@ -44,14 +44,17 @@ def run(args) -> int:
     from purgecheck import docs
     from purgecheck.reports import store
 
-    out = Path(args.out) if args.out else store.project_root() / "docs"
+    from purgecheck.inputs import given, output_dir
+
+    # '' is no directory (not the project's docs, which it used to mean)
+    out = Path(given(args.out, "--out", "a directory")) if args.out is not None \
+        else store.project_root() / "docs"
     if out.exists() and not out.is_dir():
-        raise UsageError(f"{out} is not a directory")
+        raise UsageError(f"--out {out}: not a directory")
+    if args.check and not out.is_dir():
+        raise UsageError(f"--out {out}: no such directory to compare with")
     if not args.check:  # before the work: a folder that cannot be made costs no run
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise UsageError(f"--out {out}: cannot make that directory: {e.strerror or e}")
+        output_dir(out, "--out")
     print("generating the invariant docs (running the designs and the advance graphs) ...",
           file=sys.stderr)
     with _beside(None if args.check else _simulated) as simulated:

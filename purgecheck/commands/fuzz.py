@@ -204,7 +204,7 @@ def run_campaign_command(args, machines: list[str]) -> int:
     """`fuzz --campaign`: the jobs on Dask for --time, then the summary (or --json)."""
     from model.variants import VARIANTS
     from purgecheck.campaign import plan_jobs, run_campaign
-    from purgecheck.cluster import ClusterError, dask_client
+    from purgecheck.cluster import ClusterError, dask_client, scheduler_address
     from purgecheck.fuzz import FuzzUsageError, check_database
     from purgecheck.mutants import MUTANTS
 
@@ -216,7 +216,7 @@ def run_campaign_command(args, machines: list[str]) -> int:
                              f"each machine's own driver and steps)")
     if args.workers is not None and args.workers < 1:
         raise UsageError("--workers must be at least 1")
-    seconds = parse_duration(args.time or "5m")
+    seconds = parse_duration("5m" if args.time is None else args.time)
     variant = args.variant or "all"
     if variant != "all" and variant not in VARIANTS:
         raise UsageError(f"unknown variant {variant!r}; expected one of {', '.join(VARIANTS)}, "
@@ -230,8 +230,12 @@ def run_campaign_command(args, machines: list[str]) -> int:
     say = (lambda text: None) if args.json else (lambda text: print(text, file=sys.stderr))
     base = args.seed if args.seed is not None else random.randrange(1 << 32)
     try:
+        address = scheduler_address(args.scheduler)
+        if args.workers is not None and address:
+            raise UsageError("--workers sizes the cluster started here: not with a "
+                             "scheduler's address")
         check_database(args.db)
-        with dask_client(args.scheduler, args.workers) as client:
+        with dask_client(address, args.workers) as client:
             say(f"campaign: {len(jobs)} jobs (machine x design x mutant) for {seconds:g} s on "
                 f"{len(client.scheduler_info()['workers'])} Dask workers, seeds from {base}, "
                 f"examples in {args.db or '.purgecheck/hypothesis'}")

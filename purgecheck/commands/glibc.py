@@ -80,6 +80,11 @@ def load_workload(args) -> tuple[str, str]:
             raise UsageError(f"--scale: expected the workload's iterations or blocks in "
                              f"1..{MAX_SCALE:,}, got {args.scale}")
         return w.script(quick=args.quick, scale=args.scale), args.workload
+    if args.scale is not None or args.quick:
+        raise UsageError(f"{'--scale' if args.scale is not None else '--quick'} sizes a named "
+                         f"workload ({', '.join(WORKLOADS)}): not an op script file")
+    if not args.workload.strip():
+        raise UsageError("'': expected an op script file or one of " + ", ".join(WORKLOADS))
     path = Path(args.workload)
     if not path.exists():
         raise UsageError(f"unknown workload {args.workload!r}: expected an op script file or "

@@ -45,6 +45,8 @@ def run(args) -> int:
     command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     if not command:
         raise UsageError("expected a command: purgecheck record -o TRACE -- CMD [ARGS...]")
+    from purgecheck.inputs import output_file
+    output_file(args.output, "-o")  # before the program runs, not after
     try:
         rec = record(command, Path(args.output), stdout=2 if args.json else None)  # fd 2
     except (RecordError, AllocTraceError) as e:

@@ -75,12 +75,20 @@ def run(args) -> int:
     from purgecheck.glibc.replay import ReplayError, load_stream, replay, write_script
     from purgecheck.glibc.trace import TraceError
 
+    from purgecheck.inputs import input_file, output_file
+
     env = collect_env(args.env)
-    path = Path(args.trace)
-    if not path.is_file():
-        raise UsageError(f"{path}: no such trace file")
+    path = input_file(args.trace, "a trace written by `purgecheck record`, or a heaptrack file")
+    if args.script is not None:
+        output_file(args.script, "--script")
+        if args.real or args.addresses or args.invariants or args.version or args.json:
+            raise UsageError("--script writes the calls as an op script and stops: not with "
+                             "--real, --addresses, --invariants, --version or --json")
+    if args.addresses and (not args.real or args.env):
+        raise UsageError("--addresses: compares with this machine's glibc, so it needs --real "
+                         "and no --env")
     try:
-        if args.script:
+        if args.script is not None:
             img, _ = load_stream(path, args.image)
             n = write_script(img, Path(args.script))
             print(f"{args.script}: {n:,} ops")
@@ -92,9 +100,6 @@ def run(args) -> int:
         rep = replay(path, [args.version] if args.version else None,
                      settings_from_environ(env), env, args.real, args.image)
         if args.addresses:
-            if not args.real or args.env:
-                raise UsageError("--addresses: compares with this machine's glibc, so it needs "
-                                 "--real and no --env")
             from purgecheck.glibc.replay import first_address_difference
             img, _ = load_stream(path, args.image)
             diff = first_address_difference(img, VERSIONS[rep.installed])
@@ -113,8 +118,8 @@ def run(args) -> int:
     except (AllocTraceError, ConvertError, HeaptrackError, ReplayError, TraceError,
             ValueError) as e:
         raise UsageError(str(e))
-    except OSError as e:
-        raise UsageError(f"{path}: {e.strerror}")
+    except OSError as e:  # the file the error is about: the trace, or what --script names
+        raise UsageError(f"{e.filename or path}: {e.strerror or e}")
     if args.json:
         sys.stdout.buffer.write(orjson.dumps(to_doc(rep, env), option=orjson.OPT_INDENT_2)
                                 + b"\n")

@@ -48,7 +48,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--seeds", action="store_true",
                    help="the seeds' claims: each figure of the seed beside the model's, the "
                         "comparison and its verdict (holds, fails, by construction)")
-    p.add_argument("--scale", type=float, default=1.0, metavar="F",
+    p.add_argument("--scale", type=float, metavar="F",
                    help="with --seeds: scale the loads by F (0 < F <= 1; default 1)")
     p.add_argument("--design", action="append", metavar="D",
                    help="a mimalloc design (repeatable; default: every one)")
@@ -66,8 +66,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="a thread that makes no call for MS ms comes to its idle point: "
                         "parks, or sweeps inline, as --idle says (for a trace without loop "
                         "calls; 10 for a recording)")
-    p.add_argument("--sample-ms", type=float, default=10.0, metavar="MS",
-                   help="resident memory is sampled every MS ms of virtual time (default 10)")
+    p.add_argument("--sample-ms", type=float, metavar="MS",
+                   help=f"resident memory is sampled every MS ms of virtual time ({MIN_SAMPLE_MS:g} "
+                        f".. 1e9, default 10; a run longer than its series' limit keeps every "
+                        f"other sample and doubles the step)")
     p.add_argument("--image", type=int, metavar="N",
                    help="for a recording: which process image of the file (default: the last "
                         "that allocated, as replay)")
@@ -76,12 +78,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
-def _positive(value: float | None, option: str, zero_ok: bool = False) -> None:
+MIN_SAMPLE_MS = 0.001  # a finer step than 1 us adds nothing (the model's clock counts ms)
+# and a step below the floats' resolution at a trace's 10^12 ms would not move time on
+
+
+def _positive(value: float | None, option: str, zero_ok: bool = False,
+              least: float = 0.0) -> None:
     if value is None:
         return
-    if not (value > 0 or (zero_ok and value == 0)) or value != value or value > 1e9:
+    if not (value > 0 or (zero_ok and value == 0)) or value != value or value > 1e9 \
+            or value < least:
+        lowest = f"{least:g} .. 1e9" if least else "up to 1e9"
         raise UsageError(f"{option}: expected a {'non-negative' if zero_ok else 'positive'} "
-                         f"number of ms up to 1e9, found {value:g}")
+                         f"number of ms, {lowest}, found {value:g}")
 
 
 def _params(pairs: list[str]) -> dict:
@@ -98,6 +107,19 @@ def _params(pairs: list[str]) -> dict:
             raise UsageError(f"--set {name}: {value} is not a usable number")
         out[name] = int(number) if number == int(number) and "." not in value else number
     return out
+
+
+SAMPLE_MS = 10.0  # --sample-ms's default
+
+# What --seeds does not read: the claims choose their workloads, designs and sampling.
+SEEDS_IGNORE = {"design": "--design", "version": "--version", "set": "--set", "idle": "--idle",
+                "idle_ms": "--idle-ms", "park_after": "--park-after", "plot": "--plot",
+                "sample_ms": "--sample-ms"}
+
+
+def _given(args, options: dict[str, str]) -> list[str]:
+    """The options of `options` (attribute: flag) given on the command line."""
+    return [flag for attr, flag in options.items() if getattr(args, attr) not in (None, [])]
 
 
 def _list() -> int:
@@ -138,9 +160,10 @@ def _seeds(args) -> int:
     from purgecheck.simulate.claims import FAILS, seed_claims, summary
     from purgecheck.simulate.report import print_claims
 
-    if not 0 < args.scale <= 1:
-        raise UsageError(f"--scale: expected a number in (0, 1], found {args.scale:g}")
-    claims = seed_claims(scale=args.scale, real=_real_figures())
+    scale = 1.0 if args.scale is None else args.scale
+    if not 0 < scale <= 1:
+        raise UsageError(f"--scale: expected a number in (0, 1], found {scale:g}")
+    claims = seed_claims(scale=scale, real=_real_figures())
     if args.json:
         doc = {"claims": [c.as_json() for c in claims], "summary": summary(claims)}
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
@@ -152,16 +175,27 @@ def _seeds(args) -> int:
 def run(args) -> int:
     if args.list:
         return _list()
-    for value, option, zero_ok in ((args.idle_ms, "--idle-ms", True),
-                                   (args.park_after, "--park-after", False),
-                                   (args.sample_ms, "--sample-ms", False)):
-        _positive(value, option, zero_ok)
+    for value, option, zero_ok, least in ((args.idle_ms, "--idle-ms", True, 0.0),
+                                          (args.park_after, "--park-after", False, 0.0),
+                                          (args.sample_ms, "--sample-ms", False, MIN_SAMPLE_MS)):
+        _positive(value, option, zero_ok, least)
     if args.seeds:
         if args.workload:
             raise UsageError("--seeds runs the seeds' own workloads: give no WORKLOAD with it")
+        ignored = _given(args, SEEDS_IGNORE)
+        if ignored:
+            raise UsageError(f"{ignored[0]} does not go with --seeds (the seeds' workloads run "
+                             f"as the claims set them)")
         return _seeds(args)
+    args.sample_ms = SAMPLE_MS if args.sample_ms is None else args.sample_ms
+    if args.scale is not None:
+        raise UsageError("--scale scales the seeds' loads: it goes with --seeds (a named "
+                         "workload takes --set)")
     if not args.workload:
         raise UsageError("name a workload or a trace (see --list), or give --seeds")
+    if args.plot is not None:  # before the run: a folder that cannot be made costs no run
+        from purgecheck.inputs import output_dir
+        output_dir(args.plot, "--plot")
     runs, name = _simulate(args)
     if args.plot:
         from purgecheck.simulate.plot import plot_runs
@@ -277,8 +311,11 @@ def _simulate_program(args, params: dict, designs: list[str]):
     from purgecheck.simulate.workloads import Workload
 
     path = Path(args.workload)
-    if not path.is_file():
+    if not path.exists():
         raise UsageError(f"{args.workload}: neither a named workload (--list) nor a file")
+    from purgecheck.inputs import input_file
+    input_file(path, "a trace: a recording, a heaptrack file or the call format "
+                     "(docs/simulate-guide.md)")
     if params:
         raise UsageError("--set takes the parameters of a named workload, not of a trace")
     versions = args.version or ([] if args.design else glibc_simulator().version_names())

@@ -48,7 +48,7 @@ def run(args) -> int:
         try:
             verdicts.append(validate_file(path, progress))
         except OSError as e:
-            raise UsageError(f"cannot read {path}: {e.strerror}")
+            raise UsageError(f"cannot read {path!r}: {e.strerror}")
         except TraceError as e:
             raise UsageError(str(e))
     if args.json:

@@ -21,6 +21,7 @@ from typing import Iterator, NamedTuple
 
 from model.glibc.params import PARAMS
 from purgecheck.formats.ops import OpScriptError
+from purgecheck.formats import excerpt
 
 MAX_THREADS = 64
 MAX_IDS = 1 << 24  # live blocks at once: the driver maps its pointer table at this size
@@ -64,7 +65,7 @@ def _int(source: str, line: int, raw: str, lo: int, hi: int, what: str) -> int:
     except ValueError:
         value = None
     if value is None or not lo <= value <= hi:
-        raise OpScriptError(source, line, f"expected {what} ({lo}..{hi}), got {raw!r}")
+        raise OpScriptError(source, line, f"expected {what} ({lo}..{hi}), got {excerpt(raw)}")
     return value
 
 
@@ -83,7 +84,7 @@ def parse_line(text: str, line: int, source: str) -> GlibcOp | None:
         return GlibcOp(None, "end", (), line)
     thread = _int(source, line, words[0], 0, MAX_THREADS - 1, "a thread number, repeat or end")
     if len(words) < 2 or words[1] not in SHAPES:
-        got = repr(words[1]) if len(words) > 1 else "nothing"
+        got = excerpt(words[1]) if len(words) > 1 else "nothing"
         raise OpScriptError(source, line, f"expected an operation ({', '.join(SHAPES)}) after "
                                           f"the thread number, got {got}")
     name, raw = words[1], words[2:]
@@ -108,7 +109,7 @@ def parse_line(text: str, line: int, source: str) -> GlibcOp | None:
     elif name == "mallopt":
         if raw[0] not in PARAMS:
             raise OpScriptError(source, line, f"mallopt: expected one of {', '.join(PARAMS)}, "
-                                              f"got {raw[0]!r}")
+                                              f"got {excerpt(raw[0])}")
         args = (raw[0], _int(source, line, raw[1], 0, MAX_MALLOPT, "a mallopt value"))
     else:
         args = ()

@@ -29,15 +29,20 @@ What heaptrack does not keep, and what the replay does instead:
 from __future__ import annotations
 
 import gzip
+import io
+import re
 import subprocess
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Iterator
 
 from purgecheck.formats.glibc_ops import GlibcOp
+from purgecheck.formats import excerpt
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 GZIP_MAGIC = b"\x1f\x8b"
+HEX = re.compile(r"[0-9a-fA-F]{1,16}")  # heaptrack's numbers: unsigned, at most 64 bits
 SKIPPED = set("XIsitRAS#")  # the program, its stacks, its RSS: nothing the heap replays
 
 
@@ -50,45 +55,64 @@ class HeaptrackError(Exception):
 
 
 def is_heaptrack(path: str | Path) -> bool:
-    """A zstd or gzip file whose text starts with heaptrack's version line."""
+    """A zstd or gzip file: heaptrack writes its recordings so, the recorder never does. Told
+    by the magic alone, so that a damaged heaptrack file is answered as one (its version line
+    missing, its stream cut), not as a recorder trace without a START record."""
     with open(path, "rb") as f:
         head = f.read(4)
-    if not (head == ZSTD_MAGIC or head[:2] == GZIP_MAGIC):
-        return False
-    try:
-        with _text(Path(path)) as lines:
-            first = next(iter(lines), "")
-    except (OSError, EOFError, HeaptrackError):
-        return False
-    return first.startswith("v ")
+    return head == ZSTD_MAGIC or head[:2] == GZIP_MAGIC
 
 
 class _text:
-    """The decompressed lines of a heaptrack file, streamed (zstd through `zstdcat`)."""
+    """The decompressed lines of a heaptrack file, streamed (zstd through `zstdcat`), read to
+    the stream's end: a stream cut short or damaged is a HeaptrackError naming the line
+    reached and the compressed byte, never a shorter program."""
 
     def __init__(self, path: Path) -> None:
-        self.path, self.proc, self.f = path, None, None
+        self.path, self.proc, self.raw = path, None, None
 
-    def __enter__(self) -> IO[str]:
+    def __enter__(self) -> Iterator[str]:
         with open(self.path, "rb") as f:
             zstd = f.read(4) == ZSTD_MAGIC
         if not zstd:
-            self.f = gzip.open(self.path, "rt", encoding="utf-8", errors="replace")
-            return self.f
+            self.raw = open(self.path, "rb")
+            stream = io.TextIOWrapper(gzip.GzipFile(fileobj=self.raw), encoding="utf-8",
+                                      errors="replace")
+            return self._checked(stream, "gzip")
         try:
             self.proc = subprocess.Popen(["zstdcat", str(self.path)], stdout=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, text=True,
+                                         stderr=subprocess.PIPE, text=True,
                                          errors="replace")
         except FileNotFoundError:
             raise HeaptrackError(str(self.path), 0, "zstd-compressed: needs zstdcat (Debian "
                                                     "package zstd)") from None
-        return self.proc.stdout
+        return self._checked(self.proc.stdout, "zstd")
+
+    def _checked(self, stream: IO[str], kind: str) -> Iterator[str]:
+        src, size = str(self.path), self.path.stat().st_size
+        no = 0
+        try:
+            for no, line in enumerate(stream, 1):
+                yield line
+        except (EOFError, OSError, zlib.error) as e:  # gzip: cut (EOFError) or damaged
+            at = self.raw.tell() if self.raw is not None else size
+            raise HeaptrackError(src, no + 1, f"the gzip stream is cut short or damaged at "
+                                              f"compressed byte {at:,} of {size:,} ({e}); "
+                                              f"expected it whole") from None
+        if self.proc is not None:
+            why = self.proc.stderr.read().strip()
+            if self.proc.wait() != 0:
+                where = f"ends at byte {size:,}, the file's end, inside a frame" \
+                    if "premature end" in why else f"is damaged ({excerpt(why, 120)})"
+                raise HeaptrackError(src, no + 1, f"the {kind} stream {where}; expected it "
+                                                  f"whole")
 
     def __exit__(self, *exc) -> None:
-        if self.f is not None:
-            self.f.close()
+        if self.raw is not None:
+            self.raw.close()
         if self.proc is not None:
             self.proc.stdout.close()
+            self.proc.stderr.close()
             self.proc.kill()
             self.proc.wait()
 
@@ -128,11 +152,10 @@ class HeaptrackImage:
                     in_command = mode == "X"
                     continue
                 words = line.split()
-                try:
-                    values = [int(w, 16) for w in words[1:3]]
-                except ValueError:
+                if not all(HEX.fullmatch(w) for w in words[1:3]):  # int(w, 16) takes -1, 0x1
                     raise HeaptrackError(src, no, f"expected hexadecimal numbers after "
-                                                  f"{mode!r}, got {line.strip()[:60]!r}") from None
+                                                  f"{mode!r}, got {excerpt(line.strip())}")
+                values = [int(w, 16) for w in words[1:3]]
                 if mode == "v":
                     if len(values) < 2 or values[1] < 1:
                         raise HeaptrackError(src, no, "expected `v VERSION FILE_VERSION` with "
@@ -141,7 +164,7 @@ class HeaptrackImage:
                     continue
                 if not version_seen:
                     raise HeaptrackError(src, no, f"expected heaptrack's version line first, "
-                                                  f"got {line.strip()[:60]!r}")
+                                                  f"got {excerpt(line.strip())}")
                 if mode == "a":
                     if len(values) != 2:
                         raise HeaptrackError(src, no, "expected `a SIZE TRACE`")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from model.epoch import ADVANCE_PCS
+from purgecheck.formats import excerpt
 
 
 class OpScriptError(Exception):
@@ -151,7 +152,7 @@ def parse_line(text: str, line: int = 0, source: str = "<script>") -> Op | None:
     name, raw = words[0], words[1:]
     spec = SPECS.get(name)
     if spec is None:
-        raise OpScriptError(source, line, f"unknown operation {name!r}; expected one of "
+        raise OpScriptError(source, line, f"unknown operation {excerpt(name)}; expected one of "
                                           f"{', '.join(sorted(SPECS))}")
     if spec.threaded and thread is None:
         raise OpScriptError(source, line, f"{name} needs a thread number first: "

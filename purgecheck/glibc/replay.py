@@ -18,6 +18,7 @@ from pathlib import Path
 
 from model.glibc.malloc import OutOfMemory
 from model.glibc.process import Process, ScriptError
+from model.glibc.resident import ResidentLimit
 from model.glibc.versions import VERSIONS, Version, version_for_release
 from purgecheck.formats.alloc_stream import StreamImage, stream_images
 from purgecheck.formats.alloc_trace import Image, read_trace
@@ -134,7 +135,7 @@ def run_model(img: Image, version: Version, settings: dict[str, int], overcommit
                 do[op.name](op.thread, *op.args)
                 if after_op(i, op, p):
                     break
-    except (ScriptError, OutOfMemory) as e:
+    except (ScriptError, OutOfMemory, ResidentLimit) as e:
         raise ReplayError(f"{img.source}: record {op.line}: the model cannot run "
                           f"`{op.render()}`: {e}") from None
     return p

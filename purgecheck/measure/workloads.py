@@ -59,9 +59,12 @@ def script_workload(path: str) -> MeasuredWorkload:
     """A program of the user's: it prints `load-start` when its load begins and `load-end`
     (optionally followed by how many requests it served) when it ends; the idle follows.
     A ValueError names what is wrong with the file."""
+    from purgecheck.inputs import InputError, input_file
     p = Path(path)
-    if not p.is_file():
-        raise ValueError(f"--script {path}: no such file")
+    try:  # a directory or a device is not "no such file"
+        input_file(p, "a Bun program")
+    except InputError as e:
+        raise ValueError(f"--script {e}") from None
     try:
         text = p.read_text(errors="replace")
     except OSError as e:

@@ -48,23 +48,49 @@ def library() -> Path:
 
 
 def resolve(program: str) -> Path:
+    """The file `program` names (a path, or a name on PATH); RecordError tells a missing
+    program from one that is there but cannot be run."""
     found = shutil.which(program)
-    if found is None:
-        raise RecordError(f"{program}: no such program (not a file, not on PATH)")
-    return Path(found)
+    if found is not None:
+        return Path(found)
+    if "/" in program:
+        candidates = [Path(program)]
+    else:
+        candidates = [Path(d or ".") / program
+                      for d in os.environ.get("PATH", os.defpath).split(os.pathsep)]
+    for path in candidates:
+        if path.is_dir():
+            raise RecordError(f"{path}: a directory, not a program")
+        if path.exists():
+            raise RecordError(f"{path}: not executable (no execute permission; chmod +x, or "
+                              f"name its interpreter: purgecheck record -- sh {path})")
+    raise RecordError(f"{program}: no such program (not a file, not on PATH)")
 
 
 def is_static_elf(path: Path) -> bool:
     """An ELF executable without a PT_INTERP header: the dynamic linker never runs, so
-    LD_PRELOAD is never read. Anything else (a dynamic ELF, a script) is not static."""
+    LD_PRELOAD is never read. Anything else (a dynamic ELF, a script) is not static; an ELF
+    whose program headers are cut is RecordError (the kernel would not run it either)."""
     with open(path, "rb") as f:
         head = f.read(64)
-        if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2:  # 64-bit ELF only
+        if head[:4] != b"\x7fELF" or len(head) < 5 or head[4] != 2:  # 64-bit ELF only
             return False
+        if len(head) < 64:
+            raise RecordError(f"{path}: an ELF file cut inside its header ({len(head)} of 64 "
+                              f"bytes)")
         phoff, = struct.unpack_from("<Q", head, 32)
         phentsize, phnum = struct.unpack_from("<HH", head, 54)
-        f.seek(phoff)
-        table = f.read(phentsize * phnum)
+        if phentsize < 4 or phnum == 0:
+            raise RecordError(f"{path}: an ELF file without program headers (entry size "
+                              f"{phentsize}, {phnum} entries)")
+        try:
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+        except (OSError, OverflowError):  # an offset past what a file can have
+            table = b""
+    if len(table) < phentsize * phnum:
+        raise RecordError(f"{path}: an ELF file cut inside its program headers ({len(table)} "
+                          f"of {phentsize * phnum} bytes at offset {phoff})")
     types = [struct.unpack_from("<I", table, i * phentsize)[0] for i in range(phnum)]
     return PT_INTERP not in types
 
@@ -82,7 +108,11 @@ def record(command: list[str], out: Path, env: dict[str, str] | None = None,
     if not command:
         raise RecordError("expected a command after --")
     program = resolve(command[0])
-    if is_static_elf(program):
+    try:
+        static = is_static_elf(program)
+    except OSError as e:
+        raise RecordError(f"{program}: cannot read it: {e.strerror}") from None
+    if static:
         raise RecordError(f"{program}: a statically linked program: LD_PRELOAD never reaches "
                           f"it, so its allocations cannot be recorded")
     out = out.resolve()

@@ -25,8 +25,18 @@ def to_json(results: list[Result], **extra) -> bytes:
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2)
 
 
+SUMMARY_WIDTH = 100  # a CI log's columns: the summary's rows are one line each within them
+
+
 def print_table(results: list[Result], title: str, statements: dict[str, str] | None = None,
                 file=None) -> None:
+    """The summary: one line per result within SUMMARY_WIDTH columns (a figure too long for
+    its column ends in an ellipsis), then each failure with its replay command; with
+    `statements` (`--verbose`) the long form, a table with each invariant's statement and
+    every figure whole."""
+    if statements is None:
+        print_lines(results, title, file or sys.stdout)
+        return
     from rich.console import Console
     from rich.table import Table
 
@@ -54,3 +64,34 @@ def print_table(results: list[Result], title: str, statements: dict[str, str] | 
             console.print(f"  replay: {r.replay}")
     passed = len(results) - len(failed)
     console.print(f"{passed} passed, {len(failed)} failed")
+
+
+def summary_rows(results: list[Result], width: int = SUMMARY_WIDTH) -> list[str]:
+    """The header and one line per result, each at most `width` characters: invariant,
+    engine, result and time in columns as wide as their longest entry, the figure in what is
+    left (cut with an ellipsis; `--verbose` and `--json` have it whole)."""
+    heads = ("invariant", "engine", "result", "time")
+    cells = [(r.invariant, r.engine, r.status, f"{r.seconds:.2f}s") for r in results]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h)
+              for i, h in enumerate(heads)]
+    room = max(0, width - sum(widths) - 2 * len(widths))
+
+    def line(fixed: tuple[str, ...], figure: str) -> str:
+        if len(figure) > room:
+            figure = figure[:max(0, room - 1)] + "…"
+        text = "  ".join(c.rjust(w) if i == 3 else c.ljust(w)
+                         for i, (c, w) in enumerate(zip(fixed, widths)))
+        return f"{text}  {figure}".rstrip()[:width]
+    return [line(heads, "figure")] + [line(c, r.figure) for c, r in zip(cells, results)]
+
+
+def print_lines(results: list[Result], title: str, file) -> None:
+    print(title, file=file)
+    for row in summary_rows(results):
+        print(row, file=file)
+    failed = [r for r in results if not r.ok]
+    for r in failed:
+        print(f"FAIL {r.invariant} ({r.engine}): {r.detail}", file=file)
+        if r.replay:
+            print(f"  replay: {r.replay}", file=file)
+    print(f"{len(results) - len(failed)} passed, {len(failed)} failed", file=file)

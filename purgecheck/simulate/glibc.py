@@ -214,6 +214,17 @@ def _check(name: str, params: dict) -> dict:
                              f"found {v!r}")
         if not lo <= v <= hi:
             raise ValueError(f"workload {name}: {k} must be in {lo:g}..{hi:g}, found {v!r}")
+    p = {**known, **params}
+    if "record_ms" in p:  # ebizzy: a record every record_ms (at least) of each thread's clock
+        records = p["seconds"] * 1000 / p["record_ms"]
+        if records * p["threads"] > RANGES["num"][1]:
+            raise ValueError(f"workload {name}: seconds / record_ms x threads is "
+                             f"{records * p['threads']:,.0f} records, more than "
+                             f"{RANGES['num'][1]:,}")
+        if p["record"] + records * p["grow"] > RANGES["record"][1]:
+            raise ValueError(f"workload {name}: with grow {p['grow']} the last record would "
+                             f"be {p['record'] + records * p['grow']:,.0f} bytes, more than "
+                             f"{RANGES['record'][1]:,}")
     return params
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import heapq
 import random
+from dataclasses import replace
 from typing import Iterable, Iterator
 
 from model.drivers import mi_on_thread_idle, mi_on_thread_idle_pending
@@ -67,11 +68,14 @@ INF = float("inf")
 OTHER_SWEEPER = 1_000  # the thread id of the other sweeper (sweeper_every_ms)
 POOL_IDLE_MS = 100  # Bun's thread pool sweeps once after 100 ms without work
 INLINE_EVERY_MS = 100  # Bun's Windows loop sweeps inline at most every 100 ms
+# The series of a run is thinned past this many samples (every other one goes and the interval
+# doubles, as glibc.py's runs do): a long run or a small --sample-ms costs a bounded series,
+# not one sample per step of a trace's 10^12 ms. Far above the seeds' runs (7,000 at 5 ms).
+MAX_SAMPLES = 20_000
 
 
 def design_options(design: str, base: Options | None = None) -> Options:
     """The model's options for a design: a variant of model.variants, or purging off."""
-    from dataclasses import replace
     base = base or Options()
     if design == OFF:
         return replace(base, purge_holes=False)
@@ -107,6 +111,8 @@ class Simulation:
         self.t0 = self.t
         self.samples: list[Sample] = []
         self.next_sample = self.t
+        self.events = 0  # calls and background actions so far: a sample after none is a copy
+        self.sampled_after = -1  # `events` at the last sample computed
         # timers: (due time, seq, kind, thread); kinds: scavenger, pool, park_after, purge
         self.timers: list[tuple[float, int, str, int]] = []
         self.seq = 0
@@ -158,9 +164,14 @@ class Simulation:
                 self._set_clock(max(self.t, self.next_sample))
                 self._sample()
                 self.next_sample += self.sample_ms
+                if len(self.samples) > MAX_SAMPLES:
+                    self.samples = self.samples[::2]
+                    self.sample_ms *= 2
+                    self.next_sample = self.t0 + self.samples[-1].t_ms + self.sample_ms
                 continue
             if due > t:
                 break
+            self.events += 1
             self._set_clock(max(self.t, due))
             _, _, kind, thread = heapq.heappop(timers)
             getattr(self, f"_on_{kind}")(thread)
@@ -171,6 +182,7 @@ class Simulation:
 
     def call(self, c: Call) -> None:
         self.advance_to(self.t0 + c.t_ms)
+        self.events += 1
         th = c.thread
         thread = self.world.thread(th)
         if c.op != "loop" and thread.park_state in (PARKED, SWEEPING):
@@ -352,6 +364,10 @@ class Simulation:
         return sum(len(s & resident) for s in live.values())
 
     def _sample(self) -> None:
+        if self.events == self.sampled_after and self.samples:  # nothing ran since: the same
+            self.samples.append(replace(self.samples[-1], t_ms=self.t - self.t0))
+            return
+        self.sampled_after = self.events
         self._note_all_retired()  # brings new pages into `watch`
         mem = self.world.mem
         rss = len(mem.resident) * mem.os_page_size
@@ -363,6 +379,7 @@ class Simulation:
         """The last call: note the figures under load, then the threads go idle for good."""
         mem = self.world.mem
         self._sample()
+        self.events += 1  # the threads park below
         self.at_load_end = {"t": self.t, "discards": mem.discard_calls,
                             "arena_purges": self.arena_purges,
                             "arena_bytes": self.arena_purged_bytes,

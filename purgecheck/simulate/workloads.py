@@ -202,6 +202,12 @@ def make_workload(name: str, idle_ms: float | None = None, **overrides) -> Workl
     if "lo" in params and params["lo"] > params["hi"]:
         raise ValueError(f"workload {name}: lo ({params['lo']}) must not be above hi "
                          f"({params['hi']})")
+    if "step_ms" in params:  # a round every step_ms: its count comes from two times
+        rounds = -(-params["seconds"] * 1000 // params["step_ms"])
+        if rounds * params["batch"] > MAX_ALLOCATIONS:
+            raise ValueError(f"workload {name}: seconds / step_ms x batch is "
+                             f"{rounds * params['batch']:,.0f} allocations, more than "
+                             f"{MAX_ALLOCATIONS:,} (a longer step_ms or a smaller batch)")
     if idle_ms is not None:
         check_parameter(name, "idle_ms", idle_ms)
     return Workload(name, description, lambda: gen(**params), idle,
@@ -209,10 +215,11 @@ def make_workload(name: str, idle_ms: float | None = None, **overrides) -> Workl
 
 
 GiB = 1 << 30
+MAX_ALLOCATIONS = 10_000_000  # what `requests` and `allocations` allow, for every workload
 # Every parameter's range (lo, hi, integer only): a size up to 1 GiB, since residency is per
 # OS page and a block costs its size / 4 KiB; counts up to ten million calls.
 PARAMETER_RANGES = {
-    "requests": (0, 10_000_000, True), "allocations": (0, 10_000_000, True),
+    "requests": (0, MAX_ALLOCATIONS, True), "allocations": (0, MAX_ALLOCATIONS, True),
     "kept": (0, 10_000_000, True), "inflight": (1, 100_000, True), "threads": (1, 1024, True),
     "batch": (1, 100_000, True), "gc_every": (1, 100_000, True), "per_turn": (1, 100_000, False), "free_late": (0, 1, True), "keep_every": (1, 1_000_000, True),
     "temp_every": (0, 1_000_000, True),
