@@ -313,10 +313,11 @@ def test_thinning_keeps_the_series_in_order_and_copies_equal_computed_samples(mo
     assert series() == copied
 
     def after_calls_only(self):  # broken variant: unchanged unless the program called
-        if self.samples and getattr(self, "calls_seen", None) == self.allocs_changed:
+        calls = (self.allocations, len(self.ptrs))
+        if self.samples and getattr(self, "calls_seen", None) == calls:
             self.samples.append(mimalloc.replace(self.samples[-1], t_ms=self.t - self.t0))
             return
-        self.calls_seen = self.allocs_changed
+        self.calls_seen = calls
         computed(self)
     monkeypatch.setattr(mimalloc.Simulation, "_sample", after_calls_only)
     assert series() != copied

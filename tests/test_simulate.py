@@ -288,6 +288,12 @@ def sampled_against_the_rebuild(monkeypatch) -> list[int]:
         seen.append(got)
         return got
     monkeypatch.setattr(mimalloc.Simulation, "live_resident_pages", checked)
+    sample = mimalloc.Simulation._sample
+
+    def every_sample_computed(self):  # not a copy of the one before when nothing ran
+        self.sampled_after = -1
+        sample(self)
+    monkeypatch.setattr(mimalloc.Simulation, "_sample", every_sample_computed)
     return seen
 
 
