@@ -66,10 +66,21 @@ typedef memory_order mi_memory_order;
 #define MI_ORDER_SWEEP_EPOCH MI_ACQUIRE    /* the sweep's epoch read */
 #define MI_ORDER_STAMP_LOAD MI_RELAXED     /* digest 5: the stamp's relaxed load */
 
-/* -- the park handoff (digest 8; reference_c/park.c) ----------------------------------------- */
-#define MI_ORDER_PARK_LOAD_STATE MI_SEQ_CST
-#define MI_ORDER_PARK_STORE_RECLAIM MI_SEQ_CST
-#define MI_ORDER_PARK_STORE_SWEPT MI_SEQ_CST
+/* -- the park handoff (digest 8; reference_c/park.c) -----------------------------------------
+ * park.c's plain atomic_load/atomic_store are seq_cst. -DMI_HANDOFF_ACQ_REL makes them acquire
+ * and release: the baseline from which the handoff's weakenings are judged (proofs/weak's
+ * seq_cst is stronger than RC11's, and so is Relacy's: a seq_cst load reads the latest seq_cst
+ * store, which hides a missing release or acquire elsewhere). */
+#ifdef MI_HANDOFF_ACQ_REL
+#define MI_HANDOFF_LOAD MI_ACQUIRE
+#define MI_HANDOFF_STORE MI_RELEASE
+#else
+#define MI_HANDOFF_LOAD MI_SEQ_CST
+#define MI_HANDOFF_STORE MI_SEQ_CST
+#endif
+#define MI_ORDER_PARK_LOAD_STATE MI_HANDOFF_LOAD
+#define MI_ORDER_PARK_STORE_RECLAIM MI_HANDOFF_STORE
+#define MI_ORDER_PARK_STORE_SWEPT MI_HANDOFF_STORE
 #ifdef MI_WEAKEN_PARK_CAS            /* unsafe (from the acquire/release baseline) */
 #define MI_ORDER_PARK_CAS MI_ACQUIRE
 #else
@@ -77,7 +88,7 @@ typedef memory_order mi_memory_order;
 #endif
 #define MI_ORDER_PARK_CAS_FAIL MI_ACQUIRE
 #define MI_ORDER_UNPARK_LOAD_STATE MI_ACQUIRE
-#define MI_ORDER_UNPARK_STORE_RECLAIM MI_SEQ_CST
+#define MI_ORDER_UNPARK_STORE_RECLAIM MI_HANDOFF_STORE
 #ifdef MI_WEAKEN_UNPARK_CAS          /* unsafe: PK-HANDOFF-FRESH */
 #define MI_ORDER_UNPARK_CAS MI_RELEASE
 #else
@@ -85,18 +96,18 @@ typedef memory_order mi_memory_order;
 #endif
 #define MI_ORDER_UNPARK_CAS_FAIL MI_ACQUIRE
 #define MI_ORDER_SCAV_LOAD_STATE MI_ACQUIRE
-#define MI_ORDER_SCAV_LOAD_SWEPT MI_SEQ_CST
-#define MI_ORDER_SCAV_LOAD_LAST MI_SEQ_CST
+#define MI_ORDER_SCAV_LOAD_SWEPT MI_HANDOFF_LOAD
+#define MI_ORDER_SCAV_LOAD_LAST MI_HANDOFF_LOAD
 #ifdef MI_WEAKEN_CLAIM_CAS           /* unsafe (from the acquire/release baseline) */
 #define MI_ORDER_CLAIM_CAS MI_RELEASE
 #else
 #define MI_ORDER_CLAIM_CAS MI_ACQ_REL      /* PARKED -> SWEEPING */
 #endif
 #define MI_ORDER_CLAIM_CAS_FAIL MI_ACQUIRE
-#define MI_ORDER_CLAIM_LOAD_SWEPT MI_SEQ_CST
-#define MI_ORDER_STORE_DEFERRED MI_SEQ_CST
-#define MI_ORDER_STORE_LAST MI_SEQ_CST
-#define MI_ORDER_STORE_SWEPT MI_SEQ_CST
+#define MI_ORDER_CLAIM_LOAD_SWEPT MI_HANDOFF_LOAD
+#define MI_ORDER_STORE_DEFERRED MI_HANDOFF_STORE
+#define MI_ORDER_STORE_LAST MI_HANDOFF_STORE
+#define MI_ORDER_STORE_SWEPT MI_HANDOFF_STORE
 #ifdef MI_WEAKEN_RELEASE_STATE       /* unsafe: HD-INTERVAL, PK-HANDOFF-FRESH */
 #define MI_ORDER_RELEASE_STATE MI_RELAXED
 #else
