@@ -65,6 +65,28 @@ PARK_WEAKEN_CONFIGS = ("weak-park-2", "weak-park-2-acqrel")
 ONE_STEP_WEAKER = {SC: (ACQ_REL,), ACQ_REL: (ACQ, REL), ACQ: (RLX,), REL: (RLX,), RLX: ()}
 
 
+# Weakenings applied to every configuration `engine_config` gives (access -> ordering; None:
+# as the configuration has it). Empty of weakenings on the clean model; a weak mutant
+# (purgecheck/mutants/catalogue/weak.py) sets one entry for the length of its run.
+WEAKENED: dict[str, str | None] = {a: None for a in ADVANCE_ACCESSES + ("stamp_load",)
+                                   + PARK_ACCESSES}
+# What the weak engine (purgecheck/engines/weak.py) runs: the configurations whose clean
+# verdict is "holds", the advance's two and three sweepers and the park at the reference and
+# from its acquire/release baseline.
+ENGINE_CONFIGS = ("weak-adv-2", "weak-park-2", "weak-park-2-acqrel")
+ENGINE_CONFIGS_FULL = ENGINE_CONFIGS + ("weak-adv-3",)
+
+
+def engine_config(name: str):
+    """Configuration `name` with the weakenings of WEAKENED applied."""
+    cfg = CONFIGS.get(name) or PARK_CONFIGS[name]
+    for access, order in WEAKENED.items():
+        if order is not None and (isinstance(cfg, K.Config) or access in ADVANCE_ACCESSES
+                                  + ("stamp_load",)):
+            cfg = checker(cfg).weaken(cfg, access, order)
+    return cfg
+
+
 def checker(cfg):
     """The module that explores `cfg`: the advance (proofs.weak.protocol) or the park."""
     return K if isinstance(cfg, K.Config) else P

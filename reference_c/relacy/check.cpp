@@ -53,6 +53,10 @@ struct ghost {
 };
 static ghost g;
 
+// A check of property `id` (its registry name): Relacy's report of a failed RL_ASSERT quotes
+// the expression, so the name stands in it.
+#define CHECK(id, cond) RL_ASSERT((cond) || !id)
+
 int64_t mi_clock_now(void) {
     int64_t step = rl::rand(3);
     if (g.now + step > CLOCK_BOUND_MS) step = CLOCK_BOUND_MS - g.now;
@@ -65,21 +69,21 @@ static void on_step(const char *pc, int64_t v) {
     unsigned me = rl::thread_index();
     if (!strcmp(pc, "load_start")) g.seen[me] = v;
     if (!strcmp(pc, "increment")) {
-        RL_ASSERT(v == g.epochs + 1);   // EP-NO-SHORT-EPOCH: the increment read the latest
-        RL_ASSERT(g.now - g.begins[g.epochs] >= INTERVAL_MS);   // EP-NO-SHORT-EPOCH
+        CHECK("EP-NO-SHORT-EPOCH", v == g.epochs + 1);   // the increment read the latest
+        CHECK("EP-NO-SHORT-EPOCH", g.now - g.begins[g.epochs] >= INTERVAL_MS);
         g.epochs++;
         g.begins[g.epochs] = g.now;
         g.started_start[g.epochs] = MI_MOVING;   // not recorded yet
     }
     if (!strcmp(pc, "store_start")) {
-        RL_ASSERT(v >= g.begins[g.epochs]);   // EP-RECORDED-NOT-BEFORE-REAL
+        CHECK("EP-RECORDED-NOT-BEFORE-REAL", v >= g.begins[g.epochs]);
         g.started_start[g.epochs] = v;
         g.seen[me] = v;
         g.holders--;
     }
 }
 static void on_cas(bool won) {
-    if (won) RL_ASSERT(++g.holders == 1);   // EP-MOVING-EXCL
+    if (won) CHECK("EP-MOVING-EXCL", ++g.holders == 1);
 }
 #define MI_LIN_STEP(pc, v) on_step((pc), (v))
 #define MI_LIN_STEP_BOOL(pc, b) on_cas(b)
@@ -103,9 +107,9 @@ static void on_park_sweep(tld *t, int next);
 
 static void on_park_sweep(tld *t, int next) {
     if (++g.park_sweeps == 1) g.park_first_epoch = t->holes_sweep_epoch;
-    RL_ASSERT(g.park_sweeps <= MI_PARK_SWEEPS_MAX);   // PK-MAX-SWEEPS
+    CHECK("PK-MAX-SWEEPS", g.park_sweeps <= MI_PARK_SWEEPS_MAX);
     if (t->holes_sweep_epoch - g.park_first_epoch >= 2)
-        RL_ASSERT(next == PARK_SWEPT_DONE);   // PK-DONE-TWO-EPOCHS
+        CHECK("PK-DONE-TWO-EPOCHS", next == PARK_SWEPT_DONE);
 }
 
 // EP-SEES-STARTED: an advance that returned having read a recorded start (its own store, a
@@ -118,7 +122,7 @@ static void sweep_read_epoch(mi_atomic(uint64_t) *epoch, uint64_t *out) {
         int want = -1;
         for (int k = 0; k <= g.epochs; k++)
             if ((k == 0 && s == 0) || (k > 0 && g.started_start[k] == s)) want = k;
-        if (want >= 0) RL_ASSERT(e >= (uint64_t)want);
+        if (want >= 0) CHECK("EP-SEES-STARTED", e >= (uint64_t)want);
     }
     *out = e;
 }
@@ -175,7 +179,7 @@ static bool sweep_page(tld *t) {
     int block = w->block($);
     if (state >= 0 && e - state < 2) return block == FREE;   // held: deferred if it has free blocks
     if (block == FREE) {
-        RL_ASSERT(g.now - g.t_alloc >= INTERVAL_MS);   // HD-INTERVAL
+        CHECK("HD-INTERVAL", g.now - g.t_alloc >= INTERVAL_MS);
         w->block($) = PURGED;
     }
     w->swept_state($) = WALKED;
