@@ -46,6 +46,9 @@ EXPECTED = {
     "simulate": tuple(f"bun-serve, {d}: allocations per second"
                       for d in ("off", "epoch", "no-hold", "clock")) +
                 ("purgecheck simulate --seeds (scaled)",),
+    "weak": ("weak-adv-2: states", "weak-adv-2: seconds",
+             "weak-adv-2, sequentially consistent explorer: states",
+             "relacy: park at the reference, iterations per second"),
     "traces": ("validate: events per second by CPU time",
                "diff --traces (the same file twice): events per second by CPU time",
                "diff --traces (against its twin): peak memory"),
