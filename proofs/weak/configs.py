@@ -65,11 +65,14 @@ PARK_WEAKEN_CONFIGS = ("weak-park-2", "weak-park-2-acqrel")
 ONE_STEP_WEAKER = {SC: (ACQ_REL,), ACQ_REL: (ACQ, REL), ACQ: (RLX,), REL: (RLX,), RLX: ()}
 
 
-# Weakenings applied to every configuration `engine_config` gives (access -> ordering; None:
-# as the configuration has it). Empty of weakenings on the clean model; a weak mutant
-# (purgecheck/mutants/catalogue/weak.py) sets one entry for the length of its run.
-WEAKENED: dict[str, str | None] = {a: None for a in ADVANCE_ACCESSES + ("stamp_load",)
-                                   + PARK_ACCESSES}
+# Weakenings applied to every configuration `engine_config` gives: per access, a function of
+# the configuration's ordering to the one to run (as_is on the clean model). A weak mutant
+# (purgecheck/mutants/catalogue/weak.py) replaces one entry for the length of its run.
+def as_is(order: str) -> str:
+    return order
+
+
+WEAKENED: dict = {a: as_is for a in ADVANCE_ACCESSES + ("stamp_load",) + PARK_ACCESSES}
 # What the weak engine (purgecheck/engines/weak.py) runs: the configurations whose clean
 # verdict is "holds", the advance's two and three sweepers and the park at the reference and
 # from its acquire/release baseline.
@@ -77,13 +80,17 @@ ENGINE_CONFIGS = ("weak-adv-2", "weak-park-2", "weak-park-2-acqrel")
 ENGINE_CONFIGS_FULL = ENGINE_CONFIGS + ("weak-adv-3",)
 
 
+def weakened() -> dict[str, object]:
+    """The entries of WEAKENED a mutant replaced."""
+    return {a: f for a, f in WEAKENED.items() if f is not as_is}
+
+
 def engine_config(name: str):
     """Configuration `name` with the weakenings of WEAKENED applied."""
     cfg = CONFIGS.get(name) or PARK_CONFIGS[name]
-    for access, order in WEAKENED.items():
-        if order is not None and (isinstance(cfg, K.Config) or access in ADVANCE_ACCESSES
-                                  + ("stamp_load",)):
-            cfg = checker(cfg).weaken(cfg, access, order)
+    for access, f in weakened().items():
+        if isinstance(cfg, K.Config) or access in ADVANCE_ACCESSES + ("stamp_load",):
+            cfg = checker(cfg).weaken(cfg, access, f(ordering_of(cfg, access)))
     return cfg
 
 

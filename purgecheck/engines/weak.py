@@ -26,11 +26,14 @@ TIMELINE_LINES = 12  # of the counterexample, in the result's detail
 def replay(name: str) -> str:
     """The command that prints the configuration's verdict (with the weakenings now applied,
     its counterexample's timeline)."""
-    weakened = {a: o for a, o in C.WEAKENED.items() if o is not None}
+    cfg = C.engine_config(name)
+    base = "CONFIGS" if name in C.CONFIGS else "PARK_CONFIGS"
+    weakened = {a: C.ordering_of(cfg, a) for a in C.weakened()}
     return (".venv/bin/python -c \"from proofs.weak import configs as C; "
-            + "".join(f"C.WEAKENED[{a!r}] = {o!r}; " for a, o in weakened.items())
-            + f"cfg = C.engine_config({name!r}); print(C.checker(cfg).counterexample(cfg) "
-            + "or 'holds')\"")
+            + f"cfg = C.{base}[{name!r}]; "
+            + "".join(f"cfg = C.checker(cfg).weaken(cfg, {a!r}, {o!r}); "
+                      for a, o in weakened.items())
+            + "print(C.checker(cfg).counterexample(cfg) or 'holds')\"")
 
 
 def run_config(name: str) -> Result:

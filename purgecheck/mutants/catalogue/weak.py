@@ -18,10 +18,19 @@ from purgecheck.mutants.patching import Patch, mutant
 WEAKENINGS: dict[str, tuple[str, str]] = {}
 
 
+def _to(weaker: str):
+    def weakened(order: str) -> str:
+        """Broken: the access has the weaker ordering, whatever the configuration gives it."""
+        return weaker
+    weakened.__name__ = weakened.__qualname__ = f"to_{weaker}"
+    return weakened
+
+
 def _weakening(access: str, weaker: str, what: str, catches: tuple[str, ...]) -> None:
     name = f"weak-{access.replace('_', '-')}-{weaker.replace('_', '-')}"
     WEAKENINGS[name] = (access, weaker)
-    mutant(name, what, catches, Patch("proofs.weak.configs", "WEAKENED", weaker, key=access),
+    mutant(name, what, catches,
+           Patch("proofs.weak.configs", "WEAKENED", _to(weaker), key=access),
            needs_concurrency=True)
 
 
