@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import proofs.weak.registry  # noqa: F401  registers EP-SEES-STARTED and PK-HANDOFF-FRESH
 from proofs.weak.memory import ACQ, REL, RLX
-from purgecheck.mutants.patching import Patch, mutant
+from purgecheck.mutants.patching import MUTANTS, Patch, mutant
 
-WEAKENINGS: dict[str, tuple[str, str]] = {}
+CONFIGS = "proofs.weak.configs"
 
 
 def _to(weaker: str):
@@ -26,27 +26,30 @@ def _to(weaker: str):
     return weakened
 
 
-def _weakening(access: str, weaker: str, what: str, catches: tuple[str, ...]) -> None:
-    name = f"weak-{access.replace('_', '-')}-{weaker.replace('_', '-')}"
-    WEAKENINGS[name] = (access, weaker)
-    mutant(name, what, catches,
-           Patch("proofs.weak.configs", "WEAKENED", _to(weaker), key=access),
-           needs_concurrency=True)
+def _weaken(access: str, weaker: str) -> Patch:
+    return Patch(CONFIGS, "WEAKENED", _to(weaker), key=access)
 
 
-_weakening("load_start", RLX, "the advance loads the epoch's start relaxed, not acquire",
-           ("EP-SEES-STARTED",))
-_weakening("store_start", RLX, "the advance stores the new epoch's start relaxed, not release",
-           ("EP-SEES-STARTED",))
-_weakening("spin_load", RLX, "the MOVING spin loads the start relaxed, not acquire",
-           ("EP-SEES-STARTED",))
-_weakening("unpark_cas", REL, "the owner leaves the park with a CAS that is release only, "
-           "not acq_rel", ("PK-HANDOFF-FRESH",))
-_weakening("release_state", RLX, "the scavenger hands the thread back (SWEEPING -> PARKED) "
-           "with a relaxed store, not release", ("PK-HANDOFF-FRESH",))
+mutant("weak-load-start-relaxed", "the advance loads the epoch's start relaxed, not acquire",
+       ("EP-SEES-STARTED",), _weaken("load_start", RLX), needs_concurrency=True)
+mutant("weak-store-start-relaxed", "the advance stores the new epoch's start relaxed, not "
+       "release", ("EP-SEES-STARTED",), _weaken("store_start", RLX), needs_concurrency=True)
+mutant("weak-spin-load-relaxed", "the MOVING spin loads the start relaxed, not acquire",
+       ("EP-SEES-STARTED",), _weaken("spin_load", RLX), needs_concurrency=True)
+mutant("weak-unpark-cas-release", "the owner leaves the park with a CAS that is release only, "
+       "not acq_rel", ("PK-HANDOFF-FRESH",), _weaken("unpark_cas", REL), needs_concurrency=True)
+mutant("weak-release-state-relaxed", "the scavenger hands the thread back (SWEEPING -> PARKED) "
+       "with a relaxed store, not release", ("PK-HANDOFF-FRESH",),
+       _weaken("release_state", RLX), needs_concurrency=True)
 # Unsafe from the acquire/release baseline (the handoff's seq_cst accesses acquire/release):
 # at seq_cst, which both engines make stronger than RC11's, the other accesses hide them.
-_weakening("park_cas", ACQ, "the owner parks with a CAS that is acquire only, not acq_rel",
-           ("PK-HANDOFF-FRESH",))
-_weakening("claim_cas", REL, "the scavenger claims a parked thread with a CAS that is release "
-           "only, not acq_rel", ("PK-HANDOFF-FRESH",))
+mutant("weak-park-cas-acquire", "the owner parks with a CAS that is acquire only, not acq_rel",
+       ("PK-HANDOFF-FRESH",), _weaken("park_cas", ACQ), needs_concurrency=True)
+mutant("weak-claim-cas-release", "the scavenger claims a parked thread with a CAS that is "
+       "release only, not acq_rel", ("PK-HANDOFF-FRESH",), _weaken("claim_cas", REL),
+       needs_concurrency=True)
+
+# Each weak mutant's (access, weaker ordering), read back from its patch.
+WEAKENINGS: dict[str, tuple[str, str]] = {
+    name: (m.patches[0].key, m.patches[0].replacement(""))
+    for name, m in MUTANTS.items() if m.patches and m.patches[0].module == CONFIGS}
