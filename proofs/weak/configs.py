@@ -114,9 +114,31 @@ def verdict(res) -> str:
     return res.report.violation.split(":")[0] if res.report.violation else "holds"
 
 
+def sc_twin(name: str):
+    """The sequentially consistent explorer's configuration (proofs/explorer.py) of the same
+    shape as weak configuration `name` (sweepers, interval, clock bound, the owner's park
+    program), or None for the configurations it has no twin of (the observer, the owner that
+    sweeps its own page)."""
+    from proofs.explorer import Config
+
+    cfg = CONFIGS.get(name) or PARK_CONFIGS[name]
+    if isinstance(cfg, K.Config):
+        return Config(f"sc {name}", sweepers=cfg.sweepers, owner=True, parked=True,
+                      interval=cfg.interval, clock_bound=cfg.clock_bound, program=cfg.program)
+    if name.startswith("weak-adv"):
+        return Config(f"sc {name}", sweepers=cfg.sweepers, interval=cfg.interval,
+                      clock_bound=cfg.clock_bound)
+    return None
+
+
 def manifest_entry(res) -> dict:
     out = {"states": res.report.states, "transitions": res.report.transitions,
            "verdict": verdict(res), "describe": res.config.describe()}
+    twin = sc_twin(res.config.name)
+    if twin is not None:  # beside it, the sequentially consistent explorer's count
+        from proofs.explorer import explore
+
+        out["sc_states"] = explore(twin).states
     if isinstance(res.config, K.Config):
         return out | {"park_sweeps": res.stats.park_sweeps, "purged": res.stats.purged,
                       "held": res.stats.held,

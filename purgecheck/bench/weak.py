@@ -13,7 +13,7 @@ import argparse
 import subprocess
 import time
 
-from proofs.explorer import Config, explore
+from proofs.explorer import explore
 from proofs.weak import configs as C
 from purgecheck.bench import Figure, not_measured
 
@@ -23,22 +23,12 @@ TINY = ("weak-adv-2",)
 RELACY_ITERATIONS = {True: 5_000, False: 300_000}
 
 
-def sc_twin(name: str) -> Config:
-    """The sequentially consistent explorer's configuration with the weak one's shape."""
-    cfg = C.CONFIGS.get(name) or C.PARK_CONFIGS[name]
-    if name in C.CONFIGS:
-        return Config(f"sc {name}", sweepers=cfg.sweepers, interval=cfg.interval,
-                      clock_bound=cfg.clock_bound)
-    return Config(f"sc {name}", sweepers=cfg.sweepers, owner=True, parked=True,
-                  interval=cfg.interval, clock_bound=cfg.clock_bound, program=cfg.program)
-
-
 def weak_figures(name: str) -> list[Figure]:
     t0 = time.perf_counter()
     res = C.check(name)
     dt = time.perf_counter() - t0
     note = f"{res.config.describe()}; verdict {C.verdict(res)}"
-    sc = explore(sc_twin(name))
+    sc = explore(C.sc_twin(name))
     return [Figure(BENCH, f"{name}: states", res.report.states, "states", note),
             Figure(BENCH, f"{name}: seconds", dt, "s", "wall time, exhaustive"),
             Figure(BENCH, f"{name}: states per second", res.report.states / dt, "states/s"),
