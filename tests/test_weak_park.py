@@ -84,7 +84,9 @@ def test_broken_memory_model_fails_the_handoff():
 @pytest.mark.parametrize("base", C.PARK_WEAKEN_CONFIGS)
 def test_one_step_weakenings_of_the_handoff(base):
     rows = C.weakenings(C.PARK_CONFIGS[base], C.PARK_ACCESSES)
-    failing = {(r["access"], r["to"]): r["verdict"] for r in rows if r["verdict"] != "holds"}
-    want = {k: prop for k, (b, prop) in UNSAFE.items() if b == base}
+    failing = {(r["access"], r["to"]) for r in rows if r["verdict"] != "holds"}
+    # at the reference the seq_cst accesses hide the park's and the claim's (finding 6); from
+    # the baseline all four of the handoff's edges fail
+    want = {k for k, (b, _) in UNSAFE.items() if b == base or base == "weak-park-2-acqrel"}
     assert failing == want
     assert len(rows) == 19  # every access has a one-step weaker ordering
