@@ -14,11 +14,17 @@ setup: tools $(STAMP) reference bun
 # System tools the checks run (CI is a fresh Debian, as root): strace for glibc conformance,
 # sqlite3, one of the real programs `purgecheck record` is tested on (docs/record.md),
 # redis-server for the shared example database's tests, heaptrack and zstd for replaying
-# heaptrack's recordings (docs/record.md). One apt-get update, only when one is missing.
-TOOLS := strace sqlite3 redis-server heaptrack zstdcat
+# heaptrack's recordings (docs/record.md), relacy-dev (a header-only C++ checker of weak
+# memory) for the relacy engine (docs/proofs.md), perf (linux-perf) for `purgecheck measure`'s
+# count of the event loop's turns (docs/measure.md), xz and perl, real programs recorded in the
+# tests. One apt-get update, only when one is missing.
+TOOLS := strace sqlite3 redis-server heaptrack zstdcat perf xz perl
+HEADERS := /usr/include/relacy/relacy.hpp
 tools:
-	@(for t in $(TOOLS); do command -v $$t >/dev/null || exit 1; done) || \
-		(apt-get update && apt-get install -y strace sqlite3 redis-server heaptrack zstd)
+	@(for t in $(TOOLS); do command -v $$t >/dev/null || exit 1; done; \
+	  for h in $(HEADERS); do test -f $$h || exit 1; done) || \
+		(apt-get update && apt-get install -y strace sqlite3 redis-server heaptrack zstd relacy-dev \
+		  linux-perf xz-utils perl)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)

@@ -3,7 +3,8 @@
  * Seed 000, change (2): "mi_holes_epoch_advance: read the time the epoch began; if that is
  * the interval ago, claim the move with a CAS of that time to a MOVING mark; increment the
  * epoch; read the clock AGAIN and store that as the time the new epoch began." The epoch is
- * a C11 atomic; the claim is a strong CAS; the new beginning is a store-release.
+ * a C11 atomic; the claim is a strong CAS; the new beginning is a store-release. The advance
+ * itself is protocol.h's, shared with the Relacy build (reference_c/relacy/).
  */
 #include <time.h>
 
@@ -49,100 +50,16 @@ bool mi_is_epoch_young(uint64_t current, uint64_t stamp) {
     return mi_compute_epoch_age(current, stamp) < 2;
 }
 
-/* The epoch has lasted the interval, or the clock went backwards. */
+/* The epoch has lasted the interval, or the clock went backwards (protocol.h). */
 bool mi_is_epoch_due(int64_t start, int64_t now, int64_t interval) {
-    if (mi_mutant == M_EPOCH_NOT_RATE_LIMITED) return true;
-    if (mi_mutant == M_CLOCK_BACK_NOT_DUE) return now - start >= interval;   /* broken: back is not due */
-    return !(now >= start && now - start < interval);
+    return mi_proto_is_epoch_due(start, now, interval);
 }
 
-/* Before each step: what the script placed there (the driver's fork_at, clock_at). */
-static inline void at_step(const char *pc) {
-    if (mi_advance_hook) mi_advance_hook(pc);
-}
-
-static inline void cpu_pause(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
-/* _mi_page_purge_holes_epoch_advance (digest 7). One call moves the epoch by at most one.
- * Each atomic access (and each clock read) is one step of model/epoch.py; in a linearized
- * trace it is made under lin_lock with the advance_step event that reports it. */
+/* _mi_page_purge_holes_epoch_advance (digest 7), on the world's epoch: protocol.h, where each
+ * atomic access is one step of model/epoch.py; in a linearized trace it is made under lin_lock
+ * with the advance_step event that reports it. */
 mi_advance_t mi_holes_epoch_advance(int64_t interval) {
-    mi_world_t *w = mi_world;
-    mi_advance_t r = {false, 0, 0};
-    if (interval <= 0) return r;
-    at_step("load_start");
-    lin_lock();
-    int64_t start = atomic_load_explicit(&w->epoch_start, memory_order_acquire);
-    lin_step("load_start", start);
-    lin_unlock();
-    if (start != MI_MOVING) {
-        at_step("read_clock");
-        lin_lock();
-        int64_t now = mi_clock_now();
-        lin_step("read_clock", now);
-        lin_unlock();
-        at_step("compare");
-        if (!mi_is_epoch_due(start, now, interval)) return r;
-        mi_advance_delay(MI_DELAY_BEFORE_CAS);
-        at_step("cas");
-        lin_lock();
-        bool won;
-        if (mi_mutant == M_NO_CAS_EXCLUSION) {   /* broken: a plain store claims it */
-            atomic_store_explicit(&w->epoch_start, MI_MOVING, memory_order_release);
-            won = true;
-        } else {
-            won = atomic_compare_exchange_strong_explicit(&w->epoch_start, &start, MI_MOVING,
-                                                          memory_order_acq_rel, memory_order_acquire);
-        }
-        lin_step_bool("cas", won);
-        lin_unlock();
-        if (won) {
-            mi_advance_delay(MI_DELAY_BEFORE_INCREMENT);
-            at_step("increment");
-            /* The epoch begins for everybody else at the increment ... */
-            lin_lock();
-            r.epoch = atomic_fetch_add_explicit(&w->epoch, 1, memory_order_acq_rel) + 1;
-            lin_step("increment", (int64_t)r.epoch);
-            lin_unlock();
-            if (mi_mutant == M_DOUBLE_INCREMENT) {
-                lin_lock();
-                r.epoch = atomic_fetch_add_explicit(&w->epoch, 1, memory_order_acq_rel) + 1;
-                lin_step("increment", (int64_t)r.epoch);
-                lin_unlock();
-            }
-            /* ... so its recorded beginning is read after it, never before. */
-            at_step("read_clock_again");
-            lin_lock();
-            int64_t now2 = mi_clock_now();
-            lin_step("read_clock_again", now2);
-            lin_unlock();
-            r.start = mi_mutant == M_START_BEFORE_INCREMENT ? now : now2;   /* broken: early */
-            mi_advance_delay(MI_DELAY_BEFORE_STORE);
-            at_step("store_start");
-            lin_lock();
-            atomic_store_explicit(&w->epoch_start, r.start, memory_order_release);
-            lin_step("store_start", r.start);
-            lin_unlock();
-            r.advanced = true;
-            return r;
-        }
-    }
-    /* Another sweeper holds MOVING: wait for it, bounded, then carry on either way. */
-    int64_t seen = MI_MOVING;
-    for (int spins = 0;; spins++) {
-        lin_lock();
-        if (spins < MI_EPOCH_SPIN_MAX) seen = atomic_load_explicit(&w->epoch_start, memory_order_acquire);
-        bool stop = spins >= MI_EPOCH_SPIN_MAX || seen != MI_MOVING;
-        if (stop) lin_step_wait(spins, seen);
-        lin_unlock();
-        if (stop) break;
-        cpu_pause();
-    }
-    return r;
+    return mi_proto_epoch_advance(&mi_world->epoch_start, &mi_world->epoch, interval);
 }
 
 /* Fork: in the child, if another thread held MOVING, record a new beginning. */

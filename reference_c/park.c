@@ -6,88 +6,55 @@
  * the first sweep of the park ... MI_PARK_SWEEPS_MAX = 6 whatever happens."
  *
  * The park state is an atomic the scavenger claims with a CAS (PARKED -> SWEEPING); the owner
- * leaving the park sets park_reclaim and waits while a sweep has its heap. With the virtual
+ * leaving the park sets park_reclaim and waits while a sweep has its heap. The handoff's
+ * atomic accesses are protocol.h's, shared with the Relacy build (reference_c/relacy/). With the virtual
  * clock the scavenger runs in the op's thread (ops `scavenge`, `scavenger MS`); with the real
  * clock it is a thread of its own that sleeps until the next park is due.
  */
-#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "purge.h"
 
-/* The owner parks: reset the park's progress, RUNNING -> PARKED, wake the scavenger. */
+/* The owner parks: reset the park's progress, RUNNING -> PARKED (protocol.h), wake the
+ * scavenger. */
 bool mi_on_thread_idle_start(int tid) {
-    mi_tld_t *t = mi_thread(tid);
-    if (atomic_load(&t->park_state) != PARK_RUNNING) return false;
-    atomic_store(&t->park_reclaim, false);
-    atomic_store(&t->park_swept, PARK_SWEPT_NONE);
-    tr_begin("park");
-    tr_int("thread", tid);
-    tr_end();
-    int running = PARK_RUNNING;
-    atomic_compare_exchange_strong_explicit(&t->park_state, &running, PARK_PARKED,
-                                            memory_order_acq_rel, memory_order_acquire);
+    if (!mi_proto_park_enter(mi_thread(tid))) return false;
     if (mi_world->opt.clock_real) mi_scavenger_wake();
     return true;
 }
 
 /* The owner comes back: PARKED -> RUNNING. While a sweep has the heap, ask it to stop
- * (park_reclaim) and wait for it. */
+ * (park_reclaim) and wait for it (protocol.h). */
 bool mi_on_thread_idle_end(int tid) {
-    mi_tld_t *t = mi_thread(tid);
-    for (;;) {
-        int state = atomic_load_explicit(&t->park_state, memory_order_acquire);
-        if (state == PARK_SWEEPING) {
-            atomic_store(&t->park_reclaim, true);
-            if (!mi_world->opt.clock_real) return false;   /* cannot happen sequentially */
-            sched_yield();
-            continue;
-        }
-        if (state != PARK_PARKED) return false;
-        if (atomic_compare_exchange_strong_explicit(&t->park_state, &state, PARK_RUNNING,
-                                                    memory_order_acq_rel, memory_order_acquire)) {
-            tr_begin("unpark");
-            tr_int("thread", tid);
-            tr_end();
-            return true;
-        }
-    }
+    return mi_proto_park_leave(mi_thread(tid));
 }
 
-/* park_swept after a sweep: DONE unless the sweep left something and the park is still
- * young (the sweep began less than two epochs after the park's first) and under the cap. */
+void mi_trace_thread_event(const char *ev, int tid) {
+    tr_begin(ev);
+    tr_int("thread", tid);
+    tr_end();
+}
+
+/* park_swept after a sweep (protocol.h). */
 int mi_compute_park_next(mi_tld_t *t, int swept, bool deferred) {
-    if (mi_mutant == M_PARK_DONE_FIRST || !deferred) return PARK_SWEPT_DONE;
-    int sweeps = swept == PARK_SWEPT_NONE ? 1 : swept - PARK_SWEPT_SMALL + 2;
-    uint32_t age = (uint32_t)(t->holes_sweep_epoch - t->holes_park_epoch);
-    if (mi_mutant == M_PARK_UNBOUNDED) return PARK_SWEPT_SMALL + sweeps - 1;
-    if (mi_mutant == M_PARK_IGNORES_EPOCHS) age = 0;
-    if (age < 2 && sweeps < MI_PARK_SWEEPS_MAX) return PARK_SWEPT_SMALL + sweeps - 1;
-    return PARK_SWEPT_DONE;
+    return mi_proto_park_next(t, swept, deferred);
 }
 
-/* The scavenger has claimed `t` (SWEEPING): do the idle work, record the end time, store the
- * next park_swept, release (-> PARKED). */
-static void sweep_parked_thread(mi_tld_t *t) {
-    int swept = atomic_load(&t->park_swept);
-    atomic_store(&t->holes_sweep_deferred, false);
-    int64_t start = mi_clock_now();
+/* The work of a claimed sweep: the idle work of the thread's heaps, and its virtual time. */
+bool mi_park_idle_work(mi_tld_t *t) {
     bool deferred = mi_on_thread_idle(t->id, true);
     if (!mi_world->opt.clock_real) mi_clock_advance(mi_world->opt.sweep_ms);   /* the work's time */
-    /* holes_sweep_last is taken AFTER the work, so the next sweep of this park is an
-     * interval after the end of this one. */
-    atomic_store(&t->holes_sweep_last, mi_mutant == M_SWEEP_LAST_BEFORE_WORK ? start : mi_clock_now());
-    if (swept == PARK_SWEPT_NONE) t->holes_park_epoch = t->holes_sweep_epoch;
-    int next = mi_compute_park_next(t, swept, deferred);
-    atomic_store(&t->park_swept, next);
+    return deferred;
+}
+
+void mi_trace_park_sweep(mi_tld_t *t, bool deferred, int next) {
     tr_begin("park_sweep");
     tr_int("thread", t->id);
     tr_u64("epoch", t->holes_sweep_epoch);
     tr_bool("deferred", deferred);
     tr_bool("done", next == PARK_SWEPT_DONE);
     tr_end();
-    atomic_store_explicit(&t->park_state, PARK_PARKED, memory_order_release);
 }
 
 static int cmp_int(const void *a, const void *b) {
@@ -113,23 +80,15 @@ bool mi_theap_sweep_parked(int64_t *due) {
     *due = 0;
     for (int i = 0; i < n; i++) {
         mi_tld_t *t = tlds[i];
-        if (atomic_load_explicit(&t->park_state, memory_order_acquire) != PARK_PARKED
-            || atomic_load(&t->park_swept) == PARK_SWEPT_DONE)
-            continue;
-        int64_t since = mi_clock_now() - atomic_load(&t->holes_sweep_last);
-        if (since < interval) {
-            int64_t wait = interval - since;
+        int64_t wait;
+        int claim = mi_proto_park_claim(t, interval, &wait);
+        if (claim == MI_CLAIM_NOT_DUE) {
             if (!waiting || wait < *due) *due = wait;
             waiting = true;
-            continue;
         }
-        int parked = PARK_PARKED;
-        if (!atomic_compare_exchange_strong_explicit(&t->park_state, &parked, PARK_SWEEPING,
-                                                     memory_order_acq_rel, memory_order_acquire))
-            continue;   /* the owner came back first */
-        sweep_parked_thread(t);
-        if (atomic_load(&t->park_swept) != PARK_SWEPT_DONE) {
-            int64_t wait = interval - (mi_clock_now() - atomic_load(&t->holes_sweep_last));
+        if (claim != MI_CLAIM_WON) continue;   /* skipped, not due, or the owner came back first */
+        if (mi_proto_park_sweep(t) != PARK_SWEPT_DONE) {
+            wait = interval - (mi_clock_now() - atomic_load(&t->holes_sweep_last));
             if (wait < 0) wait = 0;
             if (!waiting || wait < *due) *due = wait;
             waiting = true;

@@ -13,10 +13,13 @@
 #define PURGE_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "protocol.h"   /* its constants: MI_MOVING, the park states, MI_PARK_SWEEPS_MAX */
 
 /* -- constants of the seed and the digest ------------------------------------------------- */
 #define KiB ((size_t)1024)
@@ -30,10 +33,7 @@
 #define MI_PAGE_SWEPT_STAMP_TAG (UINT64_C(1) << 62)
 #define MI_PAGE_SWEPT_TAG_MASK (UINT64_C(3) << 62)
 #define MI_EPOCH_MASK UINT64_C(0xFFFFFFFF)      /* stamps keep 32 bits of the epoch */
-#define MI_MOVING INT64_MIN                     /* the mark of an epoch advance in progress */
 #define MI_HOLES_INTERVAL_MAX_MS 3600000
-#define MI_EPOCH_SPIN_MAX 1000
-#define MI_PARK_SWEEPS_MAX 6
 #define MI_REGION_ALIGN (4 * MiB)               /* pages are 4 MiB-aligned regions */
 
 /* -- options (model/world.py Options) ------------------------------------------------------ */
@@ -160,8 +160,6 @@ bool mi_check_live(mi_page_t *p, int64_t i);          /* false: not live (a doub
 void mi_write_block(mi_page_t *p, int64_t i);
 
 /* -- threads and heaps (model/thread.py, model/heap.py) ------------------------------------- */
-enum { PARK_RUNNING, PARK_PARKED, PARK_SWEEPING };
-enum { PARK_SWEPT_NONE = 0, PARK_SWEPT_DONE = 1, PARK_SWEPT_SMALL = 2 };
 
 typedef struct mi_queue_s { int64_t block_size; int *ids; int n, cap; } mi_queue_t;
 
@@ -252,7 +250,7 @@ static inline void mi_after_malloc(mi_tld_t *t, mi_page_t *p) {
         mi_stamp_slow(t, p);
         return;
     }
-    uint64_t epoch = atomic_load_explicit(&mi_world->epoch, memory_order_relaxed);
+    uint64_t epoch = mi_atomic_load(&mi_world->epoch, MI_ORDER_STAMP_LOAD);   /* atomics.h */
     uint64_t stamp = MI_PAGE_SWEPT_STAMP_TAG | (epoch & MI_EPOCH_MASK);
     if (__builtin_expect(p->swept_state != stamp, 0)) mi_stamp_store(p, stamp, epoch);
 #endif
@@ -266,7 +264,6 @@ int64_t mi_compute_interval(int64_t min_interval);
 uint32_t mi_compute_epoch_age(uint64_t current, uint64_t stamp);
 bool mi_is_epoch_young(uint64_t current, uint64_t stamp);
 bool mi_is_epoch_due(int64_t start, int64_t now, int64_t interval);
-typedef struct { bool advanced; uint64_t epoch; int64_t start; } mi_advance_t;
 mi_advance_t mi_holes_epoch_advance(int64_t interval);
 void mi_page_purge_holes_forked_child(void);
 void mi_epoch_skip(int64_t count);
@@ -363,5 +360,26 @@ void mi_park_work_delay(void);
 
 /* A broken internal state (a corrupted list under a mutant): report and stop the script. */
 _Noreturn void mi_corrupt(const char *what);
+
+/* -- the atomic protocol, shared with the Relacy build (protocol.h) ------------------------- */
+void mi_trace_thread_event(const char *ev, int tid);        /* park.c: "park", "unpark" */
+void mi_trace_park_sweep(mi_tld_t *t, bool deferred, int next);
+bool mi_park_idle_work(mi_tld_t *t);                         /* park.c: the sweep's work */
+#define MI_PROTO_TLD mi_tld_t
+#define MI_MUTANT(name) (mi_mutant == M_##name)
+#define MI_AT_STEP(pc) do { if (mi_advance_hook) mi_advance_hook(pc); } while (0)
+#define MI_LIN_LOCK() lin_lock()
+#define MI_LIN_UNLOCK() lin_unlock()
+#define MI_LIN_STEP(pc, v) lin_step((pc), (v))
+#define MI_LIN_STEP_BOOL(pc, b) lin_step_bool((pc), (b))
+#define MI_LIN_STEP_WAIT(spins, v) lin_step_wait((spins), (v))
+#define MI_ADVANCE_DELAY(at) mi_advance_delay(at)
+#define MI_ON_PARK(t) mi_trace_thread_event("park", (t)->id)
+#define MI_ON_UNPARK(t) mi_trace_thread_event("unpark", (t)->id)
+#define MI_ON_PARK_SWEEP(t, deferred, next) mi_trace_park_sweep((t), (deferred), (next))
+#define MI_PARK_IDLE_WORK(t) mi_park_idle_work(t)
+#define MI_PARK_CAN_WAIT (mi_world->opt.clock_real)
+#define MI_PARK_YIELD() sched_yield()
+#include "protocol.h"
 
 #endif

@@ -48,7 +48,7 @@ void mi_stamp_slow(mi_tld_t *t, mi_page_t *p) {
     const mi_options_t *o = &mi_world->opt;
     lin_lock();   /* linearized trace: the epoch read and its stamp event are one step */
     uint64_t epoch = mi_mutant == M_EPOCH_PLAIN_READ ? mi_epoch_plain_read()
-                     : atomic_load_explicit(&mi_world->epoch, memory_order_relaxed);
+                     : mi_proto_stamp_epoch(&mi_world->epoch);
     if (o->stale_epochs > 0) {
         int64_t seen = (int64_t)t->epoch_seen, oldest = (int64_t)epoch - o->stale_epochs;
         epoch = (uint64_t)(seen > oldest ? seen : oldest);
@@ -158,7 +158,7 @@ mi_sweep_ctx_t mi_holes_sweep_begin(mi_tld_t *t) {
     t->holes_sweep_full = (int64_t)(t->holes_sweep_seq % (uint64_t)o->full_every) == 0
                           && mi_mutant != M_FULL_SWEEP_NEVER;
     lin_lock();   /* linearized trace: the epoch read, the clock read and the event are one step */
-    t->holes_sweep_epoch = atomic_load_explicit(&mi_world->epoch, memory_order_acquire);
+    t->holes_sweep_epoch = mi_proto_sweep_epoch(&mi_world->epoch);
     if (t->holes_sweep_epoch > t->epoch_seen) t->epoch_seen = t->holes_sweep_epoch;
     int64_t now = mi_clock_now();
     tr_begin("sweep_begin");

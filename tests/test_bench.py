@@ -52,6 +52,9 @@ EXPECTED = {
                  "recording of a perl hash of 1,000 keys, glibc, every version: allocations "
                  "per second",
                  "recording of a perl hash of 1,000 keys, epoch: allocations per second"),
+    "weak": ("weak-adv-2: states", "weak-adv-2: seconds",
+             "weak-adv-2, sequentially consistent explorer: states",
+             "relacy: park at the reference, iterations per second"),
     "traces": ("validate: events per second by CPU time",
                "diff --traces (the same file twice): events per second by CPU time",
                "diff --traces (against its twin): peak memory"),

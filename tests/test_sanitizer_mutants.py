@@ -40,7 +40,8 @@ def test_tsan_reports_the_plain_read_racing_with_the_increment(scenario):
     assert r.status == "fail", r
     assert "data race" in r.detail
     assert "in mi_epoch_plain_read (sweep.c:" in r.detail  # the mutant's read ...
-    assert "in mi_holes_epoch_advance (epoch.c:" in r.detail  # ... against the sweeper's add
+    # ... against the sweeper's add (the advance of reference_c/protocol.h, which epoch.c calls)
+    assert "in mi_proto_epoch_advance (protocol.h:" in r.detail
     assert r.replay.endswith("--mutant epoch_plain_read")
 
 

@@ -6,9 +6,10 @@ stamp and of the sweep's epoch read, written by `python -m proofs.weak.configs -
 sequentially consistent explorer's counts stay in proofs/manifest.json.
 
 `weakenings` explores every one-step weakening of every access of the advance (seq_cst to
-acq_rel, acq_rel to acquire or release, acquire or release to relaxed) at WEAKEN_CONFIG:
-either the first violation with its timeline, or "holds weaker"; `weakest_holding` follows
-the weakenings down to the weakest ordering of each access that still holds.
+acq_rel, acq_rel to acquire or release, acquire or release to relaxed) at WEAKEN_CONFIG, and
+of the park handoff at PARK_WEAKEN_CONFIGS: either the first violation with its timeline, or
+"holds weaker"; `weakest_holding` follows the weakenings down to the weakest ordering of each
+access that still holds.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dataclasses import replace
+
+from proofs.weak import park as K
 from proofs.weak import protocol as P
 from proofs.weak.memory import ACQ, ACQ_REL, REL, RLX, SC
 
@@ -34,54 +38,146 @@ CONFIGS = {c.name: c for c in [
     P.Config("weak-stale-7", sweepers=1, owner=True, owner_sweeps=False, observer=False,
              clock_bound=7),
 ]}
+# The park handoff (proofs/weak/park.py): the owner parks, comes back and parks again; the
+# scavenger sweeps it (and moves the epoch itself). At the C reference's orderings; from the
+# acquire/release baseline (every seq_cst access of the handoff made acquire or release: this
+# model's seq_cst is stronger than RC11's, so the baseline's weakenings are the ones to trust);
+# with one more sweeper moving the epoch (the relaxed stamp's finding, through the park).
+PARK_PROGRAM = ("malloc", "free", "park", "unpark", "malloc", "free", "park")
+PARK_ACQ_REL = replace(K.REFERENCE, **{a: ACQ if a in K.LOADS else REL
+                                       for a, o in K.REFERENCE.items() if o == SC})
+PARK_CONFIGS = {c.name: c for c in [
+    K.Config("weak-park-2", program=PARK_PROGRAM, clock_bound=6),
+    K.Config("weak-park-2-acqrel", program=PARK_PROGRAM, clock_bound=6,
+             orderings=PARK_ACQ_REL),
+    K.Config("weak-park-3", sweepers=1, program=PARK_PROGRAM, clock_bound=6),
+]}
 SLOW = ("weak-adv-3",)  # about 20 s: pinned by a test behind -m slow
 
 WEAKEN_CONFIG = CONFIGS["weak-adv-2"]
 # The accesses of the advance and its sweep's epoch read (the stamp is relaxed already).
 ADVANCE_ACCESSES = ("load_start", "cas", "cas_fail", "fetch_add", "store_start", "spin_load",
                     "sweep_epoch")
+# The handoff's accesses (proofs/weak/park.py), weakened at PARK_WEAKEN_CONFIGS: at the
+# reference and from the acquire/release baseline.
+PARK_ACCESSES = tuple(a for a, _ in K.REFERENCE.items())
+PARK_WEAKEN_CONFIGS = ("weak-park-2", "weak-park-2-acqrel")
 ONE_STEP_WEAKER = {SC: (ACQ_REL,), ACQ_REL: (ACQ, REL), ACQ: (RLX,), REL: (RLX,), RLX: ()}
 
 
-def verdict(res: P.Result) -> str:
+# Weakenings applied to every configuration `engine_config` gives: per access, a function of
+# the configuration's ordering to the one to run (as_is on the clean model). A weak mutant
+# (purgecheck/mutants/catalogue/weak.py) replaces one entry for the length of its run.
+def as_is(order: str) -> str:
+    return order
+
+
+WEAKENED: dict = {a: as_is for a in ADVANCE_ACCESSES + ("stamp_load",) + PARK_ACCESSES}
+# What the weak engine (purgecheck/engines/weak.py) runs: the configurations whose clean
+# verdict is "holds", the advance's two and three sweepers and the park at the reference and
+# from its acquire/release baseline.
+ENGINE_CONFIGS = ("weak-adv-2", "weak-park-2", "weak-park-2-acqrel")
+ENGINE_CONFIGS_FULL = ENGINE_CONFIGS + ("weak-adv-3",)
+
+
+def weakened() -> dict[str, object]:
+    """The entries of WEAKENED a mutant replaced."""
+    return {a: f for a, f in WEAKENED.items() if f is not as_is}
+
+
+def engine_config(name: str):
+    """Configuration `name` with the weakenings of WEAKENED applied."""
+    cfg = CONFIGS.get(name) or PARK_CONFIGS[name]
+    for access, f in weakened().items():
+        if isinstance(cfg, K.Config) or access in ADVANCE_ACCESSES + ("stamp_load",):
+            cfg = checker(cfg).weaken(cfg, access, f(ordering_of(cfg, access)))
+    return cfg
+
+
+def checker(cfg):
+    """The module that explores `cfg`: the advance (proofs.weak.protocol) or the park."""
+    return K if isinstance(cfg, K.Config) else P
+
+
+def ordering_of(cfg, access: str) -> str:
+    if isinstance(cfg, K.Config) and access not in P.Orderings.__dataclass_fields__:
+        return getattr(cfg.orderings, access)
+    return getattr(cfg.advance if isinstance(cfg, K.Config) else cfg.orderings, access)
+
+
+def check(name: str):
+    cfg = CONFIGS.get(name) or PARK_CONFIGS[name]
+    return checker(cfg).check(cfg)
+
+
+def verdict(res) -> str:
     return res.report.violation.split(":")[0] if res.report.violation else "holds"
 
 
-def manifest_entry(res: P.Result) -> dict:
-    return {"states": res.report.states, "transitions": res.report.transitions,
-            "verdict": verdict(res), "max_stamp_staleness": res.stats.max_stamp_staleness,
-            "max_sweep_staleness": res.stats.max_sweep_staleness,
-            "epochs": res.stats.epochs, "describe": res.config.describe()}
+def sc_twin(name: str):
+    """The sequentially consistent explorer's configuration (proofs/explorer.py) of the same
+    shape as weak configuration `name` (sweepers, interval, clock bound, the owner's park
+    program), or None for the configurations it has no twin of (the observer, the owner that
+    sweeps its own page)."""
+    from proofs.explorer import Config
+
+    cfg = CONFIGS.get(name) or PARK_CONFIGS[name]
+    if isinstance(cfg, K.Config):
+        return Config(f"sc {name}", sweepers=cfg.sweepers, owner=True, parked=True,
+                      interval=cfg.interval, clock_bound=cfg.clock_bound, program=cfg.program)
+    if name.startswith("weak-adv"):
+        return Config(f"sc {name}", sweepers=cfg.sweepers, interval=cfg.interval,
+                      clock_bound=cfg.clock_bound)
+    return None
+
+
+def manifest_entry(res) -> dict:
+    out = {"states": res.report.states, "transitions": res.report.transitions,
+           "verdict": verdict(res), "describe": res.config.describe()}
+    twin = sc_twin(res.config.name)
+    if twin is not None:  # beside it, the sequentially consistent explorer's count
+        from proofs.explorer import explore
+
+        out["sc_states"] = explore(twin).states
+    if isinstance(res.config, K.Config):
+        return out | {"park_sweeps": res.stats.park_sweeps, "purged": res.stats.purged,
+                      "held": res.stats.held,
+                      "unparked_after_sweep": res.stats.unparked_after_sweep}
+    return out | {"max_stamp_staleness": res.stats.max_stamp_staleness,
+                  "max_sweep_staleness": res.stats.max_sweep_staleness,
+                  "epochs": res.stats.epochs}
 
 
 def load_manifest() -> dict:
     return json.loads(MANIFEST.read_text()) if MANIFEST.exists() else {}
 
 
-def weakenings(cfg: P.Config = WEAKEN_CONFIG, accesses=ADVANCE_ACCESSES) -> list[dict]:
+def weakenings(cfg=WEAKEN_CONFIG, accesses=ADVANCE_ACCESSES) -> list[dict]:
     """Each one-step weakening of each access, the others as in cfg: its verdict and, for a
     violation, the shortest counterexample's timeline."""
+    mod = checker(cfg)
     rows = []
     for access in accesses:
-        real = getattr(cfg.orderings, access)
+        real = ordering_of(cfg, access)
         for weaker in ONE_STEP_WEAKER[real]:
-            w = P.weaken(cfg, access, weaker)
-            res = P.check(w)
+            w = mod.weaken(cfg, access, weaker)
+            res = mod.check(w)
             rows.append({"access": access, "from": real, "to": weaker, "verdict": verdict(res),
                          "violation": res.report.violation,
-                         "timeline": P.counterexample(w) if res.report.violation else None})
+                         "timeline": mod.counterexample(w) if res.report.violation else None})
     return rows
 
 
-def weakest_holding(cfg: P.Config, access: str) -> tuple[list[str], dict | None]:
+def weakest_holding(cfg, access: str) -> tuple[list[str], dict | None]:
     """The weakest orderings of `access` that hold (following one-step weakenings from the
     real one, the others as in cfg), and the first failing weakening below them."""
-    frontier, holding, failing = [getattr(cfg.orderings, access)], [], None
+    mod = checker(cfg)
+    frontier, holding, failing = [ordering_of(cfg, access)], [], None
     while frontier:
         order = frontier.pop(0)
         below = []
         for weaker in ONE_STEP_WEAKER[order]:
-            res = P.check(P.weaken(cfg, access, weaker))
+            res = mod.check(mod.weaken(cfg, access, weaker))
             if res.ok:
                 below.append(weaker)
             elif failing is None:
@@ -96,11 +192,12 @@ if __name__ == "__main__":
     import sys
     import time
 
-    names = [a for a in sys.argv[1:] if not a.startswith("-")] or list(CONFIGS)
+    names = [a for a in sys.argv[1:] if not a.startswith("-")] or \
+        list(CONFIGS) + list(PARK_CONFIGS)
     data = load_manifest()
     for name in names:
         t0 = time.perf_counter()
-        res = P.check(CONFIGS[name])
+        res = check(name)
         data[name] = manifest_entry(res)
         print(name, res.report.figure(), verdict(res), f"{time.perf_counter() - t0:.1f}s",
               flush=True)
@@ -109,3 +206,6 @@ if __name__ == "__main__":
     if "--orderings" in sys.argv:
         for a in ADVANCE_ACCESSES:
             print(a, getattr(WEAKEN_CONFIG.orderings, a), weakest_holding(WEAKEN_CONFIG, a))
+        for name in PARK_WEAKEN_CONFIGS:
+            for row in weakenings(PARK_CONFIGS[name], PARK_ACCESSES):
+                print(name, row["access"], row["from"], "->", row["to"], row["verdict"])

@@ -289,6 +289,17 @@ def shortest_violation(sys: System, max_states: int | None = None) -> Report:
     return rep
 
 
+def counterexample(sys: System) -> str | None:
+    """The shortest violation's timeline, found breadth first without the threads' symmetry
+    (so threads keep their numbers along the path; build `sys` without collecting old
+    messages so that mo indices keep theirs)."""
+    sys.symmetric = ()
+    rep = shortest_violation(sys)
+    if rep.violation is None:
+        return None
+    return rep.violation + "\n" + timeline(sys, rep.path)
+
+
 def _forward(parent: dict, s: tuple) -> list:
     out = []
     while parent[s] is not None:

@@ -237,7 +237,7 @@ def system(cfg: Config, stats: Stats | None = None, collect: bool = True) -> ex.
 
 @dataclass
 class Result:
-    config: Config
+    config: Config  # or a park configuration (proofs.weak.park), with its Stats
     report: ex.Report
     stats: Stats = field(default_factory=Stats)
 
@@ -256,12 +256,7 @@ def counterexample(cfg: Config) -> str | None:
     """The shortest violation's timeline, found breadth first without the sweepers' symmetry
     and without collecting old messages (so threads and mo indices keep their numbers along
     the path)."""
-    sys = system(cfg, collect=False)
-    sys.symmetric = ()
-    rep = ex.shortest_violation(sys)
-    if rep.violation is None:
-        return None
-    return rep.violation + "\n" + ex.timeline(sys, rep.path)
+    return ex.counterexample(system(cfg, collect=False))
 
 
 def weaken(cfg: Config, access: str, order: str) -> Config:

@@ -28,6 +28,8 @@ SCOPES = {
                    "of every glibc workload for every modelled version",
     "glibc-published": "the system calls of each version's model on seed 001's bench-free, "
                        "against the counts published for that version (the glibc engine)",
+    "weak": "the epoch advance and the park handoff over C11 weak memory: the weak explorer's "
+            "executions (the weak engine) and Relacy's on the C reference (the relacy engine)",
 }
 
 

@@ -231,7 +231,8 @@ CHEAP_FIRST = ("validate", "scenarios", "glibc", "sanitizers", "fuzz", "conforma
 # engine named (the only one that checks them: the glibc model's arena and the fuzz
 # machines' own invariants), then goes on cheapest first; the others cannot see that part
 # of the model, so running them first costs time (about 7 s a glibc mutant) and tells nothing.
-SCOPE_ENGINE = {"glibc-arena": "glibc", "glibc-published": "glibc", "fuzz": "fuzz"}
+SCOPE_ENGINE = {"glibc-arena": "glibc", "glibc-published": "glibc", "fuzz": "fuzz",
+                "weak": "weak"}  # the weak explorer's properties (proofs/weak/registry.py)
 
 Task = tuple  # (Mutant | None, engine name, part or None)
 

@@ -1,0 +1,55 @@
+"""The unsafe one-step weakenings of the protocol's atomic orderings (issue 31).
+
+Each mutant gives one atomic access a weaker C11 ordering than the C reference's, where
+docs/proofs.md ("Minimal orderings") finds a counterexample: in the weak explorer its entry of
+proofs.weak.configs.WEAKENED (every configuration the weak engine runs takes it), and in the C
+reference the compile-time switch -DMI_WEAKEN_<ACCESS> of reference_c/atomics.h, which the
+relacy engine builds protocol.h with. The sequential engines run sequentially consistent
+memory and cannot see any of them; the weak and relacy engines must both kill each one.
+`WEAKENINGS` gives each mutant's (access, weaker ordering).
+"""
+
+from __future__ import annotations
+
+import proofs.weak.registry  # noqa: F401  registers EP-SEES-STARTED and PK-HANDOFF-FRESH
+from proofs.weak.memory import ACQ, REL, RLX
+from purgecheck.mutants.patching import MUTANTS, Patch, mutant
+
+CONFIGS = "proofs.weak.configs"
+
+
+def _to(weaker: str):
+    def weakened(order: str) -> str:
+        """Broken: the access has the weaker ordering, whatever the configuration gives it."""
+        return weaker
+    weakened.__name__ = weakened.__qualname__ = f"to_{weaker}"
+    return weakened
+
+
+def _weaken(access: str, weaker: str) -> Patch:
+    return Patch(CONFIGS, "WEAKENED", _to(weaker), key=access)
+
+
+mutant("weak-load-start-relaxed", "the advance loads the epoch's start relaxed, not acquire",
+       ("EP-SEES-STARTED",), _weaken("load_start", RLX), needs_concurrency=True)
+mutant("weak-store-start-relaxed", "the advance stores the new epoch's start relaxed, not "
+       "release", ("EP-SEES-STARTED",), _weaken("store_start", RLX), needs_concurrency=True)
+mutant("weak-spin-load-relaxed", "the MOVING spin loads the start relaxed, not acquire",
+       ("EP-SEES-STARTED",), _weaken("spin_load", RLX), needs_concurrency=True)
+mutant("weak-unpark-cas-release", "the owner leaves the park with a CAS that is release only, "
+       "not acq_rel", ("PK-HANDOFF-FRESH",), _weaken("unpark_cas", REL), needs_concurrency=True)
+mutant("weak-release-state-relaxed", "the scavenger hands the thread back (SWEEPING -> PARKED) "
+       "with a relaxed store, not release", ("PK-HANDOFF-FRESH",),
+       _weaken("release_state", RLX), needs_concurrency=True)
+# Unsafe from the acquire/release baseline (the handoff's seq_cst accesses acquire/release):
+# at seq_cst, which both engines make stronger than RC11's, the other accesses hide them.
+mutant("weak-park-cas-acquire", "the owner parks with a CAS that is acquire only, not acq_rel",
+       ("PK-HANDOFF-FRESH",), _weaken("park_cas", ACQ), needs_concurrency=True)
+mutant("weak-claim-cas-release", "the scavenger claims a parked thread with a CAS that is "
+       "release only, not acq_rel", ("PK-HANDOFF-FRESH",), _weaken("claim_cas", REL),
+       needs_concurrency=True)
+
+# Each weak mutant's (access, weaker ordering), read back from its patch.
+WEAKENINGS: dict[str, tuple[str, str]] = {
+    name: (m.patches[0].key, m.patches[0].replacement(""))
+    for name, m in MUTANTS.items() if m.patches and m.patches[0].module == CONFIGS}

@@ -1,0 +1,109 @@
+"""The weak engine (the weak explorer) and the relacy engine (Relacy on reference_c/protocol.h).
+
+Both hold on the clean model and the unmutated C reference; each weak mutant (an unsafe one-step
+weakening of one atomic access, purgecheck/mutants/catalogue/weak.py) is killed by both, with a
+failure that names a property the mutant lists; and the C reference's orderings
+(reference_c/atomics.h, read back through the preprocessor) are the weak explorer's, with and
+without each -DMI_WEAKEN_* switch and the acquire/release baseline. The Relacy builds are made
+once per weakening (make, cached in reference_c/build/), each run is 50,000 iterations; each
+mutant is judged where it dies (KILLED_AT), the engines' whole runs are judged clean.
+"""
+
+import subprocess
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from proofs.weak import configs as C
+from proofs.weak import park as K
+from proofs.weak import protocol as P
+from purgecheck.engines import Budget, load_engines, relacy, weak
+from purgecheck.mutants import MUTANTS, applied
+from purgecheck.mutants.catalogue.weak import WEAKENINGS
+
+ROOT = Path(__file__).resolve().parents[1]
+ORDERS = {"MI_RELAXED": "relaxed", "MI_ACQUIRE": "acquire", "MI_RELEASE": "release",
+          "MI_ACQ_REL": "acq_rel", "MI_SEQ_CST": "seq_cst"}
+
+
+def c_orderings(*defines: str) -> dict[str, str]:
+    """access -> ordering, as atomics.h defines MI_ORDER_<ACCESS> under `defines`."""
+    out = subprocess.run(["cc", "-E", "-dM", *[f"-D{d}" for d in defines], "-x", "c",
+                          str(ROOT / "reference_c" / "atomics.h")],
+                         capture_output=True, text=True, check=True).stdout
+    macros = dict(line.split()[1:3] for line in out.splitlines()
+                  if line.startswith("#define MI_") and len(line.split()) == 3)
+
+    def resolve(v):
+        while v not in ORDERS:
+            v = macros[v]
+        return ORDERS[v]
+    return {k[len("MI_ORDER_"):].lower(): resolve(v) for k, v in macros.items()
+            if k.startswith("MI_ORDER_")}
+
+
+def explorer_orderings(park=K.REFERENCE) -> dict[str, str]:
+    return asdict(P.REFERENCE) | asdict(park)
+
+
+def test_c_reference_orderings_are_the_weak_explorers():
+    c, model = c_orderings(), explorer_orderings()
+    assert {a: c[a] for a in model} == model
+    base = c_orderings("MI_HANDOFF_ACQ_REL")
+    assert {a: base[a] for a in model} == explorer_orderings(C.PARK_ACQ_REL)
+
+
+@pytest.mark.parametrize("name", sorted(WEAKENINGS))
+def test_each_weakening_switch_weakens_its_one_access(name):
+    access, weaker = WEAKENINGS[name]
+    ref, weak = c_orderings(), c_orderings(f"MI_WEAKEN_{access.upper()}")
+    assert {a for a in ref if ref[a] != weak[a]} == {access}
+    assert weak[access] == weaker
+    assert C.ONE_STEP_WEAKER[ref[access]] and weaker in C.ONE_STEP_WEAKER[ref[access]]
+
+
+def test_clean_model_and_reference_hold():
+    engines = load_engines()
+    for engine in ("weak", "relacy"):
+        results = engines[engine].run(Budget(quick=True))
+        assert results and all(r.ok for r in results), [(r.figure, r.detail) for r in results]
+    assert len(results) == 4 and {r.invariant for r in results} == {"EP-SEES-STARTED",
+                                                                    "PK-HANDOFF-FRESH"}
+
+
+# Where each weak mutant dies: the weak engine's configuration, and the Relacy build (with its
+# suffix) and scenario. The engines run these among others (test_clean_model_and_reference_hold
+# runs them whole); here each kill is shown where it happens, so each build is made once.
+KILLED_AT = {
+    "weak-load-start-relaxed": ("weak-adv-2", "", "advance-2"),
+    "weak-store-start-relaxed": ("weak-adv-2", "", "advance-2"),
+    "weak-spin-load-relaxed": ("weak-adv-2", "", "advance-2"),
+    "weak-unpark-cas-release": ("weak-park-2", "", "park"),
+    "weak-release-state-relaxed": ("weak-park-2", "", "park"),
+    "weak-park-cas-acquire": ("weak-park-2-acqrel", "_acqrel", "park"),
+    "weak-claim-cas-release": ("weak-park-2-acqrel", "_acqrel", "park"),
+}
+
+
+def test_every_weak_mutant_has_its_place():
+    assert set(KILLED_AT) == set(WEAKENINGS)
+    assert {c for c, _, _ in KILLED_AT.values()} <= set(C.ENGINE_CONFIGS)
+    assert {(suffix, scenario) for _, suffix, scenario in KILLED_AT.values()} <= {
+        (suffix, scenario) for scenario, suffix, _ in relacy.RUNS}
+
+
+@pytest.mark.parametrize("name", sorted(WEAKENINGS))
+def test_weak_mutant_killed_by_both_engines(name):
+    m = MUTANTS[name]
+    config, suffix, scenario = KILLED_AT[name]
+    with applied(m):
+        explored = weak.run_config(config)
+        access = relacy.weakening_of(name)
+        checked = relacy.run_relacy(relacy.binary(access, suffix), scenario,
+                                    relacy.ITERATIONS[True], "PK-HANDOFF-FRESH")
+    for r in (explored, checked):
+        assert r.status == "fail" and r.invariant in m.catches, r
+        assert r.detail and r.replay
+    assert f"relacy_weaken_{WEAKENINGS[name][0]}" in checked.replay
+    assert not C.weakened(), "the mutant leaked out of its block"
