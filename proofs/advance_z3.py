@@ -27,7 +27,7 @@ import z3
 
 import model.epoch as ep
 from proofs.core import (PROVED, REFUTED, UNKNOWN, Claim, Outcome, Proof, Twin, run_claims,
-                         val)
+                         solve, unknown_detail, val)
 from proofs.steptable import Step, render
 
 PCS = [ep.PC_LOAD, ep.PC_READ_CLOCK, ep.PC_COMPARE, ep.PC_CAS, ep.PC_INCREMENT,
@@ -264,6 +264,14 @@ def parametric_claims(broken: str = "") -> list[Claim]:
 
 # -- bounded model checking: the shortest violating trace (for the broken twins) -------------
 
+class BmcUnknown(Exception):
+    """Z3 could not decide a depth of the unrolling within its resource limit."""
+
+    def __init__(self, depth: int, reason: str) -> None:
+        super().__init__(f"depth {depth}: {reason}")
+        self.depth, self.reason = depth, reason
+
+
 def bmc(n: int, broken: str, max_depth: int = 16, interval_ms: int = 3):
     """Unroll the system from an initial state; return (depth, trace) of the shortest path to
     a state where a property fails, or None. Each step is one sweeper's step or a tick."""
@@ -291,7 +299,11 @@ def bmc(n: int, broken: str, max_depth: int = 16, interval_ms: int = 3):
         e = z3.Int(f"e@{k}")
         s.push()
         s.add(z3.Not(z3.And(prop(nsh, nlcs, e, interval_ms))))
-        if s.check() == z3.sat:
+        solved = solve(s)
+        if solved.answer == z3.unknown:  # out of resources: no verdict at this depth
+            s.pop()
+            raise BmcUnknown(k, solved.reason)
+        if solved.answer == z3.sat:
             m = s.model()
             trace = bmc_trace(m, shs, lcss, acts, n)
             s.pop()
@@ -351,7 +363,11 @@ def run_twin(broken: str, n: int = 2):
         import time
         t0 = time.perf_counter()
         ind = run_advance_proof(True, broken)
-        found = bmc(n, broken)
+        try:
+            found = bmc(n, broken)
+        except BmcUnknown as e:
+            return Outcome(UNKNOWN, f"BMC stopped at depth {e.depth}",
+                           unknown_detail(e.reason), time.perf_counter() - t0)
         seconds = time.perf_counter() - t0
         if found is None:
             return Outcome(UNKNOWN if ind.status != PROVED else PROVED,

@@ -165,23 +165,9 @@ def heap_trim_2_23_contract(top_size: int, pad: int, trim_threshold: int) -> int
 
 
 def trim_crosshair(quick: bool) -> Outcome:
-    from crosshair.core_and_libs import analyze_function, run_checkables
-    from crosshair.options import AnalysisOptionSet
-
-    t0 = time.perf_counter()
-    iterations = 60 if quick else 600
-    opts = AnalysisOptionSet(max_iterations=iterations, per_condition_timeout=4 if quick else 30,
-                             per_path_timeout=2)
-    try:
-        messages = run_checkables(analyze_function(heap_trim_2_23_contract, opts))
-    except Exception as e:  # CrossHair itself failed: say so, never pass
-        return Outcome("unknown", "CrossHair", f"CrossHair stopped: {type(e).__name__}: {e}",
-                       time.perf_counter() - t0)
-    failed = [m for m in messages if m.state.name in ("POST_FAIL", "EXEC_ERR", "PRE_UNSAT")]
-    dt = time.perf_counter() - t0
-    if failed:
-        return Outcome(REFUTED, "CrossHair", failed[0].message, dt)
-    return Outcome("bounded", f"CrossHair, up to {iterations} paths, no counterexample", "", dt)
+    """CrossHair on the contract, bounded by a count of paths (proofs/crosshair_run.py)."""
+    from proofs.crosshair_run import check_functions
+    return check_functions([heap_trim_2_23_contract], 60 if quick else 600)
 
 
 PROOFS = [

@@ -53,4 +53,7 @@ def print_table(results: list[Result], title: str, statements: dict[str, str] | 
         if r.replay:
             console.print(f"  replay: {r.replay}")
     passed = len(results) - len(failed)
-    console.print(f"{passed} passed, {len(failed)} failed")
+    unknown = sum(r.status == "unknown" for r in failed)
+    console.print(f"{passed} passed, {len(failed)} failed" + (
+        f" ({unknown} of them unknown: a solver stopped at its resource limit, "
+        f"no verdict either way)" if unknown else ""))
