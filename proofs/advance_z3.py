@@ -27,7 +27,8 @@ import z3
 
 import model.epoch as ep
 from proofs.core import (PROVED, REFUTED, UNKNOWN, Claim, Outcome, Proof, Twin, run_claims,
-                         solve, unknown_detail, val)
+                         fresh_solver, model_of, put, solve, unknown_detail,
+                         val)
 from proofs.steptable import Step, render
 
 PCS = [ep.PC_LOAD, ep.PC_READ_CLOCK, ep.PC_COMPARE, ep.PC_CAS, ep.PC_INCREMENT,
@@ -278,33 +279,33 @@ def bmc(n: int, broken: str, max_depth: int = 16, interval_ms: int = 3):
     spin_max = 2
     shs = [Shared.fresh("@0")]
     lcss = [[fresh_local(f"_{i}@0") for i in range(n)]]
-    s = z3.Solver()
-    s.add(*initial(shs[0], lcss[0]))
+    s = fresh_solver()
+    put(s, *initial(shs[0], lcss[0]))
     acts, ds = [], []
     for k in range(1, max_depth + 1):
         sh, lcs = shs[-1], lcss[-1]
         act, d = z3.Int(f"act@{k}"), z3.Int(f"d@{k}")
         acts.append(act)
         ds.append(d)
-        s.add(act >= 0, act <= n, d >= 1)
+        put(s, act >= 0, act <= n, d >= 1)
         nsh, nlcs = Shared.fresh(f"@{k}"), [fresh_local(f"_{i}@{k}") for i in range(n)]
         options = [z3.And(act == n, *eq_state(nsh, nlcs, tick(sh, d), lcs))]
         for p in range(n):
             sh2, lc2 = sweeper_step(sh, lcs[p], interval_ms, spin_max, broken)
             options.append(z3.And(act == p, *eq_state(nsh, nlcs, sh2,
                                                       lcs[:p] + [lc2] + lcs[p + 1:])))
-        s.add(z3.Or(options))
+        put(s, z3.Or(options))
         shs.append(nsh)
         lcss.append(nlcs)
         e = z3.Int(f"e@{k}")
         s.push()
-        s.add(z3.Not(z3.And(prop(nsh, nlcs, e, interval_ms))))
+        put(s, z3.Not(z3.And(prop(nsh, nlcs, e, interval_ms))))
         solved = solve(s)
         if solved.answer == z3.unknown:  # out of resources: no verdict at this depth
             s.pop()
             raise BmcUnknown(k, solved.reason)
         if solved.answer == z3.sat:
-            m = s.model()
+            m = model_of(s)
             trace = bmc_trace(m, shs, lcss, acts, n)
             s.pop()
             return k, trace, m.eval(e).as_long()

@@ -20,6 +20,7 @@ PROVED = "proved"
 REFUTED = "refuted"
 UNKNOWN = "unknown"
 VACUOUS = "vacuous"  # the hypotheses are contradictory: a bug in the proof, never a pass
+DIFFERS = "differs"  # the proof's encoding is not the model's function (proofs/agreement.py)
 
 
 @dataclass
@@ -76,10 +77,11 @@ class Claim:
 # Z3_RLIMIT_MEASURED (`purgecheck prove --rlimits` prints each one's use); the limit is
 # more than twenty times that, so each decides with room to spare and one that does not is
 # reported as unknown, with Z3's reason, never as proved, refuted or vacuous.
-# Measured 2026-12-03 (z3-solver 5.4.1.0): 9,121,499, the BMC of the twin no-cas-exclusion;
-# the costliest proof query 3,348,008 (glibc-trim-floor). Z3's rlimit is a 32-bit parameter.
-Z3_RLIMIT_MEASURED = 9_121_499
-Z3_RLIMIT = 200_000_000  # 22 times the costliest query
+# Measured 2026-12-03 (z3-solver 5.4.1.0), each query in a context of its own (fresh_solver):
+# 11,151,961, the BMC of the twin no-cas-exclusion; the costliest proof query 3,451,019
+# (glibc-trim-floor). Z3's rlimit is a 32-bit parameter.
+Z3_RLIMIT_MEASURED = 11_151_961
+Z3_RLIMIT = 250_000_000  # 22 times the costliest query
 
 
 @dataclass
@@ -127,29 +129,49 @@ def solve(s: z3.Solver, rlimit: int | None = None) -> Solved:
     return Solved(answer, used, s.reason_unknown() if answer == z3.unknown else "")
 
 
+def fresh_solver() -> z3.Solver:
+    """A solver in a Z3 context of its own. Z3's search (and so the resources a query takes,
+    and on a hard quantified query whether it decides at all) depends on the context's
+    history: the ids of the terms made before. A query put into a fresh context is decided
+    the same way whatever this process asked before (a Dask worker runs the proofs in another
+    order than `--in-process` does). Add terms with `put`; read models with `model_of`."""
+    return z3.Solver(ctx=z3.Context())
+
+
+def put(s: z3.Solver, *terms) -> None:
+    """Add terms made in the main context to `s` (in its own context)."""
+    for t in terms:
+        s.add((t if z3.is_expr(t) else z3.BoolVal(t)).translate(s.ctx))
+
+
+def model_of(s: z3.Solver) -> z3.ModelRef:
+    """`s`'s model, in the main context (where the proofs' terms, and their renderers, are)."""
+    return s.model().translate(z3.main_ctx())
+
+
 def check_claim(claim: Claim, rlimit: int | None = None
                 ) -> tuple[str, z3.ModelRef | None, str]:
     """Is `hyps -> goal` valid? Returns (PROVED, None, ""), (REFUTED, model, ""), (VACUOUS,
     None, "") or (UNKNOWN, None, what Z3 gave as its reason, e.g. "max. resource limit
     exceeded"). Hypotheses Z3 could not decide are unknown, not vacuous: only unsat ones are."""
-    s = z3.Solver()
-    s.add(*claim.hyps)
+    s = fresh_solver()
+    put(s, *claim.hyps)
     first = solve(s, rlimit)
     if first.answer == z3.unknown:
         return UNKNOWN, None, f"the hypotheses alone: {first.reason}"
     if first.answer == z3.unsat:  # hypotheses that cannot hold would prove anything
         return VACUOUS, None, ""
-    s.add(z3.Not(claim.goal))
+    put(s, z3.Not(claim.goal))
     r = solve(s, rlimit)
     if r.answer == z3.unsat:
         return PROVED, None, ""
     if r.answer == z3.unknown:
         return UNKNOWN, None, r.reason
-    model = s.model()
+    model = model_of(s)
     if claim.small:
-        s.add(*claim.small)
+        put(s, *claim.small)
         if solve(s, rlimit).answer == z3.sat:  # a readable one, when there is one in reach
-            model = s.model()
+            model = model_of(s)
     return REFUTED, model, ""
 
 
@@ -187,7 +209,9 @@ def val(model: z3.ModelRef, term) -> int | bool:
 def proof_result(inv: str, p: Proof | Twin, out: Outcome, twin: bool):
     """A Result row. A twin passes when refuted; a proof passes when proved or bounded."""
     if twin:
-        status = "refuted-as-expected" if out.status == REFUTED else \
+        # a twin that breaks the model's function flips the proof either way: Z3 refutes
+        # it, or the encoding no longer equals the model's function (agreement.py)
+        status = "refuted-as-expected" if out.status in (REFUTED, DIFFERS) else \
             ("not-refuted" if out.status in (PROVED, "bounded") else out.status)
     else:
         status = out.status

@@ -24,6 +24,72 @@ NEXT_TO_LIVE = "unit-next-to-live"  # purgecheck.mutants: only blocks wholly ins
 OUTSIDE_AREA = "unit-outside-area"  # purgecheck.mutants: the unit need not be inside
 
 
+class Z3Logic:
+    """The connectives of the walk's steps over Z3 terms, blocks and units unbounded."""
+
+    And, Or, Not, Implies = staticmethod(z3.And), staticmethod(z3.Or), \
+        staticmethod(z3.Not), staticmethod(z3.Implies)
+
+    def __init__(self, capacity, bits) -> None:
+        self.capacity, self.bits = capacity, bits
+
+    def formed(self, i):
+        return z3.And(i >= 0, i < self.capacity)
+
+    def unit(self, k):
+        return z3.And(k >= 0, k < self.bits)
+
+    def every_formed(self, body):
+        j = z3.Int("j")
+        return z3.ForAll([j], z3.Implies(self.formed(j), body(j)))
+
+    def some_unit(self, body):
+        k = z3.Int("k")
+        return z3.Exists([k], z3.And(self.unit(k), body(k)))
+
+
+class PyLogic:
+    """The same connectives over Python values, for one concrete page (the agreement)."""
+
+    def __init__(self, capacity: int, bits: int) -> None:
+        self.capacity, self.bits = capacity, bits
+
+    And = staticmethod(lambda *xs: all(xs))
+    Or = staticmethod(lambda *xs: any(xs))
+    Not = staticmethod(lambda x: not x)
+    Implies = staticmethod(lambda a, b: (not a) or b)
+
+    def formed(self, i):
+        return 0 <= i < self.capacity
+
+    def unit(self, k):
+        return 0 <= k < self.bits
+
+    def every_formed(self, body):
+        return all(body(j) for j in range(self.capacity))
+
+    def some_unit(self, body):
+        return any(body(k) for k in range(self.bits))
+
+
+def step_todo(L, k, bit, in_area, looked_at, listed, purged):
+    """Digest 3, step 2: unit k is to do when its bit is clear, it lies inside the formed
+    blocks, and every formed block looked at (overlapping it) is listed or already purged."""
+    return L.And(L.unit(k), L.Not(bit(k)), in_area(k),
+                 L.every_formed(lambda j: L.Implies(looked_at(j, k),
+                                                    L.Or(listed(j), purged(j)))))
+
+
+def step_listed_after(L, i, listed, ov, todo):
+    """Step 3: a listed block stays listed unless it overlaps a unit to do."""
+    return L.And(listed(i), L.Not(L.some_unit(lambda k: L.And(ov(i, k), todo(k)))))
+
+
+def step_bit_after(L, k, bit, todo):
+    """Step 4: the bits of the units to do are set."""
+    return L.Or(bit(k), todo(k))
+
+
 def walk_claims(broken: str = "") -> list[Claim]:
     Z, B = z3.IntSort(), z3.BoolSort()
     cap, nbits = z3.Ints("capacity bits")
@@ -39,8 +105,8 @@ def walk_claims(broken: str = "") -> list[Claim]:
     pb2 = z3.Function("purged_after", Z, B)
     free2 = z3.Function("listed_after", Z, B)
     i, k, j = z3.Ints("i k j")
-    formed = lambda x: z3.And(x >= 0, x < cap)  # noqa: E731
-    unit = lambda x: z3.And(x >= 0, x < nbits)  # noqa: E731
+    L = Z3Logic(cap, nbits)
+    formed, unit = L.formed, L.unit
 
     # The unit a block straddles is looked at by the real walk; the broken one looks only at
     # blocks wholly inside the unit (wholly-inside blocks overlap, not conversely).
@@ -52,15 +118,10 @@ def walk_claims(broken: str = "") -> list[Claim]:
         # a block is purged exactly when it overlaps a discarded unit (the model's definition)
         z3.ForAll([i], pb(i) == z3.Exists([k], z3.And(unit(k), ov(i, k), bit(k)))),
         z3.ForAll([i], pb2(i) == z3.Exists([k], z3.And(unit(k), ov(i, k), bit2(k)))),
-        # step 2: bit clear, inside the formed blocks, every block looked at free or purged
-        z3.ForAll([k], todo(k) == z3.And(
-            unit(k), z3.Not(bit(k)), in_area(k),
-            z3.ForAll([j], z3.Implies(z3.And(formed(j), looked_at(j, k)),
-                                      z3.Or(free(j), pb(j)))))),
-        # step 3 and 4: drop the listed blocks over a todo unit; set the todo bits
-        z3.ForAll([i], free2(i) == z3.And(
-            free(i), z3.Not(z3.Exists([k], z3.And(unit(k), ov(i, k), todo(k)))))),
-        z3.ForAll([k], bit2(k) == z3.Or(bit(k), todo(k))),
+        # steps 2, 3 and 4 (the same functions the agreement runs on the model's pages)
+        z3.ForAll([k], todo(k) == step_todo(L, k, bit, in_area, looked_at, free, pb)),
+        z3.ForAll([i], free2(i) == step_listed_after(L, i, free, ov, todo)),
+        z3.ForAll([k], bit2(k) == step_bit_after(L, k, bit, todo)),
     ]
     pre = [
         z3.ForAll([k], z3.Implies(bit(k), z3.And(unit(k), inside(k)))),
