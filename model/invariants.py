@@ -34,6 +34,7 @@ INVARIANT_MODULES = [
     "model.epoch_invariants",
     "model.glibc.invariants",
     "model.hold_invariants",
+    "model.process_invariants",
     "model.walk_invariants",
 ]
 
