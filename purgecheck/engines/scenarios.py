@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+import purgecheck.casechecks  # noqa: F401  registers the real tests' checks (RT-*)
 from model.invariants import load_registry
 from purgecheck.engines import Budget, engine
 from purgecheck.reports.results import Result
