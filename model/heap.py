@@ -139,13 +139,21 @@ def mi_realloc(world, heap: Heap, ptr: Ptr, size: int) -> Ptr:
     that is not live (freed, purged) is reported as check_free reports a double free."""
     page = world.pages[ptr.page]
     check_free(page, ptr.block)
-    if size <= page.block_size and size >= page.block_size // 2:
+    if is_realloc_in_place(size, page.block_size):
         page.emit("realloc", block=ptr.block, inplace=True)
+        world.last_realloc = (size, page.block_size, True)
         return ptr
     new = mi_heap_malloc(world, heap, size)
     page.emit("realloc", block=ptr.block, inplace=False, to_page=new.page, to_block=new.block)
     mi_free(world, ptr, heap.thread)
+    world.last_realloc = (size, page.block_size, False)
     return new
+
+
+def is_realloc_in_place(size: int, block_size: int) -> bool:
+    """_mi_heap_realloc_zero keeps the block when the new size fits it and is at least half
+    of it (`newsize <= size && newsize >= size/2`); otherwise it moves."""
+    return block_size // 2 <= size <= block_size
 
 
 def mi_page_retire(world, page: Page) -> None:

@@ -93,6 +93,31 @@ def park_done_two_epochs(world) -> str | None:
     return None
 
 
+@invariant("PK-DONE-EXACT",
+           "A sweep of a park marks it done exactly when it left nothing behind, or it began "
+           "two or more epochs after the park's first sweep, or it is the MI_PARK_SWEEPS_MAX-th: "
+           "a park that still holds young blocks is not done (the other side of "
+           "PK-DONE-TWO-EPOCHS and PK-MAX-SWEEPS).",
+           "seed 000 (2): \"a park in which such blocks were left is therefore not marked as "
+           "done\" ... \"until a sweep BEGAN two epochs on from the first sweep of the park\" "
+           "... \"MI_PARK_SWEEPS_MAX = 6 whatever happens\"; digest 8",
+           "model.park.compute_park_next", scope="world")
+def park_done_exact(world) -> str | None:
+    for t in world.threads.values():
+        if not t.park_sweeps:
+            continue
+        first = t.park_sweeps[0].epoch
+        for n, s in enumerate(t.park_sweeps):
+            old = (s.epoch - first) % EPOCH_MODULUS >= 2
+            want = not s.deferred or old or n + 1 >= MI_PARK_SWEEPS_MAX
+            if (s.next_state == PARK_SWEPT_DONE) != want:
+                return f"thread {t.id}: sweep {n + 1} of the park (epoch {s.epoch}, first " \
+                       f"{first}, {'left blocks' if s.deferred else 'left nothing'}) " \
+                       f"{'marked' if s.next_state == PARK_SWEPT_DONE else 'did not mark'} " \
+                       f"it done"
+    return None
+
+
 @invariant("PK-SPACING",
            "Each sweep of a park begins at least an interval after the end of the one before.",
            "seed 000 (2): \"it is swept again purge_holes_min_interval after the END of the "

@@ -34,6 +34,7 @@ INVARIANT_MODULES = [
     "model.epoch_invariants",
     "model.glibc.invariants",
     "model.hold_invariants",
+    "model.process_invariants",
     "model.walk_invariants",
 ]
 
@@ -289,4 +290,22 @@ def huge_never_purge(page: Page) -> str | None:
     if ineligible and (page.purged or page.discarded_bytes):
         return f"page of kind {page.geom.kind.value} (reserved {page.reserved}) has " \
                f"discarded units"
+    return None
+
+
+@invariant("AL-REALLOC-MOVES",
+           "A realloc keeps the block in place exactly when the new size fits the block and is "
+           "at least half of it, and moves it otherwise (a shrink below half moves to a smaller "
+           "class: keeping it would be memory-safe and would keep the large block's bytes).",
+           "seed 000 tests: \"mi_realloc shrinking in place and moving between classes next "
+           "to holes\"; digest 11: realloc shrink in place and moves next to holes",
+           "model.heap.is_realloc_in_place", scope="world")
+def realloc_moves(world) -> str | None:
+    if world.last_realloc is None:
+        return None
+    size, block_size, in_place = world.last_realloc
+    want = block_size // 2 <= size <= block_size  # the seed's rule, not the model's function
+    if in_place != want:
+        return f"a realloc to {size} bytes of a {block_size}-byte block " \
+               f"{'stayed in place' if in_place else 'moved'}"
     return None

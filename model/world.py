@@ -65,6 +65,8 @@ class World:
     # the script goes on in the parent), for EP-MOVING-HELD: no thread holds MOVING there.
     fork_children: list = field(default_factory=list)
     floor_kept: int = 0  # bytes kept under the floor, process-wide (model.floor)
+    # Ghost: (new size, block size, kept in place) of the last realloc, for AL-REALLOC-MOVES
+    last_realloc: tuple | None = None
     floor_pending: list | None = None  # (age, page) up for the floor in the current pass
 
     def __post_init__(self) -> None:

@@ -27,6 +27,7 @@ import z3
 
 import model.epoch as ep
 from proofs.core import (PROVED, REFUTED, UNKNOWN, Claim, Outcome, Proof, Twin, run_claims,
+                         fresh_solver, model_of, put, solve, unknown_detail,
                          val)
 from proofs.steptable import Step, render
 
@@ -264,35 +265,47 @@ def parametric_claims(broken: str = "") -> list[Claim]:
 
 # -- bounded model checking: the shortest violating trace (for the broken twins) -------------
 
+class BmcUnknown(Exception):
+    """Z3 could not decide a depth of the unrolling within its resource limit."""
+
+    def __init__(self, depth: int, reason: str) -> None:
+        super().__init__(f"depth {depth}: {reason}")
+        self.depth, self.reason = depth, reason
+
+
 def bmc(n: int, broken: str, max_depth: int = 16, interval_ms: int = 3):
     """Unroll the system from an initial state; return (depth, trace) of the shortest path to
     a state where a property fails, or None. Each step is one sweeper's step or a tick."""
     spin_max = 2
     shs = [Shared.fresh("@0")]
     lcss = [[fresh_local(f"_{i}@0") for i in range(n)]]
-    s = z3.Solver()
-    s.add(*initial(shs[0], lcss[0]))
+    s = fresh_solver()
+    put(s, *initial(shs[0], lcss[0]))
     acts, ds = [], []
     for k in range(1, max_depth + 1):
         sh, lcs = shs[-1], lcss[-1]
         act, d = z3.Int(f"act@{k}"), z3.Int(f"d@{k}")
         acts.append(act)
         ds.append(d)
-        s.add(act >= 0, act <= n, d >= 1)
+        put(s, act >= 0, act <= n, d >= 1)
         nsh, nlcs = Shared.fresh(f"@{k}"), [fresh_local(f"_{i}@{k}") for i in range(n)]
         options = [z3.And(act == n, *eq_state(nsh, nlcs, tick(sh, d), lcs))]
         for p in range(n):
             sh2, lc2 = sweeper_step(sh, lcs[p], interval_ms, spin_max, broken)
             options.append(z3.And(act == p, *eq_state(nsh, nlcs, sh2,
                                                       lcs[:p] + [lc2] + lcs[p + 1:])))
-        s.add(z3.Or(options))
+        put(s, z3.Or(options))
         shs.append(nsh)
         lcss.append(nlcs)
         e = z3.Int(f"e@{k}")
         s.push()
-        s.add(z3.Not(z3.And(prop(nsh, nlcs, e, interval_ms))))
-        if s.check() == z3.sat:
-            m = s.model()
+        put(s, z3.Not(z3.And(prop(nsh, nlcs, e, interval_ms))))
+        solved = solve(s)
+        if solved.answer == z3.unknown:  # out of resources: no verdict at this depth
+            s.pop()
+            raise BmcUnknown(k, solved.reason)
+        if solved.answer == z3.sat:
+            m = model_of(s)
             trace = bmc_trace(m, shs, lcss, acts, n)
             s.pop()
             return k, trace, m.eval(e).as_long()
@@ -330,6 +343,87 @@ def bmc_trace(m, shs, lcss, acts, n) -> list[Step]:
     return steps
 
 
+# -- the transition against the model's own steps ----------------------------------------------
+
+# the explorer's bare-2 (two sweepers) at this interval, up to this clock
+AGREE_INTERVAL, AGREE_CLOCK_BOUND = 2, 3
+
+
+def encoded_step(s5: tuple, sw: tuple, interval: int, spin_max: int, broken: str = ""
+                 ) -> tuple:
+    """sweeper_step from the explorer's shared values `s5` (clock, start, epoch, its real and
+    recorded beginning) and sweeper `sw`, evaluated: (start, epoch, pc, real beginning of the
+    epoch, the locals)."""
+    from proofs.agreement import value
+
+    iv = z3.IntVal
+    real = z3.Store(z3.K(z3.IntSort(), iv(0)), iv(s5[2]), iv(s5[3]))
+    rec = z3.Store(z3.K(z3.IntSort(), iv(-1)), iv(s5[2]),
+                   iv(s5[4] if s5[4] is not None else -1))
+    recset = z3.K(z3.IntSort(), z3.BoolVal(False))
+    sh = Shared(iv(s5[1]), iv(s5[2]), iv(s5[0]), real, rec, recset)
+    lc = {"pc": iv(PC[sw[0]]), "start": iv(sw[1]), "now": iv(sw[2]), "now2": iv(sw[3]),
+          "spins": iv(sw[4]), "incs": iv(sw[5])}
+    sh2, lc2 = sweeper_step(sh, lc, iv(interval), iv(spin_max), broken)
+    return (value(sh2.S), value(sh2.E), value(lc2["pc"]), value(sh2.real[sh2.E]),
+            tuple(value(lc2[f]) for f in LOCALS[1:]))
+
+
+def admits(step: tuple, s: tuple, ns: tuple, sw2: tuple) -> bool:
+    """The explorer's step (from `s` to `ns`, the sweeper to `sw2`), which ran the model's
+    advance_step, is the encoded step."""
+    from proofs import explorer as X
+
+    S, E, pc, real, local = step
+    want_pc = DONE if sw2 == X.IDLE else PC[sw2[0]]
+    ok = S == ns[1] and E == ns[2] and pc == want_pc
+    if ns[2] != s[2]:
+        ok = ok and real == ns[3]
+    if sw2 != X.IDLE:
+        ok = ok and local == tuple(sw2[1:len(LOCALS)])
+    return ok
+
+
+def transition_agrees(clock_bound: int = AGREE_CLOCK_BOUND) -> Outcome | None:
+    """Every sweeper step of every reachable state of the explorer's bare-2 configuration (two
+    sweepers, without the dead-locals reduction, clock up to `clock_bound`), which runs the
+    model's advance_step (looked up now), is a step of the Z3 transition."""
+    import time
+    from dataclasses import replace
+
+    from proofs import explorer as X
+
+    t0 = time.perf_counter()
+    cfg = replace(X.Config("bare-2", 2), reduce_dead=False, clock_bound=clock_bound,
+                  interval=AGREE_INTERVAL)
+    saved, ep.spin_max = ep.spin_max, cfg.spin_max
+    encoded: dict[tuple, tuple] = {}  # many states share the values a step reads
+    try:
+        seen, frontier, steps = {X.initial_state(cfg)}, [X.initial_state(cfg)], 0
+        while frontier:
+            s = frontier.pop()
+            for sw in s[5]:
+                if sw == X.IDLE:
+                    continue
+                sw2, st, _ = X.step_sweeper(cfg, s, sw)
+                steps += 1
+                key = (s[:5], sw)
+                if key not in encoded:
+                    encoded[key] = encoded_step(s[:5], sw, cfg.interval, cfg.spin_max)
+                if not admits(encoded[key], s, X.with_epoch(s, st), sw2):
+                    return Outcome("differs", f"{steps:,} steps compared",
+                                   f"the model's advance step of a sweeper at {sw[0]} from "
+                                   f"(clock, start, epoch) = {s[:3]} goes to {sw2}: not a step "
+                                   f"of the proof's transition", time.perf_counter() - t0)
+            for _, ns, _ in X.successors(cfg, s):
+                if ns not in seen:
+                    seen.add(ns)
+                    frontier.append(ns)
+    finally:
+        ep.spin_max = saved
+    return None
+
+
 # -- running ----------------------------------------------------------------------------------
 
 def _render_cti(claim: Claim, m) -> str:
@@ -338,12 +432,18 @@ def _render_cti(claim: Claim, m) -> str:
 
 
 def run_advance_proof(quick: bool, broken: str = "") -> Outcome:
-    ns = range(1, 4) if quick else range(1, 7)
-    claims = [c for n in ns for c in explicit_claims(n, broken)] + parametric_claims(broken)
-    out = run_claims(claims, _render_cti,
-                     f"N = {ns.start}..{ns.stop - 1} explicit and any N (parametric), any "
-                     f"interval, spin bound and preemption, monotone clock")
-    return out
+    def prove() -> Outcome:
+        ns = range(1, 4) if quick else range(1, 7)
+        claims = [c for n in ns for c in explicit_claims(n, broken)] + parametric_claims(broken)
+        return run_claims(claims, _render_cti,
+                          f"N = {ns.start}..{ns.stop - 1} explicit and any N (parametric), any "
+                          f"interval, spin bound and preemption, monotone clock")
+    if broken:  # a broken transition is not the model's: Z3 must refute it by itself
+        return prove()
+    from proofs.agreement import then_prove
+    return then_prove(transition_agrees, f"every step of the explorer's bare-2 (interval "
+                                         f"{AGREE_INTERVAL} ms) up to clock {AGREE_CLOCK_BOUND} "
+                                         f"ms", prove)
 
 
 def run_twin(broken: str, n: int = 2):
@@ -351,7 +451,11 @@ def run_twin(broken: str, n: int = 2):
         import time
         t0 = time.perf_counter()
         ind = run_advance_proof(True, broken)
-        found = bmc(n, broken)
+        try:
+            found = bmc(n, broken)
+        except BmcUnknown as e:
+            return Outcome(UNKNOWN, f"BMC stopped at depth {e.depth}",
+                           unknown_detail(e.reason), time.perf_counter() - t0)
         seconds = time.perf_counter() - t0
         if found is None:
             return Outcome(UNKNOWN if ind.status != PROVED else PROVED,
@@ -368,6 +472,13 @@ PROOF = Proof("advance", ("EP-NO-SHORT-EPOCH", "EP-RECORDED-NOT-BEFORE-REAL", "E
               "z3", run_advance_proof,
               "inductive invariant of the epoch advance, N = 1..6 and parametric")
 TWINS = [
+    # the model's own advance broken: its steps are no longer the proof's, the proof fails
+    Twin("advance-model-no-cas", "advance", ("EP-NO-SHORT-EPOCH",), "z3", run_advance_proof,
+         "mutant no-cas-exclusion: the model's claim is a plain store",
+         mutant="no-cas-exclusion"),
+    Twin("advance-model-start-before-increment", "advance", ("EP-RECORDED-NOT-BEFORE-REAL",),
+         "z3", run_advance_proof, "mutant start-before-increment: the model records the "
+         "reading taken before the increment", mutant="start-before-increment"),
     Twin(NO_CAS, "advance", ("EP-NO-SHORT-EPOCH",), "z3", run_twin(NO_CAS),
          "the claim is a plain store, not a CAS: two sweepers both move the epoch"),
     Twin(START_BEFORE, "advance", ("EP-NO-SHORT-EPOCH", "EP-RECORDED-NOT-BEFORE-REAL"), "z3",

@@ -28,6 +28,7 @@ import z3
 import model.epoch as epoch
 import model.page as page
 import model.stamp as stamp
+from proofs import agreement
 from proofs.core import Claim, Outcome, Proof, Twin, run_claims, val
 from proofs.steptable import Step, render
 
@@ -106,9 +107,37 @@ def render_hold(claim: Claim, m: z3.ModelRef) -> str:
     return render(steps, title="counterexample (timeline):")
 
 
+# The states and epochs on which `is_held` is compared with the model's hold before Z3
+# proves the bound: no walk yet (NONE), walked states, and stamps around 0, 2^31 and 2^32;
+# the current epoch at each of those, one and two after, and at the wraparound.
+HOLD_EPOCHS = (0, 1, 2, 3, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 1, 2 ** 33 + 5)
+
+
+def _hold_points() -> list[tuple[int, int]]:
+    states = [page.MI_PAGE_SWEPT_NONE, page.encode_walked(32, 0), page.encode_walked(32, 7)]
+    states += [page.encode_stamp(e) for e in HOLD_EPOCHS]
+    return [(st, cur) for st in states for cur in HOLD_EPOCHS]
+
+
+def hold_agrees() -> Outcome | None:
+    """is_held against model.variants.is_held_by_epoch (looked up now), interval on."""
+    import model.variants as variants
+
+    st, cur = z3.BitVecs("swept_state epoch", W)
+    term = is_held(st, cur)
+    return agreement.compare(
+        "is_held(swept_state, epoch)", _hold_points(),
+        lambda p: agreement.substituted(term, [(st, p[0]), (cur, p[1])]),
+        lambda p: variants.is_held_by_epoch(SimpleNamespace(swept_state=p[0]),
+                                            SimpleNamespace(interval=100, epoch=p[1])))
+
+
 def run_hold_proof(quick: bool, stale_epochs: int = 0) -> Outcome:
-    return run_claims(hold_claims(stale_epochs), render_hold,
-                      "any interval, any 64-bit epochs, fresh epoch reads")
+    def prove() -> Outcome:
+        return run_claims(hold_claims(stale_epochs), render_hold,
+                          "any interval, any 64-bit epochs, fresh epoch reads")
+    return agreement.then_prove(hold_agrees, f"{len(_hold_points())} (state, epoch) pairs",
+                                prove)
 
 
 PROOF = Proof("hold", ("HD-INTERVAL", "HD-YOUNG-KEPT"), "z3", run_hold_proof,

@@ -7,6 +7,10 @@ so a proof about the mirror is a proof about the model's arithmetic. A `broken` 
 one line into the broken twin the proofs must refute.
 
 Integer division: for a positive divisor SMT-LIB `div` is floor division, as Python's `//`.
+
+Each function also runs on plain Python ints (`div`, `if_`, `and_` pick Z3's operator for a
+Z3 term and Python's for a number): so the proof's first step can compare the mirror with the
+model on a whole grid of geometries in microseconds each (proofs/agreement.py, unit_z3.py).
 """
 
 from __future__ import annotations
@@ -21,6 +25,19 @@ UNIT_AT_OS_PAGE = "unit-os-page"  # compute_purge_unit never doubles
 LAST_BLOCK_OFF_BY_ONE = "last-block-off-by-one"  # blocks_of_unit uses hi, not hi - 1
 
 
+def div(x, d):
+    """Floor division of Z3 integer terms, or of Python ints."""
+    return x / d if z3.is_expr(x) or z3.is_expr(d) else x // d
+
+
+def if_(c, a, b):
+    return z3.If(c, a, b) if any(z3.is_expr(v) for v in (c, a, b)) else (a if c else b)
+
+
+def and_(*xs):
+    return z3.And(*xs) if any(z3.is_expr(v) for v in xs) else all(xs)
+
+
 def align_down(x, a):
     """model.geometry.align_down."""
     return x - x % a
@@ -28,7 +45,7 @@ def align_down(x, a):
 
 def ceil_div(x, d):
     """`-(-x // d)` as the model writes it."""
-    return -((-x) / d)
+    return -div(-x, d)
 
 
 @dataclass
@@ -56,7 +73,7 @@ class SymGeometry:
 
     @property
     def reserved(self):
-        return (self.page_size - self.offset) / self.block_size
+        return div(self.page_size - self.offset, self.block_size)
 
     @property
     def area_end(self):
@@ -91,11 +108,11 @@ def purge_unit(g: SymGeometry, broken: str = ""):
     needs more than 256 units and the unit is below the arena slice."""
     cands = unit_candidates(g.os_page_size, g.arch)
     if broken == UNIT_AT_OS_PAGE:
-        return z3.IntVal(cands[0])
-    expr = z3.IntVal(cands[-1])
+        return if_(g.page_size > 0, cands[0], cands[0])
+    expr = cands[-1]
     for u in reversed(cands[:-1]):
         needs_more = g.area_end - align_down(g.page_start, u) > MI_PAGE_PURGE_BITS * u
-        expr = z3.If(needs_more, expr, z3.IntVal(u))  # u < slice holds for every u here
+        expr = if_(needs_more, expr, u)  # u < slice holds for every u here
     return expr
 
 
@@ -119,18 +136,18 @@ def units_of_block(page_start, block_size, base, unit, i):
     """UnitMap.units_of_block: (first unit, one past the last)."""
     lo = page_start + i * block_size
     hi = lo + block_size
-    return (lo - base) / unit, (hi - 1 - base) / unit + 1
+    return div(lo - base, unit), div(hi - 1 - base, unit) + 1
 
 
 def blocks_of_unit(page_start, block_size, base, unit, k, capacity, broken: str = ""):
     """UnitMap.blocks_of_unit: (nonempty, first, last) of the formed blocks over unit k."""
     lo, hi = unit_range(base, unit, k)
-    first0 = (lo - page_start) / block_size
-    first = z3.If(first0 > 0, first0, 0)
+    first0 = div(lo - page_start, block_size)
+    first = if_(first0 > 0, first0, 0)
     top = hi if broken == LAST_BLOCK_OFF_BY_ONE else hi - 1
-    last0 = (top - page_start) / block_size
-    last = z3.If(last0 < capacity - 1, last0, capacity - 1)
-    nonempty = z3.And(hi > page_start, first <= last)
+    last0 = div(top - page_start, block_size)
+    last = if_(last0 < capacity - 1, last0, capacity - 1)
+    nonempty = and_(hi > page_start, first <= last)
     return nonempty, first, last
 
 
@@ -138,11 +155,13 @@ def overlaps(page_start, block_size, base, unit, i, k):
     """The seed's words, not the model's: block i's bytes meet unit k's bytes."""
     blo = page_start + i * block_size
     lo, hi = unit_range(base, unit, k)
-    return z3.And(blo < hi, blo + block_size > lo)
+    return and_(blo < hi, blo + block_size > lo)
 
 
 def concrete(expr) -> int | bool:
     """Evaluate a mirror expression built from constants (used by the mirror's tests)."""
+    if not z3.is_expr(expr):  # the mirror computed it on Python values already
+        return expr
     v = z3.simplify(expr)
     if z3.is_true(v) or z3.is_false(v):
         return z3.is_true(v)

@@ -854,7 +854,143 @@ def _os_page_grid(v: TraceView) -> list[str]:
     return _grid_problems(v, "small")
 
 
+# -- each check is an invariant of the registry (issue 28): its clause, its id -----------------
+
+CLAUSES = {
+    "no-aliasing": "seed 000 tests: \"reuse after a purge (mi_malloc and mi_zalloc, no block "
+                   "handed out twice ...)\"; digest 11: churn, no aliasing",
+    "usable-size": "digest 11: churn of 20k random operations (test-purge-holes.c: usable size "
+                   "at least the request)",
+    "aligned": "digest 11: churn (test-purge-holes.c: every block aligned to "
+               "MI_MAX_ALIGN_SIZE)",
+    "aligned-16k": "test-purge-holes.c (later form): aligned-16k, JSC's MarkedBlock blocks stay "
+                   "16 KiB aligned after an unpurge",
+    "survivors-intact": "seed 000 tests: \"the survivors keep every byte\"",
+    "zalloc-zero": "seed 000 (1): \"mi_zalloc of a block that was purged zeroes it like any "
+                   "reused block and never sees stale bytes\"",
+    "unit-rule": "seed 000 (1): \"mi_page_purge_unit(page) is the OS page where the block area "
+                 "... needs at most MI_PAGE_PURGE_BITS bits, and else the smallest power-of-two "
+                 "multiple\"; seed 000 tests: the unit of small, medium and large pages",
+    "purged-grows": "seed 000 tests: \"frees from another thread into pages with holes, and the "
+                    "last blocks freed from there\"",
+    "hold-first-keeps": "seed 000 (2): \"a large page whose epoch is the current one or the one "
+                        "before keeps its free blocks\"; tests: \"nothing of a large page goes "
+                        "at the first sweep after the allocations, nor at a second one right "
+                        "after it\"",
+    "held-says-pending": "seed 000 (2): \"mi_on_thread_idle_pending(): true when the last sweep "
+                         "of this thread's heaps left such blocks\"",
+    "park-first-keeps": "seed 000 tests: \"the first sweep of a park takes nothing of the large "
+                        "pages and does not mark the park as done\"",
+    "park-done-in-2-3": "seed 000 tests: \"the park is swept two or three times, each an "
+                        "interval after the one before, which takes every free block; then it "
+                        "is done and not swept again\"",
+    "freed-purged": "seed 000 tests: \"the free blocks of the first, a middle and the largest "
+                    "large-page class are all purged at an idle sweep and ... not resident after "
+                    "it (mincore)\"",
+    "something-purged": "digest 11: every test that depends on a purge asserts one actually "
+                        "happened (mi_purge_holes_stats_get)",
+    "nothing-discarded": "digest 11: option off is a no-op (test-purge-holes.c: "
+                         "option-off-is-noop)",
+    "reuse-rises": "seed 000 tests: \"reuse after a purge ... the purged blocks come back\"",
+    "nothing-left-at-end": "seed 000 (1): \"mi_heap_destroy, mi_heap_delete and a page that "
+                           "becomes free all go through _mi_page_unpurge_all, so the "
+                           "discarded-bytes accounting returns to where it was\"; digest 11: at "
+                           "exit nothing is left discarded",
+    "double-free-reported": "seed 000 tests: \"a double free of a purged block\"",
+    "idle-never-unpurges": "digest 4: _mi_page_unpurge_run is \"called only from the "
+                           "allocation path ...; collects on the idle path never unpurge\"",
+    "stats-agree": "digest 11 (mi_purge_holes_stats_get) and seed 000 (1): \"the counters and "
+                   "the sweep's rate limit\" as before",
+    "skip-unchanged": "digest 6, step 4: \"skip when this is not a full sweep and swept_state == "
+                      "(capacity, used)\"; digest 11: a sweep skips unchanged pages",
+    "full-sweep-finds-hole": "digest 6, step 4: \"Every purge_holes_full_every (64)-th sweep is "
+                             "a full sweep that walks every page anyway\"; digest 11",
+    "tail-life": "seed 000 (1): \"the blocks that are not formed yet (discarded by their own "
+                 "OS-page-granular mechanism ...)\"; digest 3: brought back before "
+                 "mi_page_extend_free writes into it",
+    "pages-freed-with-holes": "seed 000 (1): \"a page that becomes free ... go[es] through "
+                              "_mi_page_unpurge_all\"; tests: cross-thread frees, "
+                              "mi_collect(true)",
+    "each-size-purged": "test-purge-holes.c (later form): small-blocks-are-eligible; digest 2: "
+                        "mi_page_can_purge_holes has no cap on the blocks of a page",
+    "epoch-not-shorter": "seed 000 (2): \"No epoch is shorter than the interval, whoever looks "
+                         "and wherever a sweeper is preempted\"; tests: sweepers at the same "
+                         "time (a)",
+    "busy-page-keeps": "seed 000 tests: sweepers at the same time (b): \"a page it allocated "
+                       "from before a sweep keeps its blocks in that sweep\"",
+    "unit-blocks-grid": "seed 000 (1): test_unit_arithmetic \"checks the arithmetic for 8, 16 "
+                        "and 64 KiB units under block sizes that are and are not multiples of "
+                        "them, with and without an offset of the first block\"",
+    "os-page-blocks-grid": "test-purge-holes.c: os-page-arithmetic (the OS page as the unit; "
+                           "outside the block area first = last = 0)",
+}
+TRACE_SCOPE = "trace"  # judged on a scenario's trace, the model's and the C reference's
+
+
+def invariant_id(check: str) -> str:
+    """The registry id of a case check: RT- and its name."""
+    return "RT-" + check.upper()
+
+
+def register_invariants() -> None:
+    """Each case check as an invariant of the registry (once per process)."""
+    from model.invariants import REGISTRY, Invariant, register
+
+    for name, ch in CHECKS.items():
+        if invariant_id(name) not in REGISTRY:
+            register(Invariant(invariant_id(name), ch.statement[0].upper() + ch.statement[1:] +
+                               ".", CLAUSES[name], f"purgecheck.casechecks.{ch.fn.__name__}",
+                               scope=TRACE_SCOPE))
+
+
+# Which mutant of the catalogue each check catches, on which scenario (model and C):
+# tests/test_realtests.py shows each; the invariants page lists them.
+KILLS = [
+    ("no-aliasing", "churn", "malloc-head-kept"),
+    ("freed-purged", "discard-idle-320", "unit-os-page"),
+    ("something-purged", "discard-idle-320", "unit-os-page"),
+    ("purged-grows", "xthread-idle", "unit-os-page"),
+    ("unit-rule", "unit-sizes", "unit-os-page"),
+    ("nothing-discarded", "option-off", "option-off-ignored"),
+    ("reuse-rises", "reuse-idle", "unpurge-without-reuse"),
+    ("zalloc-zero", "reuse-idle", "zalloc-clears-link-only"),
+    ("idle-never-unpurges", "idle-no-unpurge", "collect-unpurges"),
+    ("skip-unchanged", "sweep-skip", "walk-keeps-stamp"),
+    ("full-sweep-finds-hole", "full-sweep", "full-sweep-never"),
+    ("tail-life", "unformed-tail", "tail-from-last-block"),
+    ("hold-first-keeps", "inline-hold", "age-lt-1"),
+    ("held-says-pending", "inline-hold", "no-hold-inline"),
+    ("park-first-keeps", "park-handoff", "age-lt-1"),
+    ("park-done-in-2-3", "park-handoff", "park-done-first"),
+    ("double-free-reported", "double-free-purged", "double-free-absorbed"),
+    ("survivors-intact", "double-free-purged", "unit-next-to-live"),
+    ("nothing-left-at-end", "heap-destroy", "unpurge-all-skipped"),
+    ("pages-freed-with-holes", "xthread-idle", "unpurge-all-skipped"),
+    ("each-size-purged", "survivors-sizes", "purge-max-blocks-cap"),
+    ("aligned-16k", "aligned-16k-offset", "aligned-at-block-start"),
+    ("usable-size", "churn", "size-class-word-less"),
+    ("aligned", "churn", "size-class-word-less"),
+    ("stats-agree", "every-third", "accounting-skipped"),
+]
+# Broken elsewhere, on the model and on C: the grid checks by unit-last-block-short
+# (tests/test_arith.py), the sweepers' by age-lt-1, epoch-not-rate-limited and double-increment
+# (tests/test_sweepers_real.py).
+KILLED_ELSEWHERE = {"unit-blocks-grid": "unit-last-block-short",
+                    "os-page-blocks-grid": "unit-last-block-short",
+                    "epoch-not-shorter": "epoch-not-rate-limited",
+                    "busy-page-keeps": "age-lt-1"}
+
+
+def caught_by(mutant: str) -> list[str]:
+    """The invariant ids of the case checks that catch `mutant`."""
+    pairs = [(c, m) for c, _, m in KILLS] + list(KILLED_ELSEWHERE.items())
+    return [invariant_id(c) for c, m in pairs if m == mutant]
+
+
 def run_checks(names: tuple[str, ...], header: dict, events: list[dict]) -> dict[str, list[str]]:
     """{check: what it found wrong} for the named checks over one trace."""
     view = TraceView(header, events)
     return {name: CHECKS[name].fn(view) for name in names}
+
+
+register_invariants()

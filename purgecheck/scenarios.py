@@ -363,5 +363,49 @@ def _slow() -> str:
     return "\n".join(large_pages_with_holes(1) + ["1 park", "scavenger 1000", "1 unpark"])
 
 
+# -- paths that only the fuzz machines reached before (issue 28 (6)) --------------------------
+
+@scenario("xthread-then-park", "Another thread frees blocks of large pages with holes (each "
+          "a push on xthread_free); the owner parks: the handoff's sweeps collect those frees "
+          "and, once the pages are old, discard them with the rest; the survivors keep every "
+          "byte.", tags=("liveness", "epoch", "park"),
+          checks=("survivors-intact", "freed-purged", "stats-agree", "park-first-keeps",
+                  "park-done-in-2-3", "hold-first-keeps"))
+def _xthread_then_park() -> str:
+    lines = [f"1 malloc x{n} {256 * KiB}" for n in range(16)]
+    lines += [f"1 free x{n}" for n in range(16) if n % 4 == 1]  # the owner's own frees
+    lines += [f"2 free x{n}" for n in range(16) if n % 4 in (2, 3)]  # cross-thread frees
+    return "\n".join(lines + ["1 park", "scavenger 1000", "1 unpark"])
+
+
+@scenario("abandon-reclaim-sweep", "A thread abandons large pages with holes and exits; "
+          "another thread's sweep leaves them (young), then reclaims one, allocates from it "
+          "and frees into it, and sweeps an interval apart until the pages it did not touch "
+          "go and the reclaimed one goes after it was left alone.",
+          tags=("liveness", "epoch", "abandoned"),
+          checks=("survivors-intact", "something-purged", "stats-agree", "hold-first-keeps",
+                  "no-aliasing"))
+def _abandon_reclaim_sweep() -> str:
+    lines = keep_every_third(2, 128 * KiB, 64, "A")
+    lines += ["2 abandon", "1 idle", "clock 100", "1 reclaim A0",
+              "1 malloc n0 131072", "1 malloc n1 131072", "1 free n0", "1 free A3", "1 idle"]
+    lines += ["clock 100", "1 idle", "clock 100", "1 idle", "clock 100", "1 idle"]
+    return "\n".join(lines)
+
+
+@scenario("park-again", "A thread parks, is swept until its park is done, leaves, allocates "
+          "from one of its large pages and parks again: the new park starts over (its first "
+          "sweep keeps the page it just used, is not done), and is done in two or three sweeps "
+          "that take every free block.", tags=("liveness", "epoch", "park"),
+          checks=("survivors-intact", "freed-purged", "stats-agree", "park-done-in-2-3",
+                  "hold-first-keeps"))
+def _park_again() -> str:
+    lines = large_pages_with_holes(1)
+    lines += ["1 park", "scavenger 1000", "1 unpark", "clock 50",
+              f"1 malloc again {256 * KiB}", "1 free again", "1 park", "scavenger 1000",
+              "1 unpark"]
+    return "\n".join(lines)
+
+
 # The real tests' cases that earlier scenarios did not re-express (purgecheck/realtests.py).
 from purgecheck import realscenarios  # noqa: E402,F401  (registers them in SCENARIOS)

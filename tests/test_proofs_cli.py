@@ -4,6 +4,7 @@ bad usage, DOT output; the prove engine of `check`; CrossHair finds the broken c
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -83,13 +84,16 @@ def test_dot_of_an_explorer_counterexample(capsys, tmp_path):
 def test_crosshair_falsifies_the_broken_contract():
     out = crosshair_contracts.run_broken(True)
     assert out.status == "refuted"
-    assert "age_without_modulo" in out.detail and "4294967296" in out.detail
+    # the counterexample is one with current - stamped >= 2^32 (which one depends on what Z3
+    # was asked before in this process; the verdict does not)
+    call = re.search(r"age_without_modulo\((\d+), (\d+)\)", out.detail)
+    assert call and int(call[1]) - int(call[2]) >= 2 ** 32, out.detail
 
 
 def test_crosshair_contracts_are_reported_as_not_falsified_not_proved():
     out = crosshair_contracts.run_contracts(True)
     assert out.status == "bounded", out.detail
-    assert "not falsified in 1 s" in out.figure
+    assert "not falsified in 50 paths" in out.figure  # a count of paths, not seconds
     assert len(crosshair_contracts.contract_names(crosshair_contracts.__file__)) >= 6
 
 

@@ -7,7 +7,7 @@ import pytest
 import z3
 
 from proofs import advance_z3, age_z3, hold_z3, unit_z3, walk_z3
-from proofs.core import PROVED, REFUTED, VACUOUS, Claim, check_claim
+from proofs.core import DIFFERS, PROVED, REFUTED, VACUOUS, Claim, check_claim
 from purgecheck.mutants import MUTANTS, applied
 
 MODULES = [unit_z3, walk_z3, age_z3, advance_z3, hold_z3]
@@ -27,6 +27,9 @@ def test_broken_twin_is_refuted_with_a_counterexample(twin):
             out = twin.run(True)
     else:
         out = twin.run(True)
+    if out.status == DIFFERS:  # a mutant of the model's function the proof encodes a copy of
+        assert twin.mutant and "the model" in out.detail, out.detail
+        return
     assert out.status == REFUTED, out.detail
     assert "counterexample" in out.detail or "trace" in out.detail
 
@@ -84,3 +87,18 @@ def test_unit_proof_covers_32_bit_and_every_os_page():
               for c in unit_z3.unit_claims(a, o)]
     assert any("32-bit, OS page 64 KiB" in x for x in labels)
     assert any("64-bit, OS page 4 KiB" in x for x in labels)
+
+
+def test_every_proof_is_flipped_by_a_mutant_of_the_models_function():
+    """Issue 28 (4): a proof is about the model's own function, so some mutant of the model
+    (purgecheck.mutants, applied around the run) must flip it; the twins that name one are run
+    above and in tests/test_glibc_proofs.py. The explorer's configurations all run the model's
+    steps; its twins name mutants on five of them (proofs/catalogue.py)."""
+    from proofs import glibc_throttle
+    from proofs.catalogue import proofs, twins
+
+    flipped = {t.proof for t in [*twins(False), *glibc_throttle.TWINS] if t.mutant}
+    unflipped = [p.name for p in [*proofs(False), *glibc_throttle.PROOFS]
+                 if p.engine != "explorer" and p.name not in flipped]
+    assert unflipped == []
+    assert any(t.mutant and t.engine == "explorer" for t in twins(False))

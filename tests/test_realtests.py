@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from purgecheck.casechecks import CHECKS, run_checks
+from purgecheck.casechecks import CHECKS, KILLED_ELSEWHERE, KILLS, run_checks
 from purgecheck.formats.trace import model_trace
 from purgecheck.mutants import MUTANTS, applied
 from purgecheck.realtests import CASES, RealCase, assess, real_tests_page, run_scenario_checks
@@ -21,15 +21,8 @@ CHECKED = [name for name, sc in SCENARIOS.items() if sc.checks]
 
 
 
-# Broken elsewhere, on the model and on C: the grid checks by unit-last-block-short
-# (tests/test_arith.py), the sweepers' by age-lt-1, epoch-not-rate-limited and double-increment
-# (tests/test_sweepers_real.py).
-KILLED_ELSEWHERE = {"unit-blocks-grid", "os-page-blocks-grid", "epoch-not-shorter",
-                    "busy-page-keeps"}
-
-
 def test_every_check_is_broken_by_some_mutant():
-    assert {k[0] for k in KILLS} | KILLED_ELSEWHERE == set(CHECKS)
+    assert {k[0] for k in KILLS} | set(KILLED_ELSEWHERE) == set(CHECKS)
 
 
 def test_every_declared_check_exists():
@@ -89,35 +82,6 @@ def test_the_page_lists_every_case():
 
 # -- every check can fail: a named mutant breaks it, on the model and on C ----------------------
 
-KILLS = [
-    ("no-aliasing", "churn", "malloc-head-kept"),
-    ("freed-purged", "discard-idle-320", "unit-os-page"),
-    ("something-purged", "discard-idle-320", "unit-os-page"),
-    ("purged-grows", "xthread-idle", "unit-os-page"),
-    ("unit-rule", "unit-sizes", "unit-os-page"),
-    ("nothing-discarded", "option-off", "option-off-ignored"),
-    ("reuse-rises", "reuse-idle", "unpurge-without-reuse"),
-    ("zalloc-zero", "reuse-idle", "zalloc-clears-link-only"),
-    ("idle-never-unpurges", "idle-no-unpurge", "collect-unpurges"),
-    ("skip-unchanged", "sweep-skip", "walk-keeps-stamp"),
-    ("full-sweep-finds-hole", "full-sweep", "full-sweep-never"),
-    ("tail-life", "unformed-tail", "tail-from-last-block"),
-    ("hold-first-keeps", "inline-hold", "age-lt-1"),
-    ("held-says-pending", "inline-hold", "no-hold-inline"),
-    ("park-first-keeps", "park-handoff", "age-lt-1"),
-    ("park-done-in-2-3", "park-handoff", "park-done-first"),
-    ("double-free-reported", "double-free-purged", "double-free-absorbed"),
-    ("survivors-intact", "double-free-purged", "unit-next-to-live"),
-    ("nothing-left-at-end", "heap-destroy", "unpurge-all-skipped"),
-    ("pages-freed-with-holes", "xthread-idle", "unpurge-all-skipped"),
-    ("each-size-purged", "survivors-sizes", "purge-max-blocks-cap"),
-    ("aligned-16k", "aligned-16k-offset", "aligned-at-block-start"),
-    ("usable-size", "churn", "size-class-word-less"),
-    ("aligned", "churn", "size-class-word-less"),
-    ("stats-agree", "every-third", "accounting-skipped"),
-]
-
-
 @pytest.mark.parametrize("check,scenario,mutant", KILLS)
 def test_a_mutant_breaks_the_check(check, scenario, mutant, driver):
     sc = SCENARIOS[scenario]
@@ -171,3 +135,28 @@ def test_the_real_sizes_hold_on_the_model_and_on_c(name, driver):
         bad = {k: v for k, v in run_checks(sc.checks, header, events).items() if v}
         assert not bad, f"{name} at the real size on {engine}: {bad}"
     assert compare(*model, *c) is None
+
+
+def test_each_check_is_an_invariant_of_the_registry_with_its_clause():
+    from model.invariants import load_registry
+    from purgecheck.casechecks import CLAUSES, invariant_id
+
+    registry = load_registry()
+    for name in CHECKS:
+        inv = registry[invariant_id(name)]
+        assert inv.scope == "trace" and inv.clause == CLAUSES[name]
+        assert ("seed 000" in inv.clause or "digest" in inv.clause or ".c" in inv.clause)
+
+
+@pytest.mark.parametrize("mutant", ["zalloc-clears-link-only", "option-off-ignored",
+                                    "unpurge-without-reuse", "purge-max-blocks-cap",
+                                    "aligned-at-block-start"])
+def test_the_scenarios_engine_now_catches_what_only_the_tests_caught(mutant):
+    """Mutants that only conformance (and the suite's case checks) killed: the scenarios
+    engine of `check` runs the case checks on the model's traces and fails under each."""
+    from purgecheck.casechecks import caught_by
+    from purgecheck.engines.scenarios import model_case_checks
+
+    with applied(MUTANTS[mutant]):
+        failed = {r.invariant for r in model_case_checks() if not r.ok}
+    assert set(caught_by(mutant)) & failed, (mutant, failed)

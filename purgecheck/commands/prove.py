@@ -38,6 +38,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="small bounds")
     p.add_argument("--json", action="store_true", help="JSON on stdout")
     p.add_argument("--list", action="store_true", help="list the proofs and twins")
+    p.add_argument("--rlimits", action="store_true",
+                   help="run every Z3 proof and twin without a resource limit and print what "
+                        "its costliest query used, beside the limit (proofs.core.Z3_RLIMIT)")
     p.add_argument("--dot", metavar="FILE",
                    help="with --mutants: write the first explorer counterexample as Graphviz "
                         "DOT (and FILE.svg when `dot` is installed)")
@@ -56,6 +59,8 @@ def run(args) -> int:
             print(f"{t.name:34} {t.engine:10} twin of {t.proof}: {t.summary}")
         print(f"{'glibc':34} {'':10} every glibc proof (or, with --mutants, twin) above")
         return 0
+    if args.rlimits:
+        return _rlimits(args.quick, args.only)
     if args.only:
         known = names(args.quick) + names(False)
         bad = [n for n in args.only if n not in known]
@@ -75,6 +80,30 @@ def run(args) -> int:
                 if r.ok and r.detail:
                     print(f"\n{r.engine}: counterexample\n{r.detail}")
     return exit_code(results)
+
+
+def _rlimits(quick: bool, only: list[str] | None) -> int:
+    """Each Z3 proof and twin run without a limit: the resources of its costliest query."""
+    from proofs import core
+    from proofs.catalogue import proofs, twins
+    from purgecheck.engines.prove import glibc_items, run_proofs, run_twins
+
+    gproofs, gtwins = glibc_items()
+    items = [(p, run_proofs) for p in [*proofs(quick), *gproofs]] + \
+        [(t, run_twins) for t in [*twins(quick), *gtwins]]
+    worst = 0
+    print(f"{'proof or twin':34} {'queries':>8} {'costliest':>14}  result")
+    for item, runner in items:
+        if item.engine != "z3" or (only and item.name not in only):
+            continue
+        with core.unlimited() as used:
+            results = runner(quick, [item.name])
+        worst = max([worst, *used])
+        status = ",".join(sorted({r.status for r in results}))
+        print(f"{item.name:34} {len(used):>8} {max(used, default=0):>14,}  {status}")
+    print(f"costliest query: {worst:,}; the limit: {core.Z3_RLIMIT:,} "
+          f"({core.Z3_RLIMIT / max(worst, 1):.1f} times it)")
+    return 0
 
 
 def _write_dot(path: str, results) -> None:

@@ -85,7 +85,8 @@ class Facts:
     twins: list[Twin] = field(default_factory=list)  # the proofs' broken twins
 
     def mutants_of(self, inv_id: str) -> list[Mutant]:
-        return [m for m in self.mutants if inv_id in m.catches]
+        from purgecheck.casechecks import caught_by  # the real tests' checks (RT-*)
+        return [m for m in self.mutants if inv_id in m.catches or inv_id in caught_by(m.name)]
 
     def breaches_of(self, inv_id: str) -> list[Breach]:
         return [b for d in self.designs for b in d.breaches if b.invariant == inv_id]

@@ -8,6 +8,7 @@ the proofs' broken twins refuted on it, and the rejected designs that violate it
 
 from __future__ import annotations
 
+from purgecheck.docs.exactness import EXACTNESS
 from purgecheck.docs.facts import CHOSEN_DESIGN, Design, Facts, GraphFigure
 from purgecheck.docs.md import GENERATED, Links, anchor, esc, quote, slug, table
 from purgecheck.docs.steps import path_table, scenario_table, size, window
@@ -26,6 +27,9 @@ SCOPES = {
                    "sanitizers engines)",
     "glibc-arena": "every glibc arena (heaps, chunks, top, the trim records), after every op "
                    "of every glibc workload for every modelled version",
+    "trace": "the traces of the named scenarios that re-express the fork's real test cases "
+             "(purgecheck/casechecks.py, docs/real-tests.md): the model's (the scenarios "
+             "engine) and the C reference's (the conformance engine), and the unit grids of both",
     "glibc-published": "the system calls of each version's model on seed 001's bench-free, "
                        "against the counts published for that version (the glibc engine)",
     "weak": "the epoch advance and the park handoff over C11 weak memory: the weak explorer's "
@@ -80,10 +84,14 @@ def invariants_page(facts: Facts, links: Links) -> str:
         designs = ", ".join(sorted({f"[`{b.design}`]({links.design(b.design)})"
                                     for b in facts.breaches_of(inv.id)}))
         rows.append([f"[{inv.id}]({links.invariant(inv.id)})", esc(_short(inv.statement)),
+                     EXACTNESS.get(inv.id, ("?", ""))[0],
                      muts or ("**none**" if not facts.is_shown(inv.id) else ""), twins,
                      designs])
-    out += [table(["invariant", "in short", "broken by mutants", "refuted broken twins",
-                   "broken by designs"], rows), ""]
+    out += ["*exact*: the invariant fails on any departure from the seed's rule, in both "
+            "directions; *bound*: on one side only (why, and the exact partner where there is "
+            "one, under each invariant below).", "",
+            table(["invariant", "in short", "exact or bound", "broken by mutants",
+                   "refuted broken twins", "broken by designs"], rows), ""]
     for inv in facts.invariants:
         out += _invariant_section(facts, inv, links)
     out += _mutant_catalogue(facts, links)
@@ -111,6 +119,8 @@ def _invariant_section(facts: Facts, inv, links: Links) -> list[str]:
            quote(esc(inv.clause)), "",
            f"- **Implemented by** {_function(facts, inv.id, links)}",
            f"- **Judged on** {SCOPES.get(inv.scope, f'scope `{inv.scope}`')}",
+           f"- **{EXACTNESS.get(inv.id, ('?', ''))[0].capitalize()}**: "
+           f"{esc(EXACTNESS.get(inv.id, ('', 'not listed'))[1])}",
            f"- **Last results**: [every engine that checked it]({links.results(inv.id)})"]
     muts = facts.mutants_of(inv.id)
     if muts:

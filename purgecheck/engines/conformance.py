@@ -34,9 +34,10 @@ register(Invariant(
     "reference_c/driver.c", scope="conformance"))
 
 
-def _scenarios(driver, variants: list[str]) -> tuple[Result, dict]:
+def _scenarios(driver, variants: list[str], c_traces: dict | None = None) -> tuple[Result, dict]:
     """Every scenario under every variant in `variants`; returns the result and the model
-    traces of the epoch design (reused by the mutant runs)."""
+    traces of the epoch design (reused by the mutant runs). `c_traces` receives the C
+    reference's trace of each scenario that declares case checks (its own options)."""
     from purgecheck.conformance import diff_script, format_divergence, replay_command
     from purgecheck.scenarios import SCENARIOS
 
@@ -49,6 +50,8 @@ def _scenarios(driver, variants: list[str]) -> tuple[Result, dict]:
             events += len(r.model[1])
             if variant == "epoch":
                 cache[sc.name] = r.model
+                if sc.checks and c_traces is not None and options == sc.options:
+                    c_traces[sc.name] = r.c
             if not r.equal:
                 return Result("CF-TRACE-EQUAL", ENGINE, "fail", f"{runs} scripts",
                               time.perf_counter() - t0,
@@ -58,6 +61,20 @@ def _scenarios(driver, variants: list[str]) -> tuple[Result, dict]:
                                                     sc.options)), cache
     figure = f"{len(SCENARIOS)} scenarios x {len(variants)} design(s), {events:,} events"
     return Result("CF-TRACE-EQUAL", ENGINE, "hold", figure, time.perf_counter() - t0), cache
+
+
+def _case_checks(c_traces: dict, first_failure: bool) -> list[Result]:
+    """The real tests' case checks (RT-*) on the C reference's traces of the scenarios that
+    declare them, and on its unit grids (whose lines must also be the model's)."""
+    from purgecheck.arith import GRIDS, run_grid
+    from purgecheck.engines.scenarios import case_check_results
+
+    t0 = time.perf_counter()
+    out = case_check_results(ENGINE, c_traces, {g: run_grid(g, True) for g in GRIDS},
+                             first_failure)
+    for r in out:
+        r.seconds = (time.perf_counter() - t0) / max(1, len(out))
+    return out
 
 
 def _fuzz(driver, examples: int, seed: int) -> Result:
@@ -197,8 +214,10 @@ def run_conformance(budget: Budget) -> list[Result]:
             variants = ["epoch"] if budget.quick else list(VARIANTS)
             cache: dict | None = None
             if "scenarios" in want:
-                scenarios, cache = _scenarios(driver, variants)
+                c_traces: dict = {}
+                scenarios, cache = _scenarios(driver, variants, c_traces)
                 out.append(scenarios)
+                out += _case_checks(c_traces, budget.first_failure)
             if "fuzz" in want:
                 out.append(_fuzz(driver, 25 if budget.quick else 1000, budget.seed))
             if "campaign" in want:

@@ -62,8 +62,7 @@ def print_table(results: list[Result], title: str, statements: dict[str, str] | 
         console.print(f"[bold red]FAIL[/] {r.invariant} ({r.engine}): {r.detail}")
         if r.replay:
             console.print(f"  replay: {r.replay}")
-    passed = len(results) - len(failed)
-    console.print(f"{passed} passed, {len(failed)} failed")
+    console.print(passed_line(results))
 
 
 def summary_rows(results: list[Result], width: int = SUMMARY_WIDTH) -> list[str]:
@@ -94,4 +93,14 @@ def print_lines(results: list[Result], title: str, file) -> None:
         print(f"FAIL {r.invariant} ({r.engine}): {r.detail}", file=file)
         if r.replay:
             print(f"  replay: {r.replay}", file=file)
-    print(f"{len(results) - len(failed)} passed, {len(failed)} failed", file=file)
+    print(passed_line(results), file=file)
+
+
+def passed_line(results: list[Result]) -> str:
+    """`N passed, M failed`, and how many of the failures are unknowns (a solver stopped at its
+    resource limit, no verdict either way)."""
+    failed = [r for r in results if not r.ok]
+    unknown = sum(r.status == "unknown" for r in failed)
+    return f"{len(results) - len(failed)} passed, {len(failed)} failed" + (
+        f" ({unknown} of them unknown: a solver stopped at its resource limit, "
+        f"no verdict either way)" if unknown else "")

@@ -79,13 +79,13 @@ mutant("walk-keeps-stamp", "a complete walk does not overwrite the stamp with (c
        ("SW-WALK-SETS-STATE",),
        Patch("model.holes", "mark_walked", _walk_keeps_stamp), c_switch="walk_keeps_stamp")
 mutant("park-done-first", "the park is marked done after its first sweep",
-       ("HD-GOES-WITHIN-TWO",),
+       ("HD-GOES-WITHIN-TWO", "PK-DONE-EXACT"),
        Patch("model.park", "compute_park_next", _park_done_first), c_switch="park_done_first")
 mutant("park-unbounded", "no bound on park sweeps (neither the cap nor the two epochs)",
        ("PK-MAX-SWEEPS", "PK-DONE-TWO-EPOCHS"),
        Patch("model.park", "compute_park_next", _park_unbounded), c_switch="park_unbounded")
 mutant("park-ignores-epochs", "the park ends only at the cap, not two epochs on",
-       ("PK-DONE-TWO-EPOCHS",),
+       ("PK-DONE-TWO-EPOCHS", "PK-DONE-EXACT"),
        Patch("model.park", "compute_park_next", _park_ignores_epochs),
        c_switch="park_ignores_epochs")
 mutant("sweep-last-before-work", "holes_sweep_last is taken before the work",

@@ -1,0 +1,41 @@
+"""Two-sided rules: where the seed gives an exact rule the invariant checks both sides, and a
+mutant that stays on the safe side of it (a realloc that never moves down, a park marked done
+while it still holds young blocks) is caught by the exact invariant."""
+
+from __future__ import annotations
+
+import pytest
+
+from purgecheck.docs.exactness import EXACTNESS
+from model.invariants import load_registry
+from purgecheck.engines import load_engines
+from purgecheck.engines.scenarios import scenario_checks
+from purgecheck.mutants import MUTANTS, applied
+
+
+@pytest.mark.parametrize("mutant,invariant,alone", [
+    ("realloc-keeps-small", "AL-REALLOC-MOVES", True),
+    ("park-done-first", "PK-DONE-EXACT", False),
+    ("park-ignores-epochs", "PK-DONE-EXACT", False),
+])
+def test_the_exact_side_catches_a_safe_mutant(mutant, invariant, alone):
+    with applied(MUTANTS[mutant]):
+        _, failures = scenario_checks()
+    assert invariant in failures
+    if alone:  # no bound of the registry sees it
+        assert set(failures) == {invariant}
+
+
+def test_the_exact_invariants_hold_on_every_scenario():
+    counts, failures = scenario_checks()
+    assert not failures and counts["AL-REALLOC-MOVES"] > 1000 and counts["PK-DONE-EXACT"] > 1000
+
+
+def test_every_invariant_is_listed_as_exact_or_a_bound_with_why():
+    load_engines()
+    registry = load_registry()
+    missing = [i for i in registry if i not in EXACTNESS]
+    assert missing == []
+    for inv_id, (kind, why) in EXACTNESS.items():
+        assert inv_id in registry, f"{inv_id} is listed but not registered"
+        assert kind in ("exact", "bound") and len(why) > 20, inv_id
