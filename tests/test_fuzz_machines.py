@@ -84,7 +84,7 @@ KILLS = {
     ("epoch", "no-hold-inline"): {"HD-YOUNG-KEPT", "HD-INTERVAL"},
     ("page", "age-lt-1"): {"HD-YOUNG-KEPT", "HD-INTERVAL"},
     ("epoch", "age-lt-1"): {"HD-YOUNG-KEPT", "HD-INTERVAL"},
-    ("park", "park-done-first"): {"HD-GOES-WITHIN-TWO"},
+    ("park", "park-done-first"): {"HD-GOES-WITHIN-TWO", "PK-DONE-EXACT"},
     ("epoch", "no-cas-exclusion"): {"EP-NO-SHORT-EPOCH"},
     ("epoch", "start-before-increment"): {"EP-RECORDED-NOT-BEFORE-REAL"},
 }

@@ -37,6 +37,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="run the broken twins instead: each must be refuted")
     p.add_argument("--quick", action="store_true", help="small bounds")
     p.add_argument("--json", action="store_true", help="JSON on stdout")
+    p.add_argument("--verbose", action="store_true",
+                   help="the long table: each invariant's statement and every figure whole "
+                        "(by default one line per result within 100 columns)")
     p.add_argument("--list", action="store_true", help="list the proofs and twins")
     p.add_argument("--rlimits", action="store_true",
                    help="run every Z3 proof and twin without a resource limit and print what "
@@ -74,7 +77,12 @@ def run(args) -> int:
     if args.json:
         sys.stdout.buffer.write(to_json(results, command="prove", mutants=args.mutants) + b"\n")
     else:
-        print_table(results, "purgecheck prove" + (" --mutants" if args.mutants else ""))
+        statements = None
+        if args.verbose:
+            from proofs.registry import load_registry
+            statements = {k: v.statement for k, v in load_registry().items()}
+        print_table(results, "purgecheck prove" + (" --mutants" if args.mutants else ""),
+                    statements)
         if args.mutants:
             for r in results:
                 if r.ok and r.detail:

@@ -71,6 +71,10 @@ EXACTNESS: dict[str, tuple[str, str]] = {
     "EP-ONE-PER-SWEEP": (B, "at most one move per sweep; that it moves is EP-EPOCH-MOVES"),
     "EP-EPOCH-MOVES": (B, "the epoch moves when due (liveness; with EP-ONE-PER-SWEEP it moves "
                           "by exactly one)"),
+    "EP-SEES-STARTED": (B, "under C11: the epoch read after a start is seen is the one begun "
+                           "there or a later one (the seed asks only that it is not older)"),
+    "PK-HANDOFF-FRESH": (E, "under C11: what each side reads across the park and the claim is "
+                            "exactly the latest value written, not merely a recent one"),
     "EP-MOVING-HELD": (E, "MOVING is held exactly while an advance is between its CAS and its "
                           "store"),
     "EP-BACK-IS-DUE": (B, "a reading behind start is due; the forward compare is checked by the "
