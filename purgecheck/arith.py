@@ -9,7 +9,7 @@ that overlaps it; a unit that does not lie inside gives first = last = 0. Here t
 holes walk uses on each side: the model's UnitMap (model/geometry.py: is_unit_inside_blocks,
 blocks_of_unit) and the C reference's (reference_c/page.c, through `driver --arith GRID`). The
 two outputs are compared line by line, and the checks `unit-blocks-grid` and
-`os-page-blocks-grid` (purgecheck/casechecks.py) judge each against the definition.
+`os-page-blocks-grid` (purgecheck/realtests/checks.py) judge each against the definition.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from model.geometry import KiB, MiB, UnitMap, align_down
 class Grid:
     name: str
     source: str  # the real test and its check
-    check: str  # the check of purgecheck.casechecks that states its assertion
+    check: str  # the check of purgecheck.realtests.checks that states its assertion
 
 
 GRIDS = {
@@ -118,7 +118,7 @@ HEADER = {"format": "purgecheck-arith", "config": {"os_page_size": 4 * KiB,
 def run_grid(grid: str, driver: bool = True) -> dict:
     """{"model": {check: problems}, "C": {...}, "diff": first difference or None} for a grid;
     without the C reference (driver False) only the model's."""
-    from purgecheck.casechecks import run_checks
+    from purgecheck.realtests.checks import run_checks
 
     check = GRIDS[grid].check
     model = model_grid(grid)

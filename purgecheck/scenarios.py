@@ -22,7 +22,7 @@ class Scenario:
     build: Callable[[], str]  # returns the op script text
     options: Options = field(default_factory=Options)
     tags: tuple[str, ...] = ("page",)
-    # The real tests' assertions this scenario checks (names of purgecheck.casechecks.CHECKS),
+    # The real tests' assertions this scenario checks (names of purgecheck.realtests.checks.CHECKS),
     # on the model's trace and on the C reference's.
     checks: tuple[str, ...] = ()
 
@@ -407,5 +407,5 @@ def _park_again() -> str:
     return "\n".join(lines)
 
 
-# The real tests' cases that earlier scenarios did not re-express (purgecheck/realtests.py).
-from purgecheck import realscenarios  # noqa: E402,F401  (registers them in SCENARIOS)
+# The real tests' cases that earlier scenarios did not re-express (purgecheck/realtests/cases.py).
+import purgecheck.realtests.scenarios  # noqa: E402,F401  (registers them in SCENARIOS)

@@ -1,7 +1,7 @@
 """The real tests' unit arithmetic over their grids (purgecheck/arith.py), on the model and on
-the C reference: the lines of both are equal, each holds against the definition
-(casechecks `unit-blocks-grid`, `os-page-blocks-grid`), and the mutant that leaves the last
-block of a unit out breaks the check on both sides.
+the C reference: the lines of both are equal, each holds against the definition (the
+checks `unit-blocks-grid` and `os-page-blocks-grid` of purgecheck/realtests/checks.py), and the
+mutant that leaves the last block of a unit out breaks the check on both sides.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from purgecheck import arith
-from purgecheck.casechecks import run_checks
+from purgecheck.realtests.checks import run_checks
 from purgecheck.mutants import MUTANTS, applied
-from purgecheck.realtests import CASES, assess
+from purgecheck.realtests.cases import CASES, assess
 
 from test_reference_c import built  # noqa: F401 (the C build, as a fixture)
 

@@ -15,9 +15,9 @@ import time
 import orjson
 import pytest
 
-from purgecheck.campaign import Job, batch, mutants_for, plan_jobs, run_campaign
+from purgecheck.cluster.campaign import Job, batch, mutants_for, plan_jobs, run_campaign
 from purgecheck.cli import main
-from purgecheck.cluster import dask_client
+from purgecheck.cluster.client import dask_client
 from purgecheck.fuzz import REDIS_KEY_PREFIX, run_machine
 
 
@@ -131,7 +131,7 @@ def test_a_tiny_campaign_shares_its_findings_through_redis(client, redis_url):
 def test_a_defect_on_the_clean_model_fails_the_campaign(client, monkeypatch, capsys):
     """A campaign command whose clean model under the epoch design breaks (here the mutant
     is applied behind its back, as a defect would be): exit 1, the finding named DEFECT."""
-    import purgecheck.campaign as campaign
+    import purgecheck.cluster.campaign as campaign
 
     def broken_batch(job, seed, profile, database, examples, malloc_env=None):
         from purgecheck.fuzz import run_machine

@@ -19,7 +19,7 @@ import pytest
 
 import model.epoch as ep
 from purgecheck.cli import main
-from purgecheck.cluster import ALLOWED_FAILURES, dask_client
+from purgecheck.cluster.client import ALLOWED_FAILURES, dask_client
 from purgecheck.mutants import MUTANTS, Mutant, Patch
 from purgecheck.mutants.matrix import (CRASHED, FAILED, HELD, KILLED, NOT_RUN, SURVIVED,
                                        TIMEOUT, Cell, Plan, run_matrix)

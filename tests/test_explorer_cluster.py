@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-import purgecheck.explorer_cluster as xc
+import purgecheck.cluster.explorer as xc
 from proofs.explorer import explore
 from proofs.explorer_configs import CONFIGS, compare_with_manifest
-from purgecheck.cluster import dask_client
-from purgecheck.explorer_cluster import explore_local, explore_on, owner_of
+from purgecheck.cluster.client import dask_client
+from purgecheck.cluster.explorer import explore_local, explore_on, owner_of
 from purgecheck.mutants import MUTANTS, applied
 
 # park-1-short with the end of a park's last sweep written before its work: PK-SPACING, a

@@ -140,3 +140,40 @@ def test_a_glibc_twin_that_names_a_mutant_needs_the_tool_to_apply_it():
 
     with pytest.raises(ValueError, match="apply_mutant"):
         run_mutant_proofs(quick=True, only="rfc-ratio-le")
+
+
+# -- the parts in folders ------------------------------------------------------------------------
+
+# The top level of purgecheck/ is the core that several parts share (the op-script runner, the
+# named scenarios, conformance, the fuzz runner, the CLI, input checks); a part made of several
+# modules has a folder of its own (issue 30). A module added at the top level is a decision:
+# put it in a folder, or name it here.
+CORE = {"__init__", "__main__", "arith", "cbuild", "cli", "conformance", "discovery", "fuzz",
+        "inputs", "reach", "runner", "scenarios"}
+PARTS = {"realtests": {"cases", "scenarios", "checks"},
+         "cluster": {"client", "campaign", "explorer"}}
+
+
+def test_the_top_level_holds_only_the_core():
+    top = {p.stem for p in (ROOT / "purgecheck").glob("*.py")}
+    assert top == CORE, f"new at the top level: {sorted(top - CORE)}; gone: {sorted(CORE - top)}"
+
+
+@pytest.mark.parametrize("part", sorted(PARTS))
+def test_a_part_of_several_modules_is_a_folder_of_its_own(part):
+    import purgecheck
+    assert modules_in(importlib.import_module(f"purgecheck.{part}")) == PARTS[part]
+    # nothing imported by the folder itself: its modules are loaded by who needs them (Dask only
+    # by the commands that spread their runs; the real tests' modules register themselves)
+    init = ROOT / "purgecheck" / part / "__init__.py"
+    assert not imports_of(init)
+    assert part not in {p.stem for p in Path(purgecheck.__file__).parent.glob("*.py")}
+
+
+def test_the_real_tests_scenarios_are_registered_with_the_named_ones():
+    """purgecheck/scenarios.py loads the real tests' scenarios from their folder: a case's
+    scenario is found by name as before the move."""
+    from purgecheck.realtests.cases import CASES
+    from purgecheck.scenarios import SCENARIOS
+    named = {c.scenario for c in CASES if c.scenario}
+    assert named and named <= set(SCENARIOS)

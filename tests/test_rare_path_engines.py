@@ -106,10 +106,10 @@ def test_the_reach_table_shows_the_explorer_reaching_the_rare_paths_and_not_unde
 
 @pytest.mark.slow
 def test_a_split_explorer_run_reports_the_rare_path_violations_as_the_single_one_does():
-    """The explorer over Dask (purgecheck.explorer_cluster) takes the edge verdicts of the
+    """The explorer over Dask (purgecheck.cluster.explorer) takes the edge verdicts of the
     calls judged as they end (EP-BACK-IS-DUE) under their own id, as explore does."""
-    from purgecheck.cluster import dask_client
-    from purgecheck.explorer_cluster import explore_on
+    from purgecheck.cluster.client import dask_client
+    from purgecheck.cluster.explorer import explore_on
 
     with dask_client(workers=2) as client:
         for config, mutant, inv in (("clock-back-1", "clock-back-not-due", "EP-BACK-IS-DUE"),

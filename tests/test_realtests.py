@@ -1,5 +1,5 @@
-"""The real tests' cases beside the scenarios (purgecheck/realtests.py) and the checks that
-state their assertions over a trace (purgecheck/casechecks.py): each declared check holds on the
+"""The real tests' cases beside the scenarios (purgecheck/realtests/cases.py) and the checks that
+state their assertions over a trace (purgecheck/realtests/checks.py): each declared check holds on the
 model's and the C reference's trace of its scenario, each is broken by a named mutant, and the
 status of a case follows from what its scenario checks.
 """
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from purgecheck.casechecks import CHECKS, KILLED_ELSEWHERE, KILLS, run_checks
+from purgecheck.realtests.checks import CHECKS, KILLED_ELSEWHERE, KILLS, run_checks
 from purgecheck.formats.trace import model_trace
 from purgecheck.mutants import MUTANTS, applied
-from purgecheck.realtests import CASES, RealCase, assess, real_tests_page, run_scenario_checks
+from purgecheck.realtests.cases import CASES, RealCase, assess, real_tests_page, run_scenario_checks
 from purgecheck.scenarios import SCENARIOS
 
 from test_reference_c import built, driver  # noqa: F401 (the C build and its driver, as fixtures)
@@ -74,7 +74,7 @@ def test_status_full_partial_missing_follow_the_results():
 
 
 def test_the_page_lists_every_case():
-    from purgecheck.realtests import Assessment
+    from purgecheck.realtests.cases import Assessment
     page = real_tests_page([Assessment(c, "MISSING", (), (), "x") for c in CASES])
     for c in CASES:
         assert f"| {c.name} |" in page
@@ -111,7 +111,7 @@ def test_the_counters_agree_with_the_trace_in_every_scenario(name):
 # -- the real tests' full sizes (the named scenarios run smaller ones) ----------------------------
 
 def _full_sizes():
-    from purgecheck import realscenarios as rs
+    from purgecheck.realtests.cases import scenarios as rs
     return {"churn": (rs.churn_script(20_000), SCENARIOS["churn"]),
             "survivors-small": (rs.survivors_script(rs.SURVIVORS), SCENARIOS["survivors-small"]),
             "survivors-sizes": (rs.sizes_script(32), SCENARIOS["survivors-sizes"]),
@@ -139,7 +139,7 @@ def test_the_real_sizes_hold_on_the_model_and_on_c(name, driver):
 
 def test_each_check_is_an_invariant_of_the_registry_with_its_clause():
     from model.invariants import load_registry
-    from purgecheck.casechecks import CLAUSES, invariant_id
+    from purgecheck.realtests.checks import CLAUSES, invariant_id
 
     registry = load_registry()
     for name in CHECKS:
@@ -154,7 +154,7 @@ def test_each_check_is_an_invariant_of_the_registry_with_its_clause():
 def test_the_scenarios_engine_now_catches_what_only_the_tests_caught(mutant):
     """Mutants that only conformance (and the suite's case checks) killed: the scenarios
     engine of `check` runs the case checks on the model's traces and fails under each."""
-    from purgecheck.casechecks import caught_by
+    from purgecheck.realtests.checks import caught_by
     from purgecheck.engines.scenarios import model_case_checks
 
     with applied(MUTANTS[mutant]):

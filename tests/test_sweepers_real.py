@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from purgecheck.casechecks import run_checks
+from purgecheck.realtests.checks import run_checks
 from purgecheck.engines.validate import run_stress
 from purgecheck.formats.trace import model_trace
 from purgecheck.mutants import MUTANTS, applied
@@ -55,7 +55,7 @@ def test_the_shape_is_not_vacuous():
     """A run too short for the real test's shape, or without a busy page, fails the checks."""
     sc = SCENARIOS["sweepers-real"]
     from purgecheck.formats.ops import parse_script
-    from purgecheck.realscenarios import sweepers_script
+    from purgecheck.realtests.scenarios import sweepers_script
     header, events = model_trace(parse_script(sweepers_script(rounds=20)), sc.options)
     assert run_checks(("epoch-not-shorter",), header, events)["epoch-not-shorter"]
     header, events = model_trace(parse_script("1 malloc a 8\n1 idle\n"), sc.options)
@@ -65,7 +65,7 @@ def test_the_shape_is_not_vacuous():
 def test_the_case_says_where_the_real_threads_failed():
     """The table's case needs the real-thread run as well: held, it adds "C threads" to the
     engines; failed or not run, the case is PARTIAL and says so."""
-    from purgecheck.realtests import CASES, assess
+    from purgecheck.realtests.cases import CASES, assess
 
     case = next(c for c in CASES if c.threads == "real")
     sc = SCENARIOS[case.scenario]

@@ -33,7 +33,7 @@ EXPLORER_RATE = {True: "bare-1", False: "park-2"}  # states/s: one process, 1 an
 
 def _started(workers: int):
     """A LocalCluster of `workers`, and the seconds it took to start."""
-    from purgecheck.cluster import dask_client
+    from purgecheck.cluster.client import dask_client
 
     t0 = time.perf_counter()
     ctx = dask_client(workers=workers)
@@ -73,7 +73,7 @@ def _verdicts(m) -> dict:
 
 
 def campaign(tiny: bool, client, n: int, seconds: float | None = None) -> Figure:
-    from purgecheck.campaign import Job, run_campaign
+    from purgecheck.cluster.campaign import Job, run_campaign
 
     jobs = [Job(m, "epoch", None) for m in ("page", "epoch", "park")]
     seconds = seconds or CAMPAIGN_SECONDS[tiny]
@@ -114,7 +114,7 @@ def explorer(tiny: bool, client, n: int, top: str | None = None,
     """The split explorer's states per second on EXPLORER_RATE's configuration with what its
     partitions hold and send; with 2 workers, up the ladder (as far as `top`) until a
     configuration is not exhausted within the budget: the last one exhausted is the largest."""
-    from purgecheck.explorer_cluster import explore_on
+    from purgecheck.cluster.explorer import explore_on
 
     workers = f"{n} worker{'s' if n > 1 else ''}"
     rep = explore_on(client, _config(EXPLORER_RATE[tiny]), figures=True)

@@ -7,7 +7,7 @@ import sys
 
 from model.invariants import load_registry
 from purgecheck.cli import UsageError
-from purgecheck.cluster import add_scheduler_option
+from purgecheck.cluster.client import add_scheduler_option
 from purgecheck.engines import Budget, load_engines
 from purgecheck.reports.results import exit_code, print_table, to_json
 
@@ -54,7 +54,7 @@ def run(args) -> int:
         raise UsageError(f"unknown engine {unknown[0]!r}; expected one of {', '.join(engines)}")
     if args.workers is not None and args.workers < 1:
         raise UsageError("--workers must be at least 1")
-    from purgecheck.cluster import ClusterError, scheduler_address
+    from purgecheck.cluster.client import ClusterError, scheduler_address
     try:  # the address checked before any engine runs; a scheduler named is used even for
         address = None if args.in_process else scheduler_address(args.scheduler)  # one engine
     except ClusterError as e:
@@ -116,7 +116,7 @@ def _on_dask(chosen: list[str], budget: Budget, args, say) -> list:
 
     from distributed import as_completed
 
-    from purgecheck.cluster import (ClusterError, call_with_malloc_environment, dask_client,
+    from purgecheck.cluster.client import (ClusterError, call_with_malloc_environment, dask_client,
                                     malloc_environment, scheduler_address)
     from purgecheck.reports.results import Result
 

@@ -11,7 +11,7 @@ import time
 import orjson
 
 from purgecheck.cli import UsageError
-from purgecheck.cluster import add_scheduler_option
+from purgecheck.cluster.client import add_scheduler_option
 
 EXAMPLE = """examples:
   purgecheck fuzz                               every machine, the epoch design, dev profile
@@ -203,8 +203,8 @@ def run_job(machine, variant, args, share, progress, run_machine):
 def run_campaign_command(args, machines: list[str]) -> int:
     """`fuzz --campaign`: the jobs on Dask for --time, then the summary (or --json)."""
     from model.variants import VARIANTS
-    from purgecheck.campaign import plan_jobs, run_campaign
-    from purgecheck.cluster import ClusterError, dask_client, scheduler_address
+    from purgecheck.cluster.campaign import plan_jobs, run_campaign
+    from purgecheck.cluster.client import ClusterError, dask_client, scheduler_address
     from purgecheck.fuzz import FuzzUsageError, check_database
     from purgecheck.mutants import MUTANTS
 

@@ -8,7 +8,7 @@ import sys
 import orjson
 
 from purgecheck.cli import UsageError
-from purgecheck.cluster import add_scheduler_option
+from purgecheck.cluster.client import add_scheduler_option
 
 EXAMPLE = """examples:
   purgecheck mutants --quick                     every mutant x every engine, small budgets
@@ -77,7 +77,7 @@ def _progress(n: int, total: int, cell) -> None:
 
 
 def run(args) -> int:
-    from purgecheck.cluster import ClusterError, dask_client, default_workers, scheduler_address
+    from purgecheck.cluster.client import ClusterError, dask_client, default_workers, scheduler_address
     from purgecheck.engines import load_engines
     from purgecheck.mutants import MUTANTS
     from purgecheck.mutants.matrix import run_matrix

@@ -42,7 +42,7 @@ def deterministic(facts=None) -> dict[str, str]:
     text = pages.invariants_page(facts, one) + "\n" + "\n".join(
         pages.design_page(facts, d, one, level=2) for d in facts.designs)
     files["invariants.html"] = html.render("purgecheck: invariants", text, INVARIANTS_NAV)
-    from purgecheck.realtests import real_tests_files
+    from purgecheck.realtests.cases import real_tests_files
     files.update(real_tests_files())
     return files
 

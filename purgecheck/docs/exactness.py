@@ -109,7 +109,7 @@ EXACTNESS: dict[str, tuple[str, str]] = {
     "GL-RFC-CONDITION": (E, "the ratio test holds exactly when L >= 2 and M >= L + 2"),
     "GL-TRIM-FLOOR": (B, "no shrink below trim_threshold; how much is GL-TRIM-RULE"),
     "GL-PUBLISHED": (E, "the published counts, call for call"),
-    # -- the real tests' case checks (purgecheck/casechecks.py)
+    # -- the real tests' case checks (purgecheck/realtests/checks.py)
     "RT-NO-ALIASING": (B, "safety: no block handed out twice"),
     "RT-USABLE-SIZE": (B, "the usable size is at least the request"),
     "RT-ALIGNED": (B, "every block at least MI_MAX_ALIGN_SIZE aligned"),

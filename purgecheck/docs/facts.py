@@ -85,7 +85,7 @@ class Facts:
     twins: list[Twin] = field(default_factory=list)  # the proofs' broken twins
 
     def mutants_of(self, inv_id: str) -> list[Mutant]:
-        from purgecheck.casechecks import caught_by  # the real tests' checks (RT-*)
+        from purgecheck.realtests.checks import caught_by  # the real tests' checks (RT-*)
         return [m for m in self.mutants if inv_id in m.catches or inv_id in caught_by(m.name)]
 
     def breaches_of(self, inv_id: str) -> list[Breach]:

@@ -28,7 +28,7 @@ SCOPES = {
     "glibc-arena": "every glibc arena (heaps, chunks, top, the trim records), after every op "
                    "of every glibc workload for every modelled version",
     "trace": "the traces of the named scenarios that re-express the fork's real test cases "
-             "(purgecheck/casechecks.py, docs/real-tests.md): the model's (the scenarios "
+             "(purgecheck/realtests/checks.py, docs/real-tests.md): the model's (the scenarios "
              "engine) and the C reference's (the conformance engine), and the unit grids of both",
     "glibc-published": "the system calls of each version's model on seed 001's bench-free, "
                        "against the counts published for that version (the glibc engine)",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-import purgecheck.casechecks  # noqa: F401  registers the real tests' checks (RT-*)
+import purgecheck.realtests.checks  # noqa: F401  registers the real tests' checks (RT-*)
 from model.invariants import load_registry
 from purgecheck.engines import Budget, engine
 from purgecheck.reports.results import Result
@@ -63,11 +63,11 @@ def scenario_checks(names: list[str] | None = None, first_failure: bool = False
 
 def case_check_results(engine_name: str, traces: dict[str, tuple], grids: dict[str, dict],
                        first_failure: bool = False) -> list[Result]:
-    """One Result per case check of purgecheck/casechecks.py (invariant RT-*): every scenario
+    """One Result per case check of purgecheck/realtests/checks.py (invariant RT-*): every scenario
     that declares it, on the traces given ({scenario: (header, events)}), and the unit grids
     ({grid: purgecheck.arith.run_grid's result}); with `first_failure`, none after one fails."""
     from purgecheck.arith import GRIDS
-    from purgecheck.casechecks import CHECKS, invariant_id, run_checks
+    from purgecheck.realtests.checks import CHECKS, invariant_id, run_checks
     from purgecheck.scenarios import SCENARIOS
 
     side = "model" if engine_name == "scenarios" else "C"

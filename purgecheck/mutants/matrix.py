@@ -8,7 +8,7 @@ at the timeout) leaves nothing patched behind. Each engine is first run without 
 engine that fails on the clean model cannot judge, and its "kills" are not counted.
 
 Two ways to run the cells: the home-made pool of forked children here (`run_matrix` without a
-client), or a Dask cluster (`purgecheck.cluster`), each cell one task whose run is forked off
+client), or a Dask cluster (`purgecheck.cluster.client`), each cell one task whose run is forked off
 the worker (`isolated`) so that the worker itself never holds a patch. With `first_kill` (a
 `Plan`) each mutant's engines run one after another, cheapest first, until one kills it.
 """
@@ -174,7 +174,7 @@ def isolated(mutant: Mutant | None, engine: str, quick: bool, timeout: float,
             os.close(read)
             os.setsid()
             if malloc_env is not None:
-                from purgecheck.cluster import use_malloc_environment
+                from purgecheck.cluster.client import use_malloc_environment
                 use_malloc_environment(malloc_env)
             with os.fdopen(write, "wb") as out:
                 out.write(pickle.dumps(_judged(mutant, engine, quick, stop_early, part)))
@@ -378,7 +378,7 @@ def _run_on_dask(client, plan: Plan, quick: bool, timeout: float,
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
 
-    from purgecheck.cluster import malloc_environment
+    from purgecheck.cluster.client import malloc_environment
 
     which: dict = {}  # future -> (mutant, engine)
     env = malloc_environment()

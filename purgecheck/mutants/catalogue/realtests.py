@@ -1,4 +1,4 @@
-"""Mutants that break what the fork's real tests assert (purgecheck/casechecks.py): the option
+"""Mutants that break what the fork's real tests assert (purgecheck/realtests/checks.py): the option
 that turns purging off, the full sweep, the idle path's collect, the unformed tail and the reuse
 call. Each has a C switch, so conformance against the clean model kills it too;
 tests/test_realtests.py shows the case check that catches it on the model and on C.

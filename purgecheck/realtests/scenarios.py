@@ -1,11 +1,11 @@
-"""The real tests' cases as named scenarios, in the real tests' shapes (purgecheck/realtests.py).
+"""The real tests' cases as named scenarios, in the real tests' shapes (purgecheck/realtests/cases.py).
 
 Each scenario re-expresses one case of test/test-purge-holes-large.c or test/test-purge-holes.c
 (oven-sh/mimalloc): the same sizes, counts and order of operations, with `idle` where the real
 test sweeps. The large-page file runs with `purge_holes_min_interval` 0 except where a case sets
 its own, and `mi_purge_holes()` of the small-page file is an `idle` at interval 0 (a sweep of
 every page of the thread's heaps and of the abandoned ones, with no hold). Each declares the
-assertions of its case as checks (purgecheck/casechecks.py), which run on the model's trace and
+assertions of its case as checks (purgecheck/realtests/checks.py), which run on the model's trace and
 on the C reference's.
 """
 

@@ -3,7 +3,7 @@
 Each check reads one trace (docs/trace-format.md) and returns what it found wrong. A trace is
 the same on both sides, so one check judges the model's run and the C reference's run of a
 named scenario alike: a scenario declares the checks its real test asserts
-(`Scenario.checks`), and `purgecheck/realtests.py` computes from them how much of each real
+(`Scenario.checks`), and `purgecheck/realtests/cases.py` computes from them how much of each real
 test case is reproduced. The real tests are test/test-purge-holes.c and
 test/test-purge-holes-large.c of oven-sh/mimalloc (digest section 11); only what they assert is
 taken from them.
@@ -939,7 +939,7 @@ def register_invariants() -> None:
     for name, ch in CHECKS.items():
         if invariant_id(name) not in REGISTRY:
             register(Invariant(invariant_id(name), ch.statement[0].upper() + ch.statement[1:] +
-                               ".", CLAUSES[name], f"purgecheck.casechecks.{ch.fn.__name__}",
+                               ".", CLAUSES[name], f"purgecheck.realtests.checks.{ch.fn.__name__}",
                                scope=TRACE_SCOPE))
 
 

@@ -124,7 +124,7 @@ def plan_jobs(machines: list[str], variants: list[str], mutants: list[str]) -> l
 def batch(job: Job, seed: int, profile: str, database: str | None, examples: int,
           malloc_env: dict[str, str] | None = None):
     """A task: one batch of `job` (a FuzzRun; its failure shrunk)."""
-    from purgecheck.cluster import call_with_malloc_environment
+    from purgecheck.cluster.client import call_with_malloc_environment
     from purgecheck.fuzz import run_machine
 
     def go():
@@ -147,7 +147,7 @@ def run_campaign(client, jobs: list[Job], seconds: float, base_seed: int, profil
     worker, so that none waits for the next)."""
     from distributed import as_completed
 
-    from purgecheck.cluster import malloc_environment
+    from purgecheck.cluster.client import malloc_environment
 
     workers = max(1, len(client.scheduler_info()["workers"]))
     camp = Campaign(0.0, workers, {j: JobTotals(j) for j in jobs}, {})
