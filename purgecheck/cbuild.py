@@ -95,6 +95,16 @@ def ensure_current(binary: Path) -> BuildInfo:
     return info
 
 
-def summary_lines() -> list[str]:
-    """`C build: ...` for each build this process ran."""
-    return [f"C build: {info.line()}" for info in RAN.values()]
+def summary_lines(width: int = 100) -> list[str]:
+    """`C build: ...` for each build this process ran since RAN was last cleared, each within
+    `width` columns: a binary outside the project (a mutant's build in a temporary folder)
+    keeps the end of its path, which names it, behind an ellipsis."""
+    lines = []
+    for info in RAN.values():
+        line = f"C build: {info.line()}"
+        over = len(line) - width
+        if over > 0:
+            cut = info.binary[over + 1:]
+            line = f"C build: …{cut}{info.line()[len(info.binary):]}"
+        lines.append(line[:width])
+    return lines

@@ -103,3 +103,22 @@ def test_docs_keeps_the_dated_pages_out_of_the_work_tree(tmp_path, monkeypatch):
     assert (tmp_path / "state" / "docs" / "results.md").read_text() == "dated\n"
     assert main(["docs", "--out", str(out), "--results"]) == 0
     assert (out / "results.md").read_text() == "dated\n"
+
+
+def test_the_summary_names_only_this_checks_builds_within_its_columns(capsys):
+    """CI's regression (stop 33): a test before, in the same process, had built a mutant in a
+    temporary folder with a long absolute path; `check` printed that build's line, 100+ columns,
+    though this check had run no C build at all."""
+    from purgecheck import cbuild
+    long_path = "/check/work/main/" + "deep/" * 12 + "reference_c/build/driver_mutant"
+    cbuild.RAN[long_path] = cbuild.BuildInfo(long_path, "a" * 12, "b" * 12, True)
+    assert main(["check", "--engine", "scenarios", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "C build:" not in out and "deep/" not in out
+    assert all(len(line) <= 100 for line in out.splitlines())
+    cbuild.RAN[long_path] = cbuild.BuildInfo(long_path, "a" * 12, "b" * 12, True)
+    (line,) = cbuild.summary_lines(100)
+    assert len(line) == 100 and line.endswith("driver_mutant (sources aaaaaaaaaaaa, binary "
+                                              "bbbbbbbbbbbb, rebuilt now)")
+    assert line.startswith("C build: …")
+    cbuild.RAN.clear()

@@ -9,7 +9,7 @@ from model.invariants import load_registry
 from purgecheck.cli import UsageError
 from purgecheck.cluster.client import add_scheduler_option
 from purgecheck.engines import Budget, load_engines
-from purgecheck.reports.results import exit_code, print_table, to_json
+from purgecheck.reports.results import SUMMARY_WIDTH, exit_code, print_table, to_json
 
 EXAMPLE = """examples:
   purgecheck check                 every engine, full budget, summary table
@@ -64,6 +64,8 @@ def run(args) -> int:
                          + ("--in-process" if args.in_process else "a scheduler's address"))
     budget = Budget(quick=args.quick, seed=args.seed)
     say = (lambda text: None) if args.json else (lambda text: print(text, file=sys.stderr))
+    from purgecheck.cbuild import RAN
+    RAN.clear()  # the summary names the C builds of this check, not of earlier calls in-process
     if args.in_process or (len(chosen) == 1 and not address):
         results = []
         for name in chosen:
@@ -78,7 +80,6 @@ def run(args) -> int:
     if args.json:
         extra = {"statements": {r.invariant: statements.get(r.invariant, "") for r in results}} \
             if args.verbose else {}
-        from purgecheck.cbuild import RAN
         extra["c_builds"] = [info.to_doc() for info in RAN.values()]  # which C builds ran
         sys.stdout.buffer.write(to_json(results, command="check", **extra) + b"\n")
     else:
@@ -86,7 +87,7 @@ def run(args) -> int:
         # (and in `purgecheck invariants` and docs/invariants.md)
         print_table(results, "purgecheck check", statements if args.verbose else None)
         from purgecheck.cbuild import summary_lines
-        for line in summary_lines():  # which C builds ran: a binary of these sources
+        for line in summary_lines(SUMMARY_WIDTH):  # which C builds ran: a binary of these sources
             print(line)
     return exit_code(results)
 
