@@ -6,9 +6,11 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from purgecheck import __version__
+from purgecheck import __version__, cbuild
 from purgecheck.cli import main
 from purgecheck.mutants import MUTANTS, applied
+
+LONG_PATH = "/check/work/main/" + "deep/" * 12 + "reference_c/build/driver_mutant"  # CI-like
 
 
 def test_version(capsys):
@@ -24,6 +26,10 @@ def test_check_prints_one_line_per_row_and_the_statements_only_when_verbose(caps
     doc = orjson.loads(capsys.readouterr().out)
     statement = load_registry()["PG-UNIT"].statement
     assert doc["statements"]["PG-UNIT"] == statement
+    # CI's regression (stop 33): a test before, in the same process, had built a mutant in a
+    # temporary folder with a long path; `check` printed that build's line, 100+ columns,
+    # though the check itself had run no C build.
+    cbuild.RAN[LONG_PATH] = cbuild.BuildInfo(LONG_PATH, "a" * 12, "b" * 12, True)
     assert main(["check", "--engine", "scenarios", "--quick"]) == 0
     out = capsys.readouterr().out
     ids = {r["invariant"] for r in doc["results"]}
@@ -31,6 +37,7 @@ def test_check_prints_one_line_per_row_and_the_statements_only_when_verbose(caps
     assert len(rows) == len(doc["results"]) > 20  # one per invariant of the engine, unwrapped
     assert all(len(line) <= 100 for line in out.splitlines())  # a CI log's columns
     assert statement[:30] not in out
+    assert "C build:" not in out and "deep/" not in out  # no C build ran in this check
 
 
 def test_the_summary_fits_100_columns_and_the_long_form_keeps_every_figure_whole():
@@ -105,20 +112,12 @@ def test_docs_keeps_the_dated_pages_out_of_the_work_tree(tmp_path, monkeypatch):
     assert (out / "results.md").read_text() == "dated\n"
 
 
-def test_the_summary_names_only_this_checks_builds_within_its_columns(capsys):
-    """CI's regression (stop 33): a test before, in the same process, had built a mutant in a
-    temporary folder with a long absolute path; `check` printed that build's line, 100+ columns,
-    though this check had run no C build at all."""
-    from purgecheck import cbuild
-    long_path = "/check/work/main/" + "deep/" * 12 + "reference_c/build/driver_mutant"
-    cbuild.RAN[long_path] = cbuild.BuildInfo(long_path, "a" * 12, "b" * 12, True)
-    assert main(["check", "--engine", "scenarios", "--quick"]) == 0
-    out = capsys.readouterr().out
-    assert "C build:" not in out and "deep/" not in out
-    assert all(len(line) <= 100 for line in out.splitlines())
-    cbuild.RAN[long_path] = cbuild.BuildInfo(long_path, "a" * 12, "b" * 12, True)
-    (line,) = cbuild.summary_lines(100)
-    assert len(line) == 100 and line.endswith("driver_mutant (sources aaaaaaaaaaaa, binary "
-                                              "bbbbbbbbbbbb, rebuilt now)")
-    assert line.startswith("C build: …")
-    cbuild.RAN.clear()
+
+def test_a_builds_line_keeps_the_end_of_a_long_path_within_the_columns():
+    cbuild.RAN[LONG_PATH] = cbuild.BuildInfo(LONG_PATH, "a" * 12, "b" * 12, True)
+    try:
+        (line,) = cbuild.summary_lines(100)
+    finally:
+        cbuild.RAN.clear()
+    assert len(line) == 100 and line.startswith("C build: …")
+    assert line.endswith("driver_mutant (sources aaaaaaaaaaaa, binary bbbbbbbbbbbb, rebuilt now)")

@@ -12,10 +12,11 @@ from purgecheck.engines import Budget, engine
 from purgecheck.reports.results import Result
 
 
-def scenario_checks(names: list[str] | None = None, first_failure: bool = False
-                    ) -> tuple[dict[str, int], dict[str, Result]]:
+def scenario_checks(names: list[str] | None = None, first_failure: bool = False,
+                    until: set[str] | None = None) -> tuple[dict[str, int], dict[str, Result]]:
     """Run scenarios; check every invariant with a predicate after every op; with
-    `first_failure`, no scenario after the first that fails.
+    `first_failure`, no scenario after the first that fails; with `until`, none after every
+    invariant of it has failed (a mutant's test: the invariants it must be caught by).
 
     Returns (steps checked per invariant, first failure per invariant)."""
     from model.invariants import check_world
@@ -30,7 +31,7 @@ def scenario_checks(names: list[str] | None = None, first_failure: bool = False
     for sc in SCENARIOS.values():
         if names is not None and sc.name not in names:
             continue
-        if first_failure and failures:
+        if first_failure and failures or until and until <= failures.keys():
             break
 
         def after(op, world, sc=sc):

@@ -599,14 +599,14 @@ def resident_runs(world: World, page) -> list[list[int]]:
     os_page = world.mem.os_page_size
     first = page.geom.slice_start // os_page
     n = -(-page.geom.area_size // os_page)
-    resident = world.mem.resident
+    # the set intersection runs in C: the page's OS pages are a thousand or more, few resident
     runs: list[list[int]] = []
-    for j in range(n):
-        if first + j in resident:
-            if runs and runs[-1][1] == j:
-                runs[-1][1] = j + 1
-            else:
-                runs.append([j, j + 1])
+    for p in sorted(world.mem.resident.intersection(range(first, first + n))):
+        j = p - first
+        if runs and runs[-1][1] == j:
+            runs[-1][1] = j + 1
+        else:
+            runs.append([j, j + 1])
     return runs
 
 
