@@ -61,6 +61,7 @@ from model.epoch_invariants import EpochView
 from model.geometry import PageKind
 from model.invariants import load_registry
 from model.page import MI_PAGE_SWEPT_NONE
+from model.stats import SubprocCounters
 from model.sweep import WalkRecord
 from model.thread import (MI_PARK_SWEEPS_MAX, PARK_SWEPT_DONE, PARK_SWEPT_NONE, PARKED,
                           RUNNING, SWEEPING, ParkSweep, ThreadState)
@@ -358,6 +359,9 @@ def world_view(cfg: Config, s: tuple, judged: bool = False) -> _World:
     w = _World(pages={1: page_view(s[8])}, threads={1: thread_of(s[7])}, options=opts)
     if not judged:
         w.clock, w.log, w.epoch = SimpleNamespace(read=lambda: s[0]), [], epoch_state(s)
+        # the park moves parked_count; the explorer keeps no process-wide counter (PR-* are
+        # not applicable here), so the count the owner's park moves is a scratch one
+        w.subproc = SubprocCounters()
     return w
 
 
