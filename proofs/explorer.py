@@ -769,6 +769,16 @@ def check_state(cfg: Config, parent: tuple, s: tuple, invs, world_invs, na: set,
 PAGE_INVARIANTS = ("PG-COUNT", "PG-LIVE-NOT-FREE", "PG-PURGED-OFF-LISTS")
 
 
+def judged_invariants(cfg: Config) -> tuple[list, list]:
+    """(the epoch invariants, the world's and PAGE_INVARIANTS) of the registry that a run of
+    `cfg` judges: the second only with an owner, whose page and thread they read."""
+    reg = load_registry()
+    invs = [i for i in reg.values() if i.scope == "epoch" and i.predicate]
+    world = [i for i in reg.values() if (i.scope == "world" or i.id in PAGE_INVARIANTS)
+             and i.predicate] if cfg.owner else []
+    return invs, world
+
+
 def judge_world(cfg: Config, s: tuple, world_invs, na: set) -> list:
     w = world_view(cfg, s, judged=True)
     out = []
@@ -809,10 +819,7 @@ def _explore(cfg: Config, max_states, progress, stop_at_first, time_limit,
     purgecheck.reach counts of the rules the explorer reaches)."""
     import networkx as nx
 
-    reg = load_registry()
-    invs = [i for i in reg.values() if i.scope == "epoch" and i.predicate]
-    world_invs = [i for i in reg.values() if (i.scope == "world" or i.id in PAGE_INVARIANTS)
-                  and i.predicate] if cfg.owner else []
+    invs, world_invs = judged_invariants(cfg)
     rep = Report(cfg)
     na: set[str] = set()
     memo: dict = {}  # this run's model-step results and verdicts (see advance_move)
