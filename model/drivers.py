@@ -51,12 +51,20 @@ def mi_holes_sweep_begin(world, thread: ThreadState,
                               "epoch": world.epoch.epoch, "start": world.epoch.start})
     thread.holes_sweep_seq += 1
     thread.holes_sweep_full = is_full_sweep(thread.holes_sweep_seq, opts.purge_holes_full_every)
+    count_full_sweep(world, thread)
     thread.holes_sweep_epoch = world.epoch.epoch
     thread.epoch_seen = max(thread.epoch_seen, world.epoch.epoch)
     world.log.append({"ev": "sweep_begin", "thread": thread.id, "seq": thread.holes_sweep_seq,
                       "full": thread.holes_sweep_full, "epoch": thread.holes_sweep_epoch})
     return SweepContext(now=world.clock.read(), epoch=world.epoch.epoch, interval=interval,
                         in_handoff=False, full=thread.holes_sweep_full)
+
+
+def count_full_sweep(world, thread: ThreadState) -> None:
+    """mi_purge_holes_stats_t.full_sweeps: one more for a sweep that walks every page anyway,
+    counted where the sweep begins (_mi_page_purge_holes_sweep_begin)."""
+    if thread.holes_sweep_full:
+        world.mem.holes.full_sweeps += 1
 
 
 def run_interleavings(world, pc: str) -> None:

@@ -172,6 +172,7 @@ def mi_page_retire(world, page: Page) -> None:
             q.remove(page.id)
     if page.id in world.abandoned:
         world.abandoned.remove(page.id)
+        world.subproc.pages_abandoned -= 1  # out of the abandoned map, back to the arena
 
 
 def mi_heap_destroy(world, heap: Heap) -> None:
@@ -199,13 +200,15 @@ def mi_heap_delete(world, heap: Heap, into: Heap) -> None:
 
 def mi_heap_abandon(world, heap: Heap) -> None:
     """The thread exits: its pages go to the abandoned map, where any thread's sweep (and
-    reclaim) finds them; frees into them from then on are cross-thread frees."""
+    reclaim) finds them; frees into them from then on are cross-thread frees. Each counts in
+    mimalloc's pages_abandoned statistic until it leaves the map."""
     for q in heap.queues.values():
         for pid in q:
             page = world.pages[pid]
             page.abandoned = True
             page.owner = -1
             world.abandoned.append(pid)
+            world.subproc.pages_abandoned += 1
             page.emit("abandon")
     heap.queues.clear()
 
@@ -213,6 +216,7 @@ def mi_heap_abandon(world, heap: Heap) -> None:
 def mi_page_reclaim(world, page: Page, heap: Heap) -> None:
     """A thread takes an abandoned page into its heap and becomes its owner."""
     world.abandoned.remove(page.id)
+    world.subproc.pages_abandoned -= 1
     page.abandoned = False
     page.owner = heap.thread
     page.heap = heap.id

@@ -15,7 +15,8 @@ from model.thread import (MI_PARK_SWEEPS_MAX, PARK_SWEPT_DONE, PARK_SWEPT_NONE,
 
 
 def mi_on_thread_idle_start(world, tid: int) -> bool:
-    """The owner parks: reset the park's progress, RUNNING -> PARKED, wake the scavenger."""
+    """The owner parks: reset the park's progress, RUNNING -> PARKED (one more thread in
+    subproc->parked_count), wake the scavenger."""
     thread = world.thread(tid)
     if thread.park_state != RUNNING:
         return False
@@ -23,12 +24,13 @@ def mi_on_thread_idle_start(world, tid: int) -> bool:
     thread.park_swept = PARK_SWEPT_NONE
     thread.park_sweeps = []
     thread.park_state = PARKED
+    world.subproc.parked_count += 1
     world.log.append({"ev": "park", "thread": tid})
     return True
 
 
 def mi_on_thread_idle_end(world, tid: int) -> bool:
-    """The owner comes back: PARKED -> RUNNING. (A sweep in progress would be asked to stop
+    """The owner comes back: PARKED -> RUNNING, one thread fewer in parked_count. (A sweep in progress would be asked to stop
     with park_reclaim and waited for; sweeps are atomic in the sequential model.)"""
     thread = world.thread(tid)
     if thread.park_state == SWEEPING:
@@ -37,6 +39,7 @@ def mi_on_thread_idle_end(world, tid: int) -> bool:
     if thread.park_state != PARKED:
         return False
     thread.park_state = RUNNING
+    world.subproc.parked_count -= 1
     world.log.append({"ev": "unpark", "thread": tid})
     return True
 

@@ -15,6 +15,7 @@ from model.geometry import ARCH64, Arch, KiB, PageKind, compute_page_kind
 from model.heap import Arena, Heap
 from model.memory import Memory
 from model.page import Page
+from model.stats import SubprocCounters
 from model.stamp import is_stamp_gated, mi_page_stamp, read_epoch_relaxed
 from model.thread import ThreadState
 from model.variants import VARIANTS, compute_stamp_value
@@ -68,6 +69,8 @@ class World:
     # Ghost: (new size, block size, kept in place) of the last realloc, for AL-REALLOC-MOVES
     last_realloc: tuple | None = None
     floor_pending: list | None = None  # (age, page) up for the floor in the current pass
+    # parked_count and pages_abandoned, kept where the park and the abandoned map change
+    subproc: SubprocCounters = field(default_factory=SubprocCounters)
 
     def __post_init__(self) -> None:
         if self.options.variant not in VARIANTS:

@@ -8,9 +8,12 @@ thread's heap (its claim by `model.park.is_park_waiting`, `is_park_due` and
 `claim_parked_thread`, its advance by `advance_step`, the hold by
 `model.variants.is_page_held` with what it leaves by `model.sweep.has_held_memory`, a
 walk's state by `model.holes.mark_walked`, the end of the sweep by `release_parked_thread`),
-with the clock ticking one ms at a time up to a bound. Every step calls the model; the
-explorer only keeps the state in tuples, so a mutant applied to the model is what the
-explorer runs.
+with the clock ticking one ms at a time up to a bound. With `xfree` in the owner's program,
+another thread frees the page's block onto xthread_free at any point, and the collects of
+the sweep and of the malloc path (`model.alloc.mi_page_free_collect`) bring it back; the
+page's counting invariants (PAGE_INVARIANTS) are judged on the page. Every step calls the
+model; the explorer only keeps the state in tuples, so a mutant applied to the model is what
+the explorer runs.
 
 Reductions (sound for the properties checked; docs/proofs.md gives the arguments):
 - symmetry: the K sweepers are identical, so a state keeps them as a sorted tuple, and only
@@ -50,6 +53,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
+import model.alloc as alloc
 import model.epoch as ep
 import model.holes as holes
 import model.park as park
@@ -61,6 +65,7 @@ from model.epoch_invariants import EpochView
 from model.geometry import PageKind
 from model.invariants import load_registry
 from model.page import MI_PAGE_SWEPT_NONE
+from model.stats import SubprocCounters
 from model.sweep import WalkRecord
 from model.thread import (MI_PARK_SWEEPS_MAX, PARK_SWEPT_DONE, PARK_SWEPT_NONE, PARKED,
                           RUNNING, SWEEPING, ParkSweep, ThreadState)
@@ -72,8 +77,19 @@ IDLE = ("idle",)
 class ReductionError(Exception):
     """A step broke an assumption a reduction rests on (the explorer stops: it would
     otherwise report on a reduced space that no longer stands for the real one)."""
-LIVE, FREE, PURGED = "live", "free", "purged"
+# Where block 1 is: handed out (LIVE), on the free list, on xthread_free (another thread
+# freed it: Config.program's "xfree"), or purged. A place is its tags joined by "+", sorted:
+# the model's collect or a mutant of it may leave the block in two places at once.
+LIVE, FREE, PURGED, XFREE = "live", "free", "purged", "xfree"
 CAPACITY = 2  # block 0 stays live (the page is in use), block 1 is taken and freed
+
+
+def place_tags(block1: str) -> set[str]:
+    return set(block1.split("+"))
+
+
+def place_of(tags: set[str]) -> str:
+    return "+".join(sorted(tags))
 
 
 @dataclass(frozen=True)
@@ -91,7 +107,9 @@ class Config:
     ignore_due: bool = False  # broken: the scavenger sweeps a park that is not due yet
     graph: bool = False  # build the networkx graph of pending parks (PK-NO-STUCK-CYCLE)
     reduce_dead: bool = True  # forget locals the next steps of the real advance never read
-    program: tuple[str, ...] = ("malloc", "free", "park")  # the allocating thread's ops
+    # the allocating thread's ops; "xfree" is another thread's free of block 1, pushed on
+    # xthread_free, which the next collect (a sweep's, or the malloc path's) takes
+    program: tuple[str, ...] = ("malloc", "free", "park")
     # The rare paths (issue 20; opt-in, so the configurations above keep their state spaces):
     # `fork`: another thread forks while a sweeper holds MOVING and the exploration goes on
     # in the child, where no sweeper of the parent exists (sweepers only: not with an owner
@@ -335,14 +353,43 @@ class _World(SimpleNamespace):
 
 
 def page_view(page: tuple) -> SimpleNamespace:
+    """The page as the model's rules and the invariants read it: its lists, `used` (a block
+    on xthread_free counts in it until a collect), the purged blocks, the blocks held."""
     block1, swept_state, last_alloc, last_walk = page
-    free = [1] if block1 == FREE else []
-    return SimpleNamespace(id=1, swept_state=swept_state, last_alloc_ms=last_alloc,
-                           last_walk=WalkRecord(*last_walk) if last_walk else None,
-                           geom=SimpleNamespace(kind=PageKind.LARGE), retired=False,
-                           free=free, local_free=[], xthread_free=[],
-                           emit=lambda *a, **k: None, block_size=256 * 1024, reserved=16,
-                           has_unformed_tail=_formed)
+    tags = place_tags(block1)
+    purged = {1} if PURGED in tags else set()
+    v = SimpleNamespace(id=1, swept_state=swept_state, last_alloc_ms=last_alloc,
+                        last_walk=WalkRecord(*last_walk) if last_walk else None,
+                        geom=SimpleNamespace(kind=PageKind.LARGE), retired=False,
+                        free=[1] if FREE in tags else [], local_free=[],
+                        xthread_free=[1] if XFREE in tags else [],
+                        used=1 + (LIVE in tags or tags == {XFREE}), capacity=CAPACITY,
+                        handed_out={0, 1} if LIVE in tags else {0},
+                        emit=lambda *a, **k: None, block_size=256 * 1024, reserved=16,
+                        has_unformed_tail=_formed, purged_blocks=lambda: set(purged),
+                        is_block_purged=lambda i: i in purged, purged=len(purged),
+                        sweeping=False)
+    v.listed_blocks = lambda: v.free + v.local_free + v.xthread_free
+    return v
+
+
+def collect(pg: SimpleNamespace) -> None:
+    """The model's collect (model.alloc.mi_page_free_collect, a mutant of it is what runs)
+    on the page view. One that reads more of the page than the explorer keeps (the bitmap's
+    geometry, to unpurge a run) stops the run: the explorer cannot follow it."""
+    try:
+        alloc.mi_page_free_collect(pg)
+    except AttributeError as e:
+        raise ReductionError(f"the collect reads page state the explorer does not keep "
+                             f"({e}); it runs on the model's pages in the other engines") \
+            from None
+
+
+def place_in(pg: SimpleNamespace, was: set[str]) -> str:
+    """block 1's place as the model's steps left the page view `pg`; purged as it `was`."""
+    tags = {t for t, on in ((FREE, 1 in pg.free), (XFREE, 1 in pg.xthread_free),
+                            (LIVE, 1 in pg.handed_out)) if on}
+    return place_of(tags | (was & {PURGED}))
 
 
 def _formed() -> bool:
@@ -358,6 +405,9 @@ def world_view(cfg: Config, s: tuple, judged: bool = False) -> _World:
     w = _World(pages={1: page_view(s[8])}, threads={1: thread_of(s[7])}, options=opts)
     if not judged:
         w.clock, w.log, w.epoch = SimpleNamespace(read=lambda: s[0]), [], epoch_state(s)
+        # the park moves parked_count; the explorer keeps no process-wide counter (PR-* are
+        # not applicable here), so the count the owner's park moves is a scratch one
+        w.subproc = SubprocCounters()
     return w
 
 
@@ -383,7 +433,8 @@ def owner_moves(cfg: Config, s: tuple):
 
 def owner_op(cfg: Config, s: tuple):
     """The allocating thread runs its program (Config.program) one op at a time: malloc
-    (the generic path's stamp), free, park (mi_on_thread_idle_start), unpark (_end)."""
+    (the generic path: a collect when the free list is empty, then the stamp), free, park
+    (mi_on_thread_idle_start), unpark (_end); and xfree, another thread's free."""
     T, E = s[0], s[2]
     owner, page = s[7], s[8]
     op = owner[7]
@@ -392,21 +443,30 @@ def owner_op(cfg: Config, s: tuple):
     name = cfg.program[op]
     block1, swept_state, last_alloc, last_walk = page
     t = thread_of(owner)
-    if name == "malloc" and block1 != LIVE:
+    tags = place_tags(block1)
+    if name == "malloc" and LIVE not in tags:
         pg = page_view(page)
-        if block1 == PURGED:  # _mi_page_unpurge_run: the run comes back, swept_state NONE
+        if not pg.free and pg.xthread_free:  # mi_page_malloc: collect first (the model's)
+            collect(pg)
+            tags = place_tags(place_in(pg, tags))
+        if PURGED in tags:  # _mi_page_unpurge_run: the run comes back, swept_state NONE
             pg.swept_state = MI_PAGE_SWEPT_NONE
+        if not tags & {FREE, PURGED}:
+            return  # block 1 is not to be had (the collect did not bring it back)
         seen = stamp.read_epoch_relaxed(E, t.epoch_seen, cfg.stale_epochs)
         stamp.mi_page_stamp(pg, seen)  # the gate holds: a large page
         # With fresh reads the next read never depends on this one: keep no copy.
         t.epoch_seen = seen if cfg.stale_epochs else 0
         # The walk record is judged against the last allocation: one from before this
         # allocation has been judged already and would now be compared with a later time.
+        taken = place_of(tags - {FREE, PURGED} | {LIVE})
         yield "owner: malloc (stamp)", s[:7] + (owner_of(t, op + 1),
-                                                (LIVE, pg.swept_state, T, None))
-    elif name == "free" and block1 == LIVE:
-        yield "owner: free", s[:7] + (owner_of(t, op + 1),
-                                      (FREE, swept_state, last_alloc, last_walk))
+                                                (taken, pg.swept_state, T, None))
+    elif name in ("free", "xfree") and LIVE in tags:
+        label, to = ("owner: free", FREE) if name == "free" else (XFREE_LABEL, XFREE)
+        yield label, s[:7] + (owner_of(t, op + 1),
+                              (place_of(tags - {LIVE} | {to}), swept_state, last_alloc,
+                               last_walk))
     elif name in ("park", "unpark"):
         w = world_view(cfg, s)
         done = park.mi_on_thread_idle_start(w, 1) if name == "park" else \
@@ -448,9 +508,13 @@ def scavenger_moves(cfg: Config, s: tuple, memo: dict | None = None):
                                                   owner_of(t, owner[7]), page), None
 
 
+XFREE_LABEL = "other thread: free (xthread_free)"
+
+
 def sweep_page(cfg: Config, s: tuple):
-    """mi_holes_sweep_begin's epoch read, then _mi_page_purge_holes of the one page: held
-    (is_page_held) or walked (block 1 goes if it is free)."""
+    """mi_holes_sweep_begin's epoch read, the collect (the model's: another thread's free
+    goes to the free list), then _mi_page_purge_holes of the one page: held (is_page_held)
+    or walked (block 1 goes if it is on the free list)."""
     T, E = s[0], s[2]
     phase, sw, swept, start_ms, deferred = s[6]
     owner, page = s[7], s[8]
@@ -460,15 +524,17 @@ def sweep_page(cfg: Config, s: tuple):
     ctx = variants.SweepContext(now=T, epoch=E, interval=cfg.interval, in_handoff=True,
                                 full=False)
     pg = page_view(page)
+    collect(pg)  # the sweep collects (never unpurges) before the hold
+    tags = place_tags(place_in(pg, place_tags(block1)))
     if variants.is_page_held(variants.EPOCH, pg, ctx, {}):
         deferred = deferred or sweep.has_held_memory(pg)  # the model's test of what is left
-        new_page = page
+        new_page = (place_of(tags),) + page[1:]
     else:
-        dropped = 1 if block1 == FREE else 0
-        pg.capacity, pg.used = CAPACITY, 1 + (block1 == LIVE)
+        dropped = 1 if FREE in tags else 0
         holes.mark_walked(pg)  # the model's rule (a mutant of it is what runs here)
         walk = (swept_state, E, T, dropped, True, pg.swept_state, CAPACITY, pg.used)
-        new_page = (PURGED if dropped else block1, pg.swept_state, last_alloc, walk)
+        after = tags - {FREE} | {PURGED} if dropped else tags
+        new_page = (place_of(after), pg.swept_state, last_alloc, walk)
     return s[:6] + (("finish", IDLE, swept, start_ms, deferred), owner_of(t, owner[7]), new_page), None
 
 
@@ -652,7 +718,7 @@ def kept_shared(cfg: Config, T: int, shared: tuple) -> tuple:
 def touches_world(action: str) -> bool:
     """Steps after which the world invariants must be judged again: the owner's, and the
     scavenger's other than its epoch advance (ticks and advances change nothing they read)."""
-    return action.startswith("owner") or (action.startswith("scavenger")
+    return action.startswith(("owner", "other thread")) or (action.startswith("scavenger")
                                           and action in WORLD_SCAVENGER_STEPS)
 
 
@@ -697,6 +763,22 @@ def check_state(cfg: Config, parent: tuple, s: tuple, invs, world_invs, na: set,
     return out + found
 
 
+# The page's invariants judged on the one page (page_view): those that read only what the
+# explorer keeps of it, its lists, `used`, the blocks held and purged (a collect that leaves a
+# block on two lists, a walk that purges a listed block).
+PAGE_INVARIANTS = ("PG-COUNT", "PG-LIVE-NOT-FREE", "PG-PURGED-OFF-LISTS")
+
+
+def judged_invariants(cfg: Config) -> tuple[list, list]:
+    """(the epoch invariants, the world's and PAGE_INVARIANTS) of the registry that a run of
+    `cfg` judges: the second only with an owner, whose page and thread they read."""
+    reg = load_registry()
+    invs = [i for i in reg.values() if i.scope == "epoch" and i.predicate]
+    world = [i for i in reg.values() if (i.scope == "world" or i.id in PAGE_INVARIANTS)
+             and i.predicate] if cfg.owner else []
+    return invs, world
+
+
 def judge_world(cfg: Config, s: tuple, world_invs, na: set) -> list:
     w = world_view(cfg, s, judged=True)
     out = []
@@ -704,7 +786,7 @@ def judge_world(cfg: Config, s: tuple, world_invs, na: set) -> list:
         if inv.id in na:
             continue
         try:
-            reason = inv.predicate(w)
+            reason = inv.predicate(w.pages[1] if inv.scope == "page" else w)
         except (AttributeError, KeyError, TypeError):
             na.add(inv.id)  # reads what the explorer does not keep
             continue
@@ -737,10 +819,7 @@ def _explore(cfg: Config, max_states, progress, stop_at_first, time_limit,
     purgecheck.reach counts of the rules the explorer reaches)."""
     import networkx as nx
 
-    reg = load_registry()
-    invs = [i for i in reg.values() if i.scope == "epoch" and i.predicate]
-    world_invs = [i for i in reg.values() if i.scope == "world" and i.predicate] \
-        if cfg.owner else []
+    invs, world_invs = judged_invariants(cfg)
     rep = Report(cfg)
     na: set[str] = set()
     memo: dict = {}  # this run's model-step results and verdicts (see advance_move)

@@ -40,6 +40,18 @@ CONFIGS = {c.name: c for c in [
            clock_bound=6),
     Config("clock-back-2", sweepers=2, clock_back=2, reduce_dead=False, interval=2,
            clock_bound=4),
+    # the paths only the fuzz machines reached (issue 28): another thread frees the block
+    # into the parked owner's page at any point of the scavenger's sweeps (the sweep's
+    # collect takes it, the hold keeps it, a later sweep purges it); and a page that another
+    # thread freed into and its owner then allocates from (the malloc path's collect brings
+    # that free back: what a thread that reclaimed an abandoned page does first), freed and
+    # parked, then swept. The explorer keeps one page with one owner: the abandoned map
+    # itself, and a sweep of the page by another thread meanwhile, are the scenarios' and
+    # the fuzz machines' (abandon-reclaim-sweep, the page machine).
+    Config("xthread-park", sweepers=1, owner=True, parked=True, interval=2, clock_bound=6,
+           program=("malloc", "park", "xfree")),
+    Config("reclaim-alloc-park", sweepers=1, owner=True, parked=True, interval=2,
+           clock_bound=6, program=("malloc", "xfree", "malloc", "free", "park")),
 ]}
 # Too big for `purgecheck prove`: run by the benchmark, purgecheck/bench/explorer.py.
 BENCH_ONLY = {c.name: c for c in [
@@ -50,7 +62,7 @@ BENCH_ONLY = {c.name: c for c in [
     Config("park-4", sweepers=4, owner=True, parked=True, interval=2, clock_bound=6),
 ]}
 QUICK = ("bare-1", "bare-2", "bare-3", "park-1-short", "park-1-cap",  # the test suite, --quick
-         "fork-2", "clock-back-1")
+         "fork-2", "clock-back-1", "xthread-park", "reclaim-alloc-park")
 
 
 def load_manifest() -> dict:

@@ -49,6 +49,7 @@ const char *const mi_mutant_names[M_COUNT] = {
     [M_PURGE_MAX_BLOCKS_CAP] = "purge_max_blocks_cap",
     [M_ALIGNED_AT_BLOCK_START] = "aligned_at_block_start",
     [M_SIZE_CLASS_WORD_LESS] = "size_class_word_less",
+    [M_FULL_SWEEPS_UNCOUNTED] = "full_sweeps_uncounted",
 };
 
 int mi_mutant_by_name(const char *name) {

@@ -223,5 +223,6 @@ void mi_emit_holes_stats(void) {
     tr_int("pages_skipped", atomic_load(&h->pages_skipped));
     tr_int("ineligible_pages", atomic_load(&h->ineligible_pages));
     tr_int("unformed_bytes", atomic_load(&h->unformed_bytes));
+    tr_int("full_sweeps", atomic_load(&h->full_sweeps));
     tr_end();
 }

@@ -189,7 +189,8 @@ typedef struct mi_ptr_s { int page; int64_t block; } mi_ptr_t;
 /* The process-wide hole-purging counters (model/stats.py, mi_purge_holes_stats_get). */
 typedef struct mi_holes_stats_s {
     _Atomic int64_t reuse_calls, purged_bytes, purged_bytes_total, purged_blocks,
-        blocks_visited, pages_skipped, ineligible_pages, unformed_bytes;
+        blocks_visited, pages_skipped, ineligible_pages, unformed_bytes,
+        full_sweeps;                   /* sweeps that walked every page (mi_holes_sweep_begin) */
 } mi_holes_stats_t;
 
 typedef struct mi_world_s {
@@ -308,6 +309,7 @@ typedef enum {
     M_PURGE_MAX_BLOCKS_CAP,    /* issue 21: the per-block bitmap's cap of d445051 */
     M_ALIGNED_AT_BLOCK_START,  /* issue 21: malloc_aligned hands out the block, not the address */
     M_SIZE_CLASS_WORD_LESS,    /* issue 21: size classes above 8 words are a word short */
+    M_FULL_SWEEPS_UNCOUNTED,   /* issue 28: a full sweep is not counted in full_sweeps */
     M_COUNT
 } mi_mutant_t;
 extern mi_mutant_t mi_mutant;

@@ -157,6 +157,8 @@ mi_sweep_ctx_t mi_holes_sweep_begin(mi_tld_t *t) {
     t->holes_sweep_seq++;
     t->holes_sweep_full = (int64_t)(t->holes_sweep_seq % (uint64_t)o->full_every) == 0
                           && mi_mutant != M_FULL_SWEEP_NEVER;
+    if (t->holes_sweep_full && mi_mutant != M_FULL_SWEEPS_UNCOUNTED)
+        atomic_fetch_add(&mi_world->holes.full_sweeps, 1);   /* model: count_full_sweep */
     lin_lock();   /* linearized trace: the epoch read, the clock read and the event are one step */
     t->holes_sweep_epoch = mi_proto_sweep_epoch(&mi_world->epoch);
     if (t->holes_sweep_epoch > t->epoch_seen) t->epoch_seen = t->holes_sweep_epoch;

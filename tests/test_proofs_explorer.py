@@ -56,6 +56,9 @@ NOT_KEPT_BY_THE_EXPLORER = {
     "PR-DISCARDED-BYTES-SUM": "one page and no process-wide counters: nothing to sum",
     "PR-PURGED-BLOCKS-SUM": "one page and no process-wide counters: nothing to sum",
     "PR-UNFORMED-BYTES-SUM": "one page and no process-wide counters: nothing to sum",
+    "PR-FULL-SWEEPS-SUM": "no full sweep (the scavenger's sweeps skip nothing) and no counter",
+    "PR-PARKED-COUNT-SUM": "one parked thread and no process-wide count of parks",
+    "PR-ABANDONED-PAGES-SUM": "no abandoned map: the one page always has its owner",
 }
 
 
@@ -345,3 +348,45 @@ def test_a_stalled_mover_leaves_the_park_to_the_cap_and_a_claim_that_forgets_nev
     actions = [a for a, _ in rep.violations["PK-DONE-WITHIN-MAX"].path]
     assert actions.count("scavenger: end of sweep") == MI_PARK_SWEEPS_MAX
     assert "clock tick" in actions  # the real due time: each sweep an interval on
+
+
+# -- the paths only the fuzz machines reached (issue 28) ------------------------------------
+
+def _moves_of_block1(name: str) -> set[tuple[str, str, str]]:
+    """(actor, block 1's place before, after) of every transition that moves block 1."""
+    seen: set[tuple[str, str, str]] = set()
+
+    def on(action, s, ns):
+        if s[8][0] != ns[8][0]:
+            seen.add((X.actor_of(action), s[8][0], ns[8][0]))
+    X.explore(CONFIGS[name], on_transition=on)
+    return seen
+
+
+def test_xthread_park_reaches_another_threads_free_collected_held_and_purged():
+    moves = _moves_of_block1("xthread-park")
+    assert ("other thread", X.LIVE, X.XFREE) in moves
+    # the park's sweep collects it: held (young: on the free list) or walked at once
+    assert ("scavenger", X.XFREE, X.FREE) in moves
+    assert ("scavenger", X.XFREE, X.PURGED) in moves
+    assert ("scavenger", X.FREE, X.PURGED) in moves
+
+
+def test_reclaim_alloc_park_reaches_the_malloc_paths_collect_then_the_sweep():
+    moves = _moves_of_block1("reclaim-alloc-park")
+    assert ("other thread", X.LIVE, X.XFREE) in moves
+    assert ("owner", X.XFREE, X.FREE) in moves  # malloc (collect, take) + free, one move
+    assert ("scavenger", X.FREE, X.PURGED) in moves
+
+
+@pytest.mark.parametrize("name", ["xthread-park", "reclaim-alloc-park"])
+def test_a_collect_that_keeps_xthread_frees_is_caught_only_on_the_new_paths(name):
+    """collect-keeps-xthread was killed by no explorer configuration before these (their
+    owner never had another thread's free): the park configurations still hold under it.
+    On the new ones the block is left on xthread_free beside the free list (or beside its
+    new owner: the malloc path took it)."""
+    with applied(MUTANTS["collect-keeps-xthread"]):
+        assert X.explore(CONFIGS["park-1-short"]).ok
+        rep = X.explore(CONFIGS[name], stop_at_first=True)
+    assert rep.violations["PG-LIVE-NOT-FREE"].reason in (
+        "a block is on the free lists twice", "blocks [1] are live and on a free list")

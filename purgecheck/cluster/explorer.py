@@ -88,10 +88,7 @@ class Partition:
         self.peers: list = []  # every partition, this one too
         self.sent = [0, 0]  # successors and bytes sent to other partitions
         self.cpu = 0.0  # seconds of CPU its admissions and expansions took (its thread's)
-        reg = ex.load_registry()
-        self.invs = [i for i in reg.values() if i.scope == "epoch" and i.predicate]
-        self.world_invs = [i for i in reg.values() if i.scope == "world" and i.predicate] \
-            if cfg.owner else []
+        self.invs, self.world_invs = ex.judged_invariants(cfg)
         # What explore() sets for a run, put back by close(): the worker outlives the run.
         self.saved = (ex.ep.spin_max, ex._stale_start_ok[0])
         ex.ep.spin_max = cfg.spin_max
@@ -482,9 +479,7 @@ def _verdicts(cfg: Config, run: _Run, rep: Report) -> None:
     if cfg.graph:
         _stuck(run, rep, [p for _, _, p, _ in ends], nx)
     na = set().union(*(n for _, _, _, n in ends))
-    invs = [i for i in ex.load_registry().values() if i.scope == "epoch" and i.predicate]
-    world = [i for i in ex.load_registry().values() if i.scope == "world" and i.predicate] \
-        if cfg.owner else []
+    invs, world = ex.judged_invariants(cfg)
     rep.checked = [i.id for i in invs] + [i.id for i in world if i.id not in na] + \
         ["EP-EPOCH-MOVES"] + (["PK-DONE-WITHIN-MAX"] if cfg.parked else []) + \
         (["PK-NO-STUCK-CYCLE"] if cfg.graph else [])

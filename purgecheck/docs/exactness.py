@@ -44,6 +44,9 @@ EXACTNESS: dict[str, tuple[str, str]] = {
     "PR-DISCARDED-BYTES-SUM": (E, "an equation between the process and its pages"),
     "PR-PURGED-BLOCKS-SUM": (E, "an equation between the process and its pages"),
     "PR-UNFORMED-BYTES-SUM": (E, "an equation between the process and its pages"),
+    "PR-FULL-SWEEPS-SUM": (E, "an equation between the process and its threads"),
+    "PR-PARKED-COUNT-SUM": (E, "an equation between the process and its threads"),
+    "PR-ABANDONED-PAGES-SUM": (E, "an equation between the process and its pages"),
     # -- the hold, the sweep and the park (seed 000 (2), digest 5-8)
     "HD-YOUNG-KEPT": (B, "a young page keeps its blocks; that an old one loses them is "
                          "RT-HOLD-FIRST-KEEPS (a page held two epochs on fails it) and "

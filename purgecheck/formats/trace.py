@@ -76,7 +76,7 @@ EVENTS: dict[str, tuple[str, ...]] = {
     # the process-wide counters (model/stats.py), after the pages of every observation
     "holes_stats": ("discard_calls", "reuse_calls", "purged_bytes", "purged_bytes_total",
                     "purged_blocks", "blocks_visited", "pages_skipped", "ineligible_pages",
-                    "unformed_bytes"),
+                    "unformed_bytes", "full_sweeps"),
     "end": ("events",),
 }
 UNCOMPARED: dict[str, tuple[str, ...]] = {"error": ("msg",)}

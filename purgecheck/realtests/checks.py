@@ -556,11 +556,11 @@ def _idle_unpurge(v: TraceView) -> list[str]:
 
 @case_check("stats-agree", "the process-wide counters (holes_stats) agree with what the trace "
             "shows: discard calls, reuse calls, bytes discarded now, unformed bytes, skipped "
-            "and ineligible pages")
+            "and ineligible pages, full sweeps")
 def _stats(v: TraceView) -> list[str]:
     out: list[str] = []
     want = {"discard_calls": 0, "reuse_calls": 0, "pages_skipped": 0, "ineligible_pages": 0,
-            "unformed_bytes": 0}
+            "unformed_bytes": 0, "full_sweeps": 0}
     tail: dict[int, int] = {}
     units: dict[int, int] = {}  # discarded units per page, as page_state shows them
     retired: set[int] = set()
@@ -583,6 +583,8 @@ def _stats(v: TraceView) -> list[str]:
         elif kind == "retire":
             retired.add(ev["page"])
             units.pop(ev["page"], None)
+        elif kind == "sweep_begin" and ev["full"]:
+            want["full_sweeps"] += 1
         elif kind == "sweep_page" and ev["outcome"] in ("unchanged", "ineligible"):
             want["pages_skipped" if ev["outcome"] == "unchanged" else "ineligible_pages"] += 1
         elif kind == "page_state":
