@@ -389,3 +389,14 @@ def test_the_claims_carry_the_recorded_real_figures_per_20_s_of_load():
     assert claims["load-no-hold"].figure("no-hold discards").real == \
         reals["load-no-hold"]["no-hold discards"]
     assert claims["idle-bun-serve"].figure("epoch free at idle end").real is None
+
+
+def test_the_real_bun_page_counts_the_verdicts_and_the_orderings():
+    from purgecheck.docs.real_bun_page import count_line
+    from purgecheck.measure.compare import Comparison, WorkloadComparison
+    rows = [Comparison("w", "no-hold", "discards_load", 10.0, 1.0, 12.0, "x2", v)
+            for v in ("within band", "within band", "outside band", "within noise")]
+    wc = WorkloadComparison("w", {}, {}, rows, {"a": {"same": True}, "b": {"same": False}})
+    assert count_line([wc, WorkloadComparison("v", {}, {})]) == (
+        "Of the 4 compared figures, 2 are inside the band, 1 within the real noise and 1 "
+        "outside; the designs come in the same order on both sides in 1 of the 2 orderings.")
