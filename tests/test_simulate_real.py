@@ -275,3 +275,33 @@ def test_without_the_hold_bun_serve_is_within_the_band_on_the_threads_measuremen
     rows = {(r.design, r.figure): r for r in c.rows}
     for fig in ("discards_load", "discarded_mb_load", "faults_per_request"):
         assert rows[("no-hold", fig)].verdict == "within band", rows[("no-hold", fig)]
+
+
+def test_the_load_claims_take_the_measured_inputs_of_the_recorded_server():
+    """`simulate --seeds` runs its load claims' server on what the recorded measurement gives
+    (purgecheck/measure/seedtables.py claim_inputs): the collector's batch, the requests per
+    turn, the scavenger's reach, no-hold's interval 0, the arena's reuse and the page queues;
+    a claim that states its own machine (a late scavenger) keeps it."""
+    from purgecheck.measure.seedtables import claim_inputs
+    from purgecheck.simulate.claims import Runs
+    record = {"workloads": {"bun-serve": {"params": THREADS["runs"][0]["params"],
+                                          "summary": _summary(THREADS, "bun-serve")}}}
+    inputs = claim_inputs(record)
+    assert inputs["no-hold"]["params"] == {"gc_every": 25, "per_turn": 8.15}
+    assert dict(inputs["no-hold"]["machine"])["scavenger_reach"] == pytest.approx(0.496, abs=1e-3)
+    assert inputs["no-hold"]["options"] == {"arena_reuse": True, "page_queue_order": True,
+                                            "purge_holes_min_interval": 0}
+    assert "purge_holes_min_interval" not in inputs["epoch"]["options"]
+    assert claim_inputs({}) == {}
+    runs = Runs(0.02, inputs)
+    measured = runs.serve("no-hold")
+    clock = runs.serve("clock", machine=(("scavenger_late_ms", 60.0),))
+    defaults = Runs(0.02).serve("no-hold")
+    keys = list(runs.cache)
+    assert ("purge_holes_min_interval", 0) in keys[0][4] and ("gc_every", 25) in keys[0][5]
+    assert keys[1][3] == (("scavenger_late_ms", 60.0),)  # the claim's own machine
+    assert ("per_turn", 5.63) in keys[1][5]  # the clock rule takes the epoch rule's inputs
+    # no-hold's interval 0 lifts the handoff's rate limit too: the defaults (interval 100)
+    # discard a few times, the measured inputs as often as a park is swept
+    assert measured.counters["discards_load"] > 5 * defaults.counters["discards_load"]
+    assert clock.counters["requests"] == measured.counters["requests"]

@@ -83,7 +83,8 @@ def simulate_files(scale: float = 1.0) -> dict[str, str]:
     from purgecheck.simulate.plot import svg_text
     from purgecheck.simulate.workloads import WORKLOADS
 
-    runs = Runs(scale)
+    from purgecheck.measure.seedtables import claim_inputs, recorded
+    runs = Runs(scale, claim_inputs(recorded()))  # the load claims on the measured inputs
     claims = seed_claims(scale=scale, runs=runs)
     files: dict[str, str] = {}
     out = [HEADER, "## The seeds' claims, reproduced", "", CLAIMS_INTRO, "",
