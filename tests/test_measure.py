@@ -105,6 +105,51 @@ def test_strace_madvise_lines_are_counted_by_advice_and_time():
                                          "MADV_FREE"]
     assert probe.discards(calls, 0, 1764752400.25) == (2, 262144 + 16384)
     assert probe.discards(calls, 1764752400.25, 2e9) == (1, 65536)
+    assert [c.tid for c in calls] == [4242, 4243, 4242, 4242]
+
+
+# Three threads of a Bun.serve without the hold (shape of a strace log of 2026-12-03): the
+# scavenger's sweep at .100 gives three runs back within a millisecond, its next at .150; the
+# main thread 4242 and a JIT worker 4250 discard in between.
+SWEEPS = """\
+4244  1764752400.100000 madvise(0x7f0000000000, 262144, MADV_DONTNEED) = 0
+4244  1764752400.100300 madvise(0x7f0000080000, 524288, MADV_DONTNEED) = 0
+4242  1764752400.100400 madvise(0x7f0000400000, 65536, MADV_DONTNEED) = 0
+4244  1764752400.100600 madvise(0x7f0000200000, 262144, MADV_DONTNEED) = 0
+4250  1764752400.120000 madvise(0x7f0000500000, 8192, MADV_DONTNEED) = 0
+4250  1764752400.120100 madvise(0x7f0000600000, 131072, MADV_DONTNEED) = 0
+4244  1764752400.150000 madvise(0x7f0000300000, 4096, MADV_DONTNEED) = 0
+4244  1764752400.900000 madvise(0x7f0000300000, 262144, MADV_DONTNEED) = 0
+"""
+NAMES = {4242: "bun", 4244: "mi-scavenger", 4250: "JITWorker"}
+
+
+def test_a_sweep_is_one_threads_calls_less_than_a_millisecond_apart():
+    calls = probe.parse_strace(SWEEPS)
+    # the scavenger: .100 (three calls), .150, .900; the main thread and the JIT worker one each
+    assert probe.sweeps(calls, 0.001) == 5
+    # a grouping that ignores the thread would fold the main thread's call into the scavenger's
+    assert probe.sweeps([c for c in calls if c.tid == 4244], 0.001) == 3
+    assert probe.sweeps(calls, 1.0) == 3
+
+
+def test_the_discards_under_load_are_told_apart_by_thread():
+    from purgecheck.measure.run import _discards_by_thread
+    f = _discards_by_thread(probe.parse_strace(SWEEPS), 1764752400.5, 4242, NAMES)
+    assert (f["discards_load_scavenger"], f["discards_load_loop"],
+            f["discards_load_others"]) == (3, 1, 1)  # 64 KiB or more, before the end of the load
+    assert f["discard_kib_per_call_load"] == (256 + 512 + 64 + 256 + 128) / 5
+    assert f["discarding_sweeps_load"] == 3  # the scavenger's 4 KiB call is not one of them
+    assert f["scavenger_sweeps_load"] == 2  # ... but it is one of the scavenger's sweeps
+
+
+def test_a_count_that_one_run_lacks_is_the_spread_of_the_runs_that_have_it():
+    from purgecheck.measure.report import summary_of
+    runs = [{"design": "before", "figures": {"requests": r, **({"loop_turns": t} if t else {})}}
+            for r, t in ((10, 5), (20, None), (30, 9))]
+    s = summary_of(runs)["before"]
+    assert s["requests"]["n"] == 3 and s["loop_turns"] == {"min": 5, "median": 7, "max": 9,
+                                                           "n": 2}
 
 
 # `perf stat --per-thread -x, -e ... -p 32640` of a Bun.serve under load (2026-12-03), cut
@@ -344,3 +389,14 @@ def test_the_claims_carry_the_recorded_real_figures_per_20_s_of_load():
     assert claims["load-no-hold"].figure("no-hold discards").real == \
         reals["load-no-hold"]["no-hold discards"]
     assert claims["idle-bun-serve"].figure("epoch free at idle end").real is None
+
+
+def test_the_real_bun_page_counts_the_verdicts_and_the_orderings():
+    from purgecheck.docs.real_bun_page import count_line
+    from purgecheck.measure.compare import Comparison, WorkloadComparison
+    rows = [Comparison("w", "no-hold", "discards_load", 10.0, 1.0, 12.0, "x2", v)
+            for v in ("within band", "within band", "outside band", "within noise")]
+    wc = WorkloadComparison("w", {}, {}, rows, {"a": {"same": True}, "b": {"same": False}})
+    assert count_line([wc, WorkloadComparison("v", {}, {})]) == (
+        "Of the 4 compared figures, 2 are inside the band, 1 within the real noise and 1 "
+        "outside; the designs come in the same order on both sides in 1 of the 2 orderings.")

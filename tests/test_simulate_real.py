@@ -223,3 +223,85 @@ def test_without_mimallocs_page_queues_typed_arrays_keep_too_little_free_at_idle
         got[order] = next(r for r in c.rows if r.figure == "mb_given_back_idle")
     assert got[True].verdict == "within band", got[True]
     assert got[False].verdict == "outside band" and got[False].model < got[True].model
+
+
+# -- a measurement that told the discards apart by thread and grouped them into sweeps --------
+
+THREADS = json.loads((Path(__file__).parent / "data" /
+                      "real_bun_2026-12-03_threads.json").read_text())
+WHO = ("discards_load_scavenger", "discards_load_loop", "discards_load_others")
+
+
+def _summary(recorded: dict, workload: str) -> dict:
+    return summary_of([r for r in recorded["runs"] if r["workload"] == workload])
+
+
+def test_every_run_of_the_threads_measurement_says_who_made_each_large_discard():
+    assert len(THREADS["runs"]) == 48
+    for r in THREADS["runs"]:
+        f = r["figures"]
+        assert sum(f[k] for k in WHO) == f["discards_load_large"], r["workload"]
+        assert f["discarding_sweeps_load"] <= f["discards_load_large"]
+
+
+def test_typed_arrays_discards_without_the_hold_come_from_other_threads_not_the_scavenger():
+    """Recorded: without the hold, typed-arrays' discards over before's are Bun's other threads'
+    (their own idle sweeps), not the scavenger's, whose passes are as many as its timers make
+    under before: so the scavenger reaches none of the loop's parks (reach 0), and the model,
+    which has no such threads, predicts no excess (docs/measure.md)."""
+    from purgecheck.measure.compare import scavenger_reach
+    s = _summary(THREADS, "typed-arrays")
+    excess = {k: s["no-hold"][k]["median"] - s["before"][k]["median"] for k in WHO}
+    assert excess["discards_load_others"] > 2 * max(excess["discards_load_scavenger"], 1)
+    assert scavenger_reach(s, "no-hold") == 0.0
+
+
+def test_the_timers_of_the_scavenger_are_taken_off_where_one_run_of_before_lacks_its_count():
+    """The counted measurement of 10:05 lacks one typed-arrays before run's perf count: its
+    other two runs give the scavenger's timer passes (22 and 13 in 1.0 and 0.54 s), so no-hold's
+    11 passes are its timers' and the reach is 0. A summary that drops a count one run lacks
+    (the comparison before) took no-hold's passes whole: 11 of 241 turns."""
+    from purgecheck.measure.compare import scavenger_reach
+    s = _summary(COUNTED, "typed-arrays")
+    assert s["before"]["scavenger_passes"]["n"] == 2
+    assert scavenger_reach(s, "no-hold") == 0.0
+    dropped = {d: {k: v for k, v in f.items() if k != "scavenger_passes" or d != "before"}
+               for d, f in s.items()}
+    assert scavenger_reach(dropped, "no-hold") == pytest.approx(11 / 241, abs=0.005)
+
+
+def test_without_the_hold_bun_serve_is_within_the_band_on_the_threads_measurement():
+    c = compare("bun-serve", THREADS["runs"][0]["params"], _summary(THREADS, "bun-serve"))
+    rows = {(r.design, r.figure): r for r in c.rows}
+    for fig in ("discards_load", "discarded_mb_load", "faults_per_request"):
+        assert rows[("no-hold", fig)].verdict == "within band", rows[("no-hold", fig)]
+
+
+def test_the_load_claims_take_the_measured_inputs_of_the_recorded_server():
+    """`simulate --seeds` runs its load claims' server on what the recorded measurement gives
+    (purgecheck/measure/seedtables.py claim_inputs): the collector's batch, the requests per
+    turn, the scavenger's reach, no-hold's interval 0, the arena's reuse and the page queues;
+    a claim that states its own machine (a late scavenger) keeps it."""
+    from purgecheck.measure.seedtables import claim_inputs
+    from purgecheck.simulate.claims import Runs
+    record = {"workloads": {"bun-serve": {"params": THREADS["runs"][0]["params"],
+                                          "summary": _summary(THREADS, "bun-serve")}}}
+    inputs = claim_inputs(record)
+    assert inputs["no-hold"]["params"] == {"gc_every": 25, "per_turn": 8.15}
+    assert dict(inputs["no-hold"]["machine"])["scavenger_reach"] == pytest.approx(0.496, abs=1e-3)
+    assert inputs["no-hold"]["options"] == {"arena_reuse": True, "page_queue_order": True,
+                                            "purge_holes_min_interval": 0}
+    assert "purge_holes_min_interval" not in inputs["epoch"]["options"]
+    assert claim_inputs({}) == {}
+    runs = Runs(0.02, inputs)
+    measured = runs.serve("no-hold")
+    clock = runs.serve("clock", machine=(("scavenger_late_ms", 60.0),))
+    defaults = Runs(0.02).serve("no-hold")
+    keys = list(runs.cache)
+    assert ("purge_holes_min_interval", 0) in keys[0][4] and ("gc_every", 25) in keys[0][5]
+    assert keys[1][3] == (("scavenger_late_ms", 60.0),)  # the claim's own machine
+    assert ("per_turn", 5.63) in keys[1][5]  # the clock rule takes the epoch rule's inputs
+    # no-hold's interval 0 lifts the handoff's rate limit too: the defaults (interval 100)
+    # discard a few times, the measured inputs as often as a park is swept
+    assert measured.counters["discards_load"] > 5 * defaults.counters["discards_load"]
+    assert clock.counters["requests"] == measured.counters["requests"]

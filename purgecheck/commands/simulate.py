@@ -146,14 +146,9 @@ def _list() -> int:
 
 
 def _real_figures() -> dict:
-    """The real Bun's figures of the claims, from the recorded measurement of `purgecheck
-    measure --seed-tables --record` (docs/data/real-bun.json), when there is one."""
-    from purgecheck.measure.seedtables import claim_reals
-    from purgecheck.reports import store
-    path = store.project_root() / "docs" / "data" / "real-bun.json"
-    if not path.is_file():
-        return {}
-    return claim_reals(orjson.loads(path.read_bytes()))
+    """The real Bun's figures of the claims, from the recorded measurement."""
+    from purgecheck.measure.seedtables import claim_reals, recorded
+    return claim_reals(recorded())
 
 
 def _seeds(args) -> int:
@@ -163,7 +158,8 @@ def _seeds(args) -> int:
     scale = 1.0 if args.scale is None else args.scale
     if not 0 < scale <= 1:
         raise UsageError(f"--scale: expected a number in (0, 1], found {scale:g}")
-    claims = seed_claims(scale=scale, real=_real_figures())
+    from purgecheck.measure.seedtables import claim_inputs, recorded
+    claims = seed_claims(scale=scale, real=_real_figures(), inputs=claim_inputs(recorded()))
     if args.json:
         doc = {"claims": [c.as_json() for c in claims], "summary": summary(claims)}
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")

@@ -32,6 +32,72 @@ comparison below says by how much.
 """
 
 
+# What the page says about the seed's comparison of the epoch rule with the clock rule.
+EPOCH_AND_CLOCK = """## The epoch rule against the clock rule
+
+Seed 000 found that the epoch rule discarded a quarter to a half of what the clock rule (the
+PR's first version) discarded under load. Bun 1.4.4 has no option for the clock rule, so the
+real system here cannot show that difference or its absence: only the model runs the clock
+rule. On the measured inputs of bun-serve (`load-epoch-vs-clock` of `purgecheck simulate
+--seeds`, which takes them from this recording) neither rule discards anything under load in
+the model: the event loop parks every few requests, about half of the parks are swept, and
+a page that is allocated from at every turn keeps its stamp young under both rules, so there
+is no difference to see; the real epoch rule discards 24 calls of 64 KiB or more over
+before's, none of them large pages' holes that the model holds (docs/measure.md). The model
+tells the two rules apart where sweeps fall off the epoch grid and pages are left for one to
+two intervals: with four sweeping threads and 150 ms stalls every 400 requests on the same
+measured inputs (`load-epoch-vs-clock-stalls`) the epoch rule discards 0.41 of what the clock
+rule does, inside the seed's "a quarter to a half"; with a scavenger 60 ms late and another
+sweeper every 50 ms (`load-epoch-vs-clock-busy`) 0.18. The stalls, the threads and the
+lateness are hypotheses for the seed's machine (64 cores at load 50 to 110), not measurements
+here: neither the real Bun nor the model shows a difference between the two rules for these
+workloads on this machine, the real one because it cannot run the clock rule, the model
+because under the measured load no page is left alone long enough for the rules to differ.
+The figures of the claims at scale 1: `purgecheck simulate --seeds`."""
+
+
+def count_line(comparisons: list) -> str:
+    """How many compared figures are inside the band, within the real noise and outside, and
+    in how many orderings the designs come in the same order on both sides."""
+    verdicts = [r.verdict for c in comparisons for r in c.rows]
+    orders = [o["same"] for c in comparisons for o in c.order.values()]
+    return (f"Of the {len(verdicts)} compared figures, {verdicts.count('within band')} are "
+            f"inside the band, {verdicts.count('within noise')} within the real noise and "
+            f"{verdicts.count('outside band')} outside; the designs come in the same order on "
+            f"both sides in {sum(orders)} of the {len(orders)} orderings.")
+
+
+# The real figures of the discards' shape and of who made them (purgecheck/measure/run.py),
+# shown where the recorded measurement has them.
+SHAPE = ("discards_load_large", "discard_kib_per_call_load", "discarding_sweeps_load",
+         "scavenger_sweeps_load", "discards_load_scavenger", "discards_load_loop",
+         "discards_load_others", "collections")
+
+
+def shape_section(measured: dict) -> list[str]:
+    """A table per workload: the discard calls of 64 KiB or more under load, how long they
+    were, how many sweeps made them and which threads (median of the runs, real only)."""
+    from purgecheck.measure.report import num
+    out: list[str] = []
+    for name, w in measured.items():
+        s = w["summary"]
+        keys = [k for k in SHAPE if any(k in d for d in s.values())]
+        if "discard_kib_per_call_load" not in keys:
+            continue
+        if not out:
+            out = ["## Who discarded under load, and how much at a time (real)", "",
+                   "The `madvise` calls of 64 KiB or more under load, median of the runs: "
+                   "their mean length, the sweeps they came in (one thread's calls less than "
+                   "1 ms apart), the scavenger's sweeps that discarded anything, and the "
+                   "thread that made them (strace's thread ids, the threads' names from "
+                   "/proc); the collections that freed the program's objects beside them. "
+                   "docs/measure.md says what each figure is.", ""]
+        rows = [[f"`{k}`", *[num(s[d][k]["median"]) if k in s[d] else "-" for d in s]]
+                for k in keys]
+        out += [f"### `{name}`", "", table(["figure", *[f"`{d}`" for d in s]], rows), ""]
+    return out
+
+
 def real_bun_files(root: Path) -> dict[str, str]:
     """{'real-bun.md': text}, or a page that says how to record a measurement."""
     path = root / RECORD
@@ -68,8 +134,11 @@ def real_bun_files(root: Path) -> dict[str, str]:
             "The excess of each design over `before`, real against model, within the band of "
             "[measure.md](measure.md#the-model-beside-the-real-bun---compare); `within noise`: "
             "the real runs of the design and of before overlap.", ""]
+    comparisons = {name: compare(name, w["params"], w["summary"], models[name])
+                   for name, w in measured.items()}
+    out += [count_line(list(comparisons.values())), ""]
     for name, w in measured.items():
-        c = compare(name, w["params"], w["summary"], models[name])
+        c = comparisons[name]
         rows = [[f"`{r.figure}`", f"`{r.design}`", num(r.real), num(r.real_noise),
                  num(r.model), esc(r.band), r.verdict] for r in c.rows]
         params = params_text(c.model_params)
@@ -81,6 +150,8 @@ def real_bun_files(root: Path) -> dict[str, str]:
                 + ("" if o["same"] else f" ({esc('; '.join(o['apart']))})")
                 for fig, o in c.order.items()]
         out.append("")
+    out += shape_section(measured)
+    out += [EPOCH_AND_CLOCK, ""]
     out += ["## The figures compared", "", table(["figure", "what it is"],
                                                 [[f"`{k}`", esc(v[0])] for k, v in FIGURES.items()])]
     return {"real-bun.md": "\n".join(out).rstrip() + "\n"}

@@ -83,7 +83,8 @@ def simulate_files(scale: float = 1.0) -> dict[str, str]:
     from purgecheck.simulate.plot import svg_text
     from purgecheck.simulate.workloads import WORKLOADS
 
-    runs = Runs(scale)
+    from purgecheck.measure.seedtables import claim_inputs, recorded
+    runs = Runs(scale, claim_inputs(recorded()))  # the load claims on the measured inputs
     claims = seed_claims(scale=scale, runs=runs)
     files: dict[str, str] = {}
     out = [HEADER, "## The seeds' claims, reproduced", "", CLAIMS_INTRO, "",
@@ -118,14 +119,15 @@ def simulate_files(scale: float = 1.0) -> dict[str, str]:
 FINDINGS = """Where a claim fails in the model, the difference is one of model and machine (or a
 gap in the model: these are the claims to work on):
 
-- **Discards under load.** On `bun-serve` as the seed describes it (one event loop that parks
-  between requests, the scavenger its only sweeper) the epoch and clock rules discard nothing
-  under load in the model, where the seed measured 162 .. 303 and 234 .. 363 discards in a
-  20 s round: every ratio with them is a ratio with a zero side, which reproduces nothing.
-  The scavenger sweeps a parked thread once an interval, each such sweep moves the epoch on,
-  so "stamped in this epoch or the one before" and "stamped less than an interval ago"
-  release a page at the same sweep. They can differ only where sweeps come more often than
-  once an interval: with four sweeping threads and stalls of 150 ms both discard, but about
-  the same, not the seed's quarter to a half. The seed's machine was at load 50 to 110,
-  where sweeps and requests bunch; the model's sweeps are exactly on time.
+- **Discards under load.** The load claims' `bun-serve` runs on the measured inputs of the
+  recorded real Bun (docs/data/real-bun.json: 25 bodies a collection, 5.6 requests a turn
+  under epoch, about half of the parks swept, no-hold's interval 0; docs/measure.md). On
+  them the epoch and clock rules discard nothing under load in the model, where the seed
+  measured 162 .. 303 and 234 .. 363 discards in a 20 s round: every ratio with them is a
+  ratio with a zero side, which reproduces nothing. A page allocated from at every turn keeps
+  a young stamp under both rules. They differ where pages are left alone for one to two
+  intervals: with four sweeping threads and stalls of 150 ms the epoch rule discards 0.41 of
+  what the clock rule does, the seed's quarter to a half (with the workload's defaults, a
+  park after every request and every body freed at once, it was 0.98). The stalls and the
+  threads are hypotheses for the seed's machine (load 50 to 110), not measurements here.
 """

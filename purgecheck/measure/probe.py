@@ -64,9 +64,10 @@ class Madvise:
     t: float  # the wall clock (time.time()) of the call, as strace -ttt prints it
     length: int
     advice: str
+    tid: int = 0  # the thread that made the call (strace -f prints it first)
 
 
-_CALL = re.compile(r"^\d+\s+(\d+\.\d+)\s+madvise\((0x[0-9a-f]+|NULL), (\d+), (\w+)")
+_CALL = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+madvise\((0x[0-9a-f]+|NULL), (\d+), (\w+)")
 
 
 def parse_strace(text: str) -> list[Madvise]:
@@ -76,7 +77,8 @@ def parse_strace(text: str) -> list[Madvise]:
     for line in text.splitlines():
         m = _CALL.match(line)
         if m and not line.rstrip().endswith("= -1") and " = -1 " not in line:
-            calls.append(Madvise(float(m.group(1)), int(m.group(3)), m.group(4)))
+            calls.append(Madvise(float(m.group(2)), int(m.group(4)), m.group(5),
+                                 int(m.group(1))))
     return calls
 
 
@@ -84,3 +86,34 @@ def discards(calls: list[Madvise], t0: float, t1: float) -> tuple[int, int]:
     """Discard calls and bytes with t0 <= t < t1."""
     sel = [c for c in calls if t0 <= c.t < t1 and c.advice in DISCARD_ADVICES]
     return len(sel), sum(c.length for c in sel)
+
+
+def thread_names(pid: int) -> dict[int, str]:
+    """The threads of a process, tid -> name (/proc/PID/task/TID/comm); empty when it is gone.
+    Bun names its threads: "mi-scavenger" (mimalloc's), "JITWorker", "HeapHelper", "Bun Pool N";
+    the main thread's tid is the pid."""
+    names = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return {}
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                names[int(tid)] = f.read().strip()
+        except (OSError, ValueError):
+            continue
+    return names
+
+
+def sweeps(calls: list[Madvise], gap_s: float) -> int:
+    """Groups of calls, each made by one thread with less than `gap_s` between one call and the
+    next: one walk over the pages gives each run of purged units its own call at once, so a
+    group is one sweep that discarded something (a sweep that discarded nothing is not seen)."""
+    last: dict[int, float] = {}
+    count = 0
+    for c in sorted(calls, key=lambda c: c.t):
+        if c.t - last.get(c.tid, -1e18) >= gap_s:
+            count += 1
+        last[c.tid] = c.t
+    return count

@@ -21,8 +21,8 @@ def summarise(runs: list[RunResult]) -> dict[str, dict[str, dict[str, float]]]:
     out: dict[str, dict[str, dict[str, float]]] = {}
     for design in dict.fromkeys(r.design for r in runs):
         mine = [r for r in runs if r.design == design]
-        out[design] = {k: spread([r.figures[k] for r in mine])
-                       for k in FIGURES if all(k in r.figures for r in mine)}
+        out[design] = {k: spread([r.figures[k] for r in mine if k in r.figures])
+                       for k in FIGURES if any(k in r.figures for r in mine)}
     return out
 
 
@@ -31,8 +31,10 @@ def summary_of(runs: list[dict]) -> dict[str, dict[str, dict]]:
     out: dict[str, dict[str, dict]] = {}
     for design in dict.fromkeys(r["design"] for r in runs):
         mine = [r["figures"] for r in runs if r["design"] == design]
-        out[design] = {k: spread([f[k] for f in mine]) for k in mine[0]
-                       if all(k in f for f in mine)}  # a count one run lacks (no perf)
+        # a count that one run lacks (perf did not attach in time) is the spread of the runs
+        # that have it (`n` says how many)
+        out[design] = {k: spread([f[k] for f in mine if k in f])
+                       for k in dict.fromkeys(k for f in mine for k in f)}
     return out
 
 

@@ -68,6 +68,18 @@ FIGURES = {
                            "more, an arena purge whole 64 KiB slices)",
     "discards_load_large": "the others, of 64 KiB or more: large pages' holes and the arena's "
                            "purges, what the model holds (and medium pages' longest runs)",
+    "discard_kib_per_call_load": "the mean length of the calls of 64 KiB or more under load, "
+                                 "KiB: a run of adjacent free blocks that one call discards",
+    "discarding_sweeps_load": "the sweeps that discarded under load: groups of calls of 64 KiB "
+                              "or more by one thread, less than 1 ms apart (probe.sweeps)",
+    "scavenger_sweeps_load": "the scavenger's sweeps that discarded something under load (its "
+                             "calls of any length, grouped as discarding_sweeps_load)",
+    "discards_load_scavenger": "of the calls of 64 KiB or more under load, the ones the "
+                               "thread mi-scavenger made (it sweeps the parked threads)",
+    "discards_load_loop": "the ones the main thread made (the event loop's own idle work)",
+    "discards_load_others": "the ones other threads made (Bun's JIT workers, thread pool and "
+                            "collector helpers: their own idle sweeps, which reach the abandoned "
+                            "pages of every thread)",
     "discards_idle": "the same calls in the idle after the load",
     "discarded_mb_idle": "MB those calls covered",
     "rss_mb_load_end": "RSS at the end of the load (smaps_rollup), MB",
@@ -87,6 +99,8 @@ FIGURES = {
     "requests_per_collection": "requests (allocations, rounds) per collection under load",
 }
 SMALL_DISCARD = 64 * 1024  # below: a hole of a small or medium page (FIGURES, discards_load_small)
+SWEEP_GAP_S = 0.001  # calls of one thread closer than this are one sweep (probe.sweeps)
+SCAVENGER = "mi-scavenger"  # the thread name mimalloc gives its scavenger
 MB = 1 << 20
 
 
@@ -197,10 +211,12 @@ def measure_once(bun: Path, w: MeasuredWorkload, params: dict, design: str,
             if proc.poll() is None:
                 _stop(proc)
             err.close()
-        t_start, t_end, t_idle_end, s0, s1, samples, requests, extra = result
+        t_start, t_end, t_idle_end, s0, s1, samples, requests, extra, threads = result
         calls = probe.parse_strace(log.read_text()) if strace else []
     run = _figures(w, design, options, params, repeat, t_start, t_end, t_idle_end, s0, s1,
                    samples, requests, calls, bool(strace))
+    if strace:
+        run.figures.update(_discards_by_thread(calls, t_end, *threads))
     run.figures.update(extra)
     return run
 
@@ -223,6 +239,7 @@ def _run_phases(bun, w, params, proc, lines, idle_s, sample_ms, tmp: Path | None
         t_end, fields = lines.expect("load-end", float(params.get("max_load_s", 600)))
         requests = int(fields[0]) if fields and fields[0].isdigit() else 1
     s1 = probe.read_stat(pid)
+    names = probe.thread_names(pid)  # the threads as they are at the end of the load
     turns = counter.stop() if counter is not None else None
     if s0 is None or s1 is None:
         raise RunError("the program ended during its load")
@@ -240,7 +257,7 @@ def _run_phases(bun, w, params, proc, lines, idle_s, sample_ms, tmp: Path | None
     if last is None:
         raise RunError("the program ended during its idle")
     samples = [*sampler.samples, (t_idle_end, last["rss"], last["anonymous"])]
-    return t_start, t_end, t_idle_end, s0, s1, samples, requests, extra
+    return t_start, t_end, t_idle_end, s0, s1, samples, requests, extra, (pid, names)
 
 
 def _collections(proc: subprocess.Popen, lines: _Lines, requests: int) -> dict[str, float]:
@@ -255,6 +272,25 @@ def _collections(proc: subprocess.Popen, lines: _Lines, requests: int) -> dict[s
     collections = int(fields[1])
     return {"collections": collections,
             "requests_per_collection": requests / collections} if collections else {}
+
+
+def _discards_by_thread(calls: list[probe.Madvise], t_end: float, pid: int,
+                        names: dict[int, str]) -> dict[str, float]:
+    """The discard calls of 64 KiB or more under load: their mean length, the sweeps they came
+    in, and who made them (the scavenger, the main thread, the others), from strace's thread
+    ids and the threads' names."""
+    big = [c for c in calls if c.t < t_end and c.length >= SMALL_DISCARD
+           and c.advice in probe.DISCARD_ADVICES]
+    scavenger = sum(1 for c in big if names.get(c.tid) == SCAVENGER)
+    loop = sum(1 for c in big if c.tid == pid)
+    by_scavenger = [c for c in calls if c.t < t_end and names.get(c.tid) == SCAVENGER
+                    and c.advice in probe.DISCARD_ADVICES]
+    return {"discard_kib_per_call_load": sum(c.length for c in big) / len(big) / 1024
+            if big else 0.0,
+            "discarding_sweeps_load": probe.sweeps(big, SWEEP_GAP_S),
+            "scavenger_sweeps_load": probe.sweeps(by_scavenger, SWEEP_GAP_S),
+            "discards_load_scavenger": scavenger, "discards_load_loop": loop,
+            "discards_load_others": len(big) - scavenger - loop}
 
 
 def _bun_pid(proc: subprocess.Popen) -> int:

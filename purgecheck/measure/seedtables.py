@@ -237,3 +237,42 @@ def claim_reals(record: dict) -> dict[str, dict[str, float]]:
             ("epoch discards", _med(s, "epoch", "discards_load")),
             ("epoch faults/request", _med(s, "epoch", "faults_per_request"))) if v is not None}
     return out
+
+
+def recorded() -> dict:
+    """The recorded measurement of `purgecheck measure --seed-tables --record`
+    (docs/data/real-bun.json), or {} when there is none."""
+    import orjson
+
+    from purgecheck.reports import store
+    path = store.project_root() / "docs" / "data" / "real-bun.json"
+    return orjson.loads(path.read_bytes()) if path.is_file() else {}
+
+
+def claim_inputs(record: dict) -> dict[str, dict]:
+    """What the load claims of `purgecheck simulate --seeds` take from a recorded measurement
+    of bun-serve, per design with an option in Bun (epoch, no-hold): the collector's batch and
+    the requests per turn of the loop (compare.model_workload), the scavenger's reach, the
+    real design's options (no-hold's interval 0) and mimalloc's arena reuse and page queues,
+    as the comparison of `measure --compare` takes them. Empty without a bun-serve record."""
+    from dataclasses import asdict
+
+    from purgecheck.measure.compare import DESIGN_OPTIONS, MachineModel, model_workload, \
+        scavenger_reach
+    serve = record.get("workloads", {}).get("bun-serve")
+    if not serve:
+        return {}
+    machine = MachineModel()
+    out = {}
+    for design in ("epoch", "no-hold"):
+        if design not in serve["summary"]:
+            continue
+        w = model_workload("bun-serve", serve["params"], serve["summary"], machine, design)
+        reach = scavenger_reach(serve["summary"], design, machine)
+        options = {k: v for k, v in asdict(machine).items()
+                   if k in ("arena_reuse", "page_queue_order")}
+        out[design] = {"params": {k: w.params[k] for k in ("gc_every", "per_turn")},
+                       "machine": () if reach is None else (("scavenger_reach", reach),),
+                       "options": {**options, **DESIGN_OPTIONS.get(design, {})}}
+    return out
+

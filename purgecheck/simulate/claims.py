@@ -203,17 +203,33 @@ def _mb(n: float) -> float:
 
 
 class Runs:
-    """Each (workload, design) simulated once, however many claims read it."""
+    """Each (workload, design) simulated once, however many claims read it. `inputs`: what a
+    measurement of the real Bun gives the load claims' server, per design
+    (purgecheck.measure.seedtables.claim_inputs: the collector's batch, the requests per turn
+    of the loop, the scavenger's reach and the options of the real design); none: the
+    workload's defaults (a park after every request, every body freed at once)."""
 
-    def __init__(self, scale: float = 1.0) -> None:
+    def __init__(self, scale: float = 1.0, inputs: dict[str, dict] | None = None) -> None:
         self.scale = scale
+        self.inputs = inputs or {}
         self.cache: dict[tuple, DesignRun] = {}
 
+    def serve(self, design: str, **extra) -> DesignRun:
+        """The load claims' bun-serve under `design`, on the measured inputs where there are
+        some (a design Bun has no option for, the clock rule, takes the epoch rule's)."""
+        got = self.inputs.get(design) or self.inputs.get("epoch") or {}
+        params = {**got.get("params", {}), **extra}
+        # a claim that states its own machine (a late scavenger, another sweeper) keeps it
+        machine = params.pop("machine", got.get("machine", ()))
+        return self.get("bun-serve", design, machine=machine,
+                        options=tuple(sorted(got.get("options", {}).items())), **params)
+
     def get(self, workload: str, design: str, idle: str | None = None,
-            machine: tuple = (), **params) -> DesignRun:
+            machine: tuple = (), options: tuple = (), **params) -> DesignRun:
         """`machine`: (name, value) pairs for simulate() (the scavenger's lateness, another
-        sweeper), apart from the workload's parameters."""
-        key = (workload, design, idle, machine, tuple(sorted(params.items())))
+        sweeper), apart from the workload's parameters; `options`: (name, value) pairs of the
+        model's Options (model.world)."""
+        key = (workload, design, idle, machine, options, tuple(sorted(params.items())))
         if key not in self.cache:
             sized = dict(params)
             for size_param in ("requests", "allocations"):
@@ -223,7 +239,9 @@ class Runs:
             w = make_workload(workload, **sized)
             if idle:  # the same calls with another idle behaviour
                 w = Workload(w.name, w.description, w.calls, idle, w.idle_ms, w.params)
-            self.cache[key] = simulate(w, design, sample_ms=5, **dict(machine))
+            from model.world import Options
+            opts = Options(**dict(options)) if options else None
+            self.cache[key] = simulate(w, design, opts, sample_ms=5, **dict(machine))
         return self.cache[key]
 
 
@@ -245,8 +263,7 @@ LOAD_SEED = {
 
 def load_claims(runs: Runs) -> list[Claim]:
     out = []
-    epoch, nohold, clock = (runs.get("bun-serve", d).counters
-                            for d in ("epoch", "no-hold", "clock"))
+    epoch, nohold, clock = (runs.serve(d).counters for d in ("epoch", "no-hold", "clock"))
     s = LOAD_SEED
     out.append(Claim(
         "load-no-hold", "000",
@@ -282,13 +299,13 @@ def load_claims(runs: Runs) -> list[Claim]:
             ("load-epoch-vs-clock-stalls",
              "the same, with four sweeping threads and 150 ms stalls every 400 requests "
              "(sweeps more often than once an interval: where the two rules can differ)",
-             tuple(runs.get("bun-serve", d, **stalls).counters for d in ("epoch", "clock"))),
+             tuple(runs.serve(d, **stalls).counters for d in ("epoch", "clock"))),
             ("load-epoch-vs-clock-busy",
              "the same on a machine as busy as the seed's (load 50 to 110): the scavenger "
              "60 ms late on average, another thread sweeping every 50 ms at a phase of its "
              "own, 150 ms stalls every 500 requests, the collector freeing 25 bodies at once "
              "and 4 requests a turn (measured here); sweeps off the epoch grid",
-             tuple(runs.get("bun-serve", d, **busy).counters for d in ("epoch", "clock")))):
+             tuple(runs.serve(d, **busy).counters for d in ("epoch", "clock")))):
         out.append(Claim(
             cid, "000", text, "bun-serve",
             [Figure("epoch discards", "discards", *s["epoch discards"], e["discards_load"]),
@@ -542,11 +559,13 @@ CLAIM_GROUPS: dict[str, Callable] = {"load": load_claims, "idle": idle_claims,
 
 
 def seed_claims(scale: float = 1.0, glibc: bool = True, runs: Runs | None = None,
-                real: dict[str, dict[str, float | None]] | None = None) -> list[Claim]:
+                real: dict[str, dict[str, float | None]] | None = None,
+                inputs: dict[str, dict] | None = None) -> list[Claim]:
     """Every claim, computed and judged now; `scale` shrinks the loads (the tests run them
     small); `runs`: simulations to share with another reader (the docs' tables); `real`:
-    {claim id: {figure name: a measurement of the real program}}, None where there is none."""
-    runs = runs or Runs(scale)
+    {claim id: {figure name: a measurement of the real program}}, None where there is none;
+    `inputs`: the measured inputs of the load claims' server (Runs)."""
+    runs = runs or Runs(scale, inputs)
     out: list[Claim] = []
     for group in CLAIM_GROUPS.values():
         out += [c.judge() for c in group(runs)]
