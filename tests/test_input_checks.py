@@ -56,9 +56,20 @@ def one_line(argv: list[str], expected: str) -> str:
     (["simulate", "--seeds", "--sample-ms", "5"], "--sample-ms does not go with --seeds"),
     (["glibc", "run", "x.ops", "--scale", "5", "--no-trace"], "--scale sizes a named workload"),
     (["check", "--in-process", "--workers", "2"], "--workers sizes the cluster"),
+    (["mutants", "--workers", "1", "--scheduler", "tcp://127.0.0.1:1"],
+     "--workers sizes the cluster"),
 ])
 def test_a_bad_option_is_one_line_before_any_work(argv, expected):
     one_line(argv, expected)
+
+
+def test_mutants_on_a_pool_of_a_given_size_runs(capsys):
+    """`mutants --pool --workers N` ended in an UnboundLocalError: --workers was checked
+    against the scheduler's address before the address was read."""
+    from purgecheck.cli import main
+    assert main(["mutants", "--pool", "--workers", "1", "--only", "age-lt-1", "--engine",
+                 "scenarios", "--quick", "--first-kill", "--json"]) == 0
+    assert '"survivors": []' in capsys.readouterr().out
 
 
 def test_an_empty_word_after_record_dashes_is_the_programs_own(tmp_path):

@@ -92,14 +92,14 @@ def run(args) -> int:
         raise UsageError("--timeout must be positive and --workers at least 1")
     mutants = [MUTANTS[n] for n in _chosen(args.only, MUTANTS, "mutant")]
     chosen = _chosen(args.engine, engines, "engine")
-    if args.workers is not None and address:
-        raise UsageError("--workers sizes the cluster started here (or the pool): not with a "
-                         "scheduler's address")
-    workers = args.workers or default_workers()
     try:
         address = None if args.pool else scheduler_address(args.scheduler)
     except ClusterError as e:
         raise UsageError(str(e))
+    if args.workers is not None and address:
+        raise UsageError("--workers sizes the cluster started here (or the pool): not with a "
+                         "scheduler's address")
+    workers = args.workers or default_workers()
     where = "a pool of forked runs" if args.pool else \
         f"the Dask scheduler {address}" if address else f"a local Dask cluster"
     if not args.json:
