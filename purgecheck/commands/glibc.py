@@ -29,11 +29,11 @@ EXAMPLE = """examples:
   purgecheck glibc run bench-free                         seed 001's loop: model vs glibc
   purgecheck glibc run bench-free --env MALLOC_MMAP_THRESHOLD_=33554432 \\
                                   --env MALLOC_TRIM_THRESHOLD_=131072
-  purgecheck glibc run my.ops --env GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072
+  purgecheck glibc run bench-free --script > bench.ops    the op script (docs/glibc.md)
+  purgecheck glibc run bench.ops --env GLIBC_TUNABLES=glibc.malloc.trim_threshold=131072
   purgecheck glibc run bench-free --version 2.21 --no-trace   the model of 2.21 only
   purgecheck glibc compare bench-free                     every version beside the real one
   purgecheck glibc compare lifo --quick --json
-  purgecheck glibc run bench-free --script > bench.ops    the op script (docs/glibc.md)
 MALLOC_*_ variables and GLIBC_TUNABLES already in the environment count too.
 exit status: 0 the model held and agreed with glibc, 1 a mismatch or a failed invariant
 (the replay command is printed), 2 bad usage, a bad script, or no strace
