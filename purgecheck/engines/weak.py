@@ -19,7 +19,8 @@ from purgecheck.reports.results import Result
 ENGINE = "weak"
 # The property a configuration's result speaks for while it holds (it checks the others too).
 HEADLINE = {"weak-adv-2": "EP-SEES-STARTED", "weak-adv-3": "EP-SEES-STARTED",
-            "weak-park-2": "PK-HANDOFF-FRESH", "weak-park-2-acqrel": "PK-HANDOFF-FRESH"}
+            "weak-park-2": "PK-HANDOFF-FRESH", "weak-park-2-acqrel": "PK-HANDOFF-FRESH",
+            "weak-fork-2": "EP-MOVING-HELD"}
 TIMELINE_LINES = 12  # of the counterexample, in the result's detail
 
 
@@ -27,10 +28,9 @@ def replay(name: str) -> str:
     """The command that prints the configuration's verdict (with the weakenings now applied,
     its counterexample's timeline)."""
     cfg = C.engine_config(name)
-    base = "CONFIGS" if name in C.CONFIGS else "PARK_CONFIGS"
-    weakened = {a: C.ordering_of(cfg, a) for a in C.weakened()}
+    weakened = {a: C.ordering_of(cfg, a) for a in C.weakened() if C.has_access(cfg, a)}
     return (".venv/bin/python -c \"from proofs.weak import configs as C; "
-            + f"cfg = C.{base}[{name!r}]; "
+            + f"cfg = C.config({name!r}); "
             + "".join(f"cfg = C.checker(cfg).weaken(cfg, {a!r}, {o!r}); "
                       for a, o in weakened.items())
             + "print(C.checker(cfg).counterexample(cfg) or 'holds')\"")
