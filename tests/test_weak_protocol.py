@@ -140,6 +140,19 @@ def test_three_sweeper_weakenings_within_the_prefix():
         r["states"] for r in _recorded_adv3() if r["verdict"] != "holds"]
 
 
+def test_the_prefix_pin_sees_a_change_of_the_model():
+    # the broken variant of the pin: a model whose advance is not rate-limited gives other
+    # counts within the prefix (and the whole record: an epoch of 0 ms)
+    from purgecheck.mutants import MUTANTS, applied
+
+    want = [{"access": r["access"], "to": r["to"]} | r["prefix"] for r in _recorded_adv3()
+            if r["access"] == "cas"]
+    with applied(MUTANTS["epoch-not-rate-limited"]):
+        got = C.weakening_counts(C.CONFIGS["weak-adv-3"], ("cas",), max_states=C.PREFIX_STATES)
+    assert [{k: g[k] for k in ("access", "to", "verdict", "states", "transitions")}
+            for g in got] != want
+
+
 @pytest.mark.slow
 def test_three_sweeper_weakenings_whole():
     got = C.weakening_counts(C.CONFIGS["weak-adv-3"])
