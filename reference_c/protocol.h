@@ -1,6 +1,7 @@
 /* protocol.h: the atomic protocol of seed 000 in the C reference, written once for two builds:
  * the epoch advance (digest 7) and the forked-child rule, the stamp's and the sweep's reads of
- * the epoch (digests 5 and 6.2), and the park handoff between an owner and the scavenger (digest 8).
+ * the epoch (digests 5 and 6.2), and the park handoff between an owner and the scavenger
+ * (digest 8).
  *
  * The normal build includes it at the end of purge.h (epoch.c, sweep.c and park.c call it);
  * the Relacy build (reference_c/relacy/check.cpp) includes it with its own thread record and

@@ -1,4 +1,5 @@
-"""The `relacy` engine: the C reference's own epoch advance, stamp and park handoff under Relacy.
+"""The `relacy` engine: the C reference's own epoch advance, stamp, park handoff and forked-child
+rule under Relacy.
 
 reference_c/protocol.h is the C reference's atomic protocol, every access through
 reference_c/atomics.h; reference_c/relacy/check.cpp builds it against rl::atomic, so that
@@ -94,7 +95,8 @@ def run_relacy(path: Path, scenario: str, iterations: int, headline: str,
 
 
 @engine(ENGINE, "Relacy on the C reference's protocol.h (the advance, the stamp, the park "
-                "handoff), at the reference's orderings or the judged weakening's build")
+                "handoff, a fork's child), at the reference's orderings or the judged "
+                "weakening's build")
 def run_relacy_engine(budget: Budget) -> list[Result]:
     access, switch = weakening_of(budget.mutant), switch_of(budget.mutant)
     out = []

@@ -1,8 +1,9 @@
-"""The `weak` engine: the epoch advance and the park handoff over C11 weak memory.
+"""The `weak` engine: the epoch advance, the park handoff and a fork over C11 weak memory.
 
 Runs the weak explorer (proofs/weak/, docs/proofs.md "The epoch protocol under C11") on the
-configurations that hold at the C reference's orderings (proofs.weak.configs.ENGINE_CONFIGS;
-with the full budget the three-sweeper advance too), with the weakenings of
+configurations that hold at the C reference's orderings (proofs.weak.configs.ENGINE_CONFIGS:
+the advance, the park at the reference and from its acquire/release baseline, the fork beside
+the advance; with the full budget the three-sweeper advance too), with the weakenings of
 proofs.weak.configs.WEAKENED applied: on the clean model there are none; a weak mutant
 (purgecheck/mutants/catalogue/weak.py) sets one. A violation fails the result of the property
 it names, with the shortest counterexample's first lines.
@@ -53,8 +54,8 @@ def run_config(name: str) -> Result:
                   detail=detail, replay=replay(name))
 
 
-@engine(ENGINE, "the weak explorer (C11 without load buffering) on the epoch advance and the "
-                "park handoff, at the reference's orderings or the judged weakening")
+@engine(ENGINE, "the weak explorer (C11 without load buffering) on the epoch advance, the park "
+                "handoff and a fork, at the reference's orderings or the judged weakening")
 def run_weak(budget: Budget) -> list[Result]:
     names = C.ENGINE_CONFIGS if budget.quick else C.ENGINE_CONFIGS_FULL
     out = []
