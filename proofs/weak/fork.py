@@ -3,7 +3,8 @@
 Seed 000 (2): "A fork that lands while another thread holds the mark: the child records a new
 beginning (_mi_page_purge_holes_forked_child)"; digest 7: "Fork: in the child, if start ==
 MOVING, store now". The real code's rule is a relaxed load of start and a store-release of the
-clock; the C reference's (reference_c/epoch.c) a seq_cst CAS MOVING -> now.
+clock; the C reference's (reference_c/protocol.h, mi_proto_forked_child) a seq_cst CAS
+MOVING -> now. Until it creates a thread the child has one, so the two come to the same.
 
 Threads (the sequentially consistent explorer's fork-2 and fork-3 in shape, proofs/explorer.py):
 - `sweepers` sweepers of the parent loop over the advance and the sweep's epoch read
