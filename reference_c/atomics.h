@@ -44,7 +44,7 @@ typedef memory_order mi_memory_order;
 #define mi_atomic_fetch_add(p, v, mo) atomic_fetch_add_explicit((p), (v), (mo))
 #endif
 
-/* -- the epoch advance (digest 7) and the sweep's read of the epoch (digest 6.2) ------------ */
+/* -- the epoch advance (digest 7), the forked-child rule, the sweep's read of the epoch (6.2) - */
 #ifdef MI_WEAKEN_LOAD_START          /* unsafe: EP-SEES-STARTED */
 #define MI_ORDER_LOAD_START MI_RELAXED
 #else
@@ -52,7 +52,11 @@ typedef memory_order mi_memory_order;
 #endif
 #define MI_ORDER_CAS MI_ACQ_REL            /* the claim: holds relaxed (docs/proofs.md) */
 #define MI_ORDER_CAS_FAIL MI_ACQUIRE
-#define MI_ORDER_FETCH_ADD MI_ACQ_REL      /* the increment: holds relaxed */
+#ifdef MI_WEAKEN_FETCH_ADD           /* unsafe with a fork: EP-NO-SHORT-EPOCH (weak explorer) */
+#define MI_ORDER_FETCH_ADD MI_ACQUIRE
+#else
+#define MI_ORDER_FETCH_ADD MI_ACQ_REL      /* the increment: release needed by a fork's copy */
+#endif
 #ifdef MI_WEAKEN_STORE_START         /* unsafe: EP-SEES-STARTED */
 #define MI_ORDER_STORE_START MI_RELAXED
 #else
@@ -64,6 +68,8 @@ typedef memory_order mi_memory_order;
 #define MI_ORDER_SPIN_LOAD MI_ACQUIRE    /* the MOVING spin */
 #endif
 #define MI_ORDER_SWEEP_EPOCH MI_ACQUIRE    /* the sweep's epoch read */
+#define MI_ORDER_FORK_CAS MI_SEQ_CST       /* the forked-child rule's CAS MOVING -> now (the real */
+#define MI_ORDER_FORK_CAS_FAIL MI_SEQ_CST  /* code: a relaxed load, a store-release) */
 #define MI_ORDER_STAMP_LOAD MI_RELAXED     /* digest 5: the stamp's relaxed load */
 
 /* -- the park handoff (digest 8; reference_c/park.c) -----------------------------------------

@@ -62,11 +62,9 @@ mi_advance_t mi_holes_epoch_advance(int64_t interval) {
     return mi_proto_epoch_advance(&mi_world->epoch_start, &mi_world->epoch, interval);
 }
 
-/* Fork: in the child, if another thread held MOVING, record a new beginning. */
+/* Fork: in the child, if another thread held MOVING, record a new beginning (protocol.h). */
 void mi_page_purge_holes_forked_child(void) {
-    if (mi_mutant == M_FORK_CHILD_KEEPS_MOVING) return;   /* broken: the child waits forever */
-    int64_t moving = MI_MOVING;
-    atomic_compare_exchange_strong(&mi_world->epoch_start, &moving, mi_clock_now());
+    mi_proto_forked_child(&mi_world->epoch_start, mi_clock_now());
 }
 
 /* The op `epoch_skip COUNT`: COUNT epochs pass untouched; the current one begins now. */

@@ -1,6 +1,7 @@
 /* protocol.h: the atomic protocol of seed 000 in the C reference, written once for two builds:
- * the epoch advance (digest 7), the stamp's and the sweep's reads of the epoch (digests 5 and
- * 6.2), and the park handoff between an owner and the scavenger (digest 8).
+ * the epoch advance (digest 7) and the forked-child rule, the stamp's and the sweep's reads of
+ * the epoch (digests 5 and 6.2), and the park handoff between an owner and the scavenger
+ * (digest 8).
  *
  * The normal build includes it at the end of purge.h (epoch.c, sweep.c and park.c call it);
  * the Relacy build (reference_c/relacy/check.cpp) includes it with its own thread record and
@@ -158,6 +159,17 @@ static inline mi_advance_t mi_proto_epoch_advance(mi_atomic(int64_t) *epoch_star
         MI_SPIN_PAUSE();
     }
     return r;
+}
+
+/* Fork: in the child, if another thread held MOVING, record a new beginning (seed 000: "A fork
+ * that lands while another thread holds the mark: the child records a new beginning"). One
+ * CAS MOVING -> now; the real code loads start relaxed and stores now with release, which in a
+ * child of one thread comes to the same (docs/proofs.md, "A fork under C11"). True when it
+ * recorded one. */
+static inline bool mi_proto_forked_child(mi_atomic(int64_t) *epoch_start, int64_t now) {
+    if (MI_MUTANT(FORK_CHILD_KEEPS_MOVING)) return false;   /* broken: the child waits forever */
+    int64_t moving = MI_MOVING;
+    return mi_atomic_cas(epoch_start, &moving, now, MI_ORDER_FORK_CAS, MI_ORDER_FORK_CAS_FAIL);
 }
 
 /* The allocating side's read of the epoch for the stamp (digest 5): relaxed. */

@@ -196,6 +196,16 @@ def test_first_kill_starts_a_glibc_mutant_at_the_glibc_engine():
     assert plan.orders["rfc-ratio-le"] == ["glibc", "validate", "scenarios", "fuzz"]
 
 
+def test_first_kill_starts_a_weakening_at_the_weak_engine():
+    """A weakened C11 ordering is seen only under weak memory: its chain starts at the weak
+    engine, also for one that catches a property of the epoch (weak-fetch-add-acquire)."""
+    engines = ["validate", "scenarios", "relacy", "weak"]
+    plan = Plan([MUTANTS["weak-fetch-add-acquire"], MUTANTS["no-cas-exclusion"]], engines,
+                first_kill=True)
+    assert plan.orders["weak-fetch-add-acquire"] == ["weak", "validate", "scenarios", "relacy"]
+    assert plan.orders["no-cas-exclusion"] == ["validate", "scenarios", "relacy", "weak"]
+
+
 def test_without_first_kill_every_cell_is_planned_at_once():
     plan = Plan([A, B], ["scenarios", "validate"], parted={"scenarios"})
     assert len(plan.initial()) == 6 and plan.total(0, 6) == 6

@@ -20,7 +20,7 @@ from proofs.weak import park as K
 from proofs.weak import protocol as P
 from purgecheck.engines import Budget, load_engines, relacy, weak
 from purgecheck.mutants import MUTANTS, applied
-from purgecheck.mutants.catalogue.weak import WEAKENINGS
+from purgecheck.mutants.catalogue.weak import RELACY_BLIND, WEAKENINGS
 
 ROOT = Path(__file__).resolve().parents[1]
 ORDERS = {"MI_RELAXED": "relaxed", "MI_ACQUIRE": "acquire", "MI_RELEASE": "release",
@@ -65,16 +65,20 @@ def test_each_weakening_switch_weakens_its_one_access(name):
 
 def test_clean_model_and_reference_hold():
     engines = load_engines()
+    got = {}
     for engine in ("weak", "relacy"):
-        results = engines[engine].run(Budget(quick=True))
+        results = got[engine] = engines[engine].run(Budget(quick=True))
         assert results and all(r.ok for r in results), [(r.figure, r.detail) for r in results]
-    assert len(results) == 4 and {r.invariant for r in results} == {"EP-SEES-STARTED",
-                                                                    "PK-HANDOFF-FRESH"}
+    assert len(got["relacy"]) == 5 and {r.invariant for r in got["relacy"]} == {
+        "EP-SEES-STARTED", "PK-HANDOFF-FRESH", "EP-MOVING-HELD"}
+    assert {r.invariant for r in got["weak"]} == {"EP-SEES-STARTED", "PK-HANDOFF-FRESH",
+                                                  "EP-MOVING-HELD"}
 
 
 # Where each weak mutant dies: the weak engine's configuration, and the Relacy build (with its
-# suffix) and scenario. The engines run these among others (test_clean_model_and_reference_hold
-# runs them whole); here each kill is shown where it happens, so each build is made once.
+# suffix) and scenario, None for a mutant Relacy cannot see (RELACY_BLIND). The engines run these
+# among others (test_clean_model_and_reference_hold runs them whole); here each kill is shown
+# where it happens, so each build is made once.
 KILLED_AT = {
     "weak-load-start-relaxed": ("weak-adv-2", "", "advance-2"),
     "weak-store-start-relaxed": ("weak-adv-2", "", "advance-2"),
@@ -83,14 +87,17 @@ KILLED_AT = {
     "weak-release-state-relaxed": ("weak-park-2", "", "park"),
     "weak-park-cas-acquire": ("weak-park-2-acqrel", "_acqrel", "park"),
     "weak-claim-cas-release": ("weak-park-2-acqrel", "_acqrel", "park"),
+    "weak-fetch-add-acquire": ("weak-fork-2", None, None),
 }
 
 
 def test_every_weak_mutant_has_its_place():
     assert set(KILLED_AT) == set(WEAKENINGS)
     assert {c for c, _, _ in KILLED_AT.values()} <= set(C.ENGINE_CONFIGS)
-    assert {(suffix, scenario) for _, suffix, scenario in KILLED_AT.values()} <= {
-        (suffix, scenario) for scenario, suffix, _ in relacy.RUNS}
+    assert {(suffix, scenario) for _, suffix, scenario in KILLED_AT.values()} - {(None, None)} \
+        <= {(suffix, scenario) for scenario, suffix, _ in relacy.RUNS}
+    assert {n for n, (_, _, scenario) in KILLED_AT.items() if scenario is None} \
+        == set(RELACY_BLIND)
 
 
 @pytest.mark.parametrize("name", sorted(WEAKENINGS))
@@ -101,9 +108,22 @@ def test_weak_mutant_killed_by_both_engines(name):
         explored = weak.run_config(config)
         access = relacy.weakening_of(name)
         checked = relacy.run_relacy(relacy.binary(access, suffix), scenario,
-                                    relacy.ITERATIONS[True], "PK-HANDOFF-FRESH")
-    for r in (explored, checked):
+                                    relacy.ITERATIONS[True], "PK-HANDOFF-FRESH") \
+            if scenario else None
+    for r in (explored, checked) if checked else (explored,):
         assert r.status == "fail" and r.invariant in m.catches, r
         assert r.detail and r.replay
-    assert f"relacy_weaken_{WEAKENINGS[name][0]}" in checked.replay
+    if checked:
+        assert f"relacy_weaken_{WEAKENINGS[name][0]}" in checked.replay
     assert not C.weakened(), "the mutant leaked out of its block"
+
+
+def test_relacy_fork_catches_the_forked_child_that_keeps_moving():
+    # the C reference's run-time switch of the model's mutant, in protocol.h's forked-child
+    # rule: the child of a fork taken while a sweeper held MOVING keeps it
+    m = MUTANTS["fork-child-keeps-moving"]
+    assert relacy.switch_of(m.name) == "fork_child_keeps_moving"
+    r = relacy.run_relacy(relacy.binary(None, ""), "fork", relacy.ITERATIONS[True],
+                          "EP-MOVING-HELD", relacy.switch_of(m.name))
+    assert r.status == "fail" and r.invariant in m.catches, r
+    assert r.replay.endswith("fork 50000 fork_child_keeps_moving") and "CAS succ" in r.detail

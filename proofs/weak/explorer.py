@@ -71,6 +71,16 @@ class Clock:
     tag: str = ""
 
 
+@dataclass(frozen=True)
+class Process:
+    """A step of the process rather than of its memory (a fork, a thread creation): `step(T,
+    mem, views, regs, t)` gives every outcome as (what, mem', views', regs') over all threads
+    (proofs/weak/fork.py)."""
+
+    step: Callable
+    tag: str = ""
+
+
 def cas(loc, expected, new, order, fail_order, then, tag=""):
     """A strong compare-exchange: then(regs, old, ok)."""
     return Rmw(loc, lambda v: new if v == expected else None, order, fail_order, then, tag,
@@ -166,10 +176,11 @@ def successors(sys: System, s: tuple):
         ins = prog(regs[t])
         if ins is None:
             continue
-        for info, mem2, views2, r2 in _execute(sys, ins, T, mem, views, regs[t], t):
+        for info, mem2, views2, r2 in _execute(sys, ins, T, mem, views, regs, t):
             info["thread"], info["name"], info["T"] = t, name, T
             info["tag"], info["regs_before"] = ins.tag, regs[t]
-            ns = (T, mem2, views2, regs[:t] + (r2,) + regs[t + 1:], ghost)
+            ns = (T, mem2, views2, r2 if isinstance(ins, Process) else
+                  regs[:t] + (r2,) + regs[t + 1:], ghost)
             if sys.on_step is not None:
                 g2, bad = sys.on_step(ghost, info, ns)
                 info["violation"] = bad
@@ -177,8 +188,8 @@ def successors(sys: System, s: tuple):
             yield info, ns
 
 
-def _execute(sys: System, ins, T, mem, views, r, t):
-    model, locs = sys.model, sys.locations
+def _execute(sys: System, ins, T, mem, views, regs, t):
+    model, locs, r = sys.model, sys.locations, regs[t]
     if isinstance(ins, Load):
         for i, value, m2, v2 in mm.load(model, mem, views, t, ins.loc, ins.order):
             yield ({"what": f"load {locs[ins.loc]} ({ins.order}) = {_v(value)}",
@@ -210,6 +221,9 @@ def _execute(sys: System, ins, T, mem, views, r, t):
     elif isinstance(ins, Clock):
         yield {"what": f"clock read = {T}", "kind": "clock", "value": T}, mem, views, \
             ins.then(r, T)
+    elif isinstance(ins, Process):
+        for what, m2, v2, regs2 in ins.step(T, mem, views, regs, t):
+            yield {"what": what, "kind": "process"}, m2, v2, regs2
     else:
         raise TypeError(f"not an instruction: {ins!r}")
 
@@ -324,6 +338,8 @@ def timeline(sys: System, path: list) -> str:
             x, p = info["wrote"]
             writers[x].insert(p, f"step {n}")
             rf += f"  [at {sys.locations[x]} mo#{p}]"
+        if info.get("kind") == "process":  # a fork's copy: the messages after it are gone
+            writers = [w[:len(loc)] for w, loc in zip(writers, st[1][0])]
         who = "-" if info["thread"] is None else f"{info['thread']}:{info['name']}"
         if info["thread"] is not None and info.get("kind") not in (None, "clock") and st:
             cur = st[2][info["thread"]][0]

@@ -264,3 +264,32 @@ def collect(mem: tuple, ths: tuple):
         new_locs.append(kept)
     new_ths = tuple((cut(c), cut(a), tuple(cut(r) for r in rel)) for c, a, rel in ths)
     return (tuple(new_locs), cut(sc)), new_ths
+
+
+def fork_copies(mem: tuple, view: tuple, latest_only: bool = False) -> list[tuple]:
+    """The memories the child of a fork by a thread with view `view` may start from, each with
+    the child's view: [(mem', view')].
+
+    C11 says nothing of fork; the kernel copies the process's memory at one instant (the
+    epoch's `start` and `epoch` are one struct, one page). A write is in the copy when it had
+    reached memory then: per location a prefix of mo, which holds at least what the forking
+    thread's view names (POSIX: the child sees its own thread's writes) and is closed under
+    happens-before (a kept message's view names writes that reached memory before it). Nothing
+    after the prefix ever reaches the child, so the child's view is the prefix's end: it reads
+    the copy's value, and no later one. `latest_only`: every write before the fork is in the
+    copy (the mo-latest message of each location: the strongest reading of the kernel's
+    barriers)."""
+    from itertools import product
+
+    locs, sc = mem
+    if latest_only:
+        ends = [tuple(len(loc) - 1 for loc in locs)]
+    else:
+        ends = [k for k in product(*(range(view[x], len(loc)) for x, loc in enumerate(locs)))
+                if all(m[1][y] <= k[y] for x, loc in enumerate(locs) for m in loc[:k[x] + 1]
+                       for y in range(len(locs)))]
+    out = []
+    for k in ends:
+        kept = tuple(loc[:k[x] + 1] for x, loc in enumerate(locs))
+        out.append(((kept, tuple(min(s, e) for s, e in zip(sc, k))), k))
+    return out

@@ -364,7 +364,4 @@ def counterexample(cfg: Config) -> str | None:
     return ex.counterexample(system(cfg, collect=False))
 
 
-def weaken(cfg: Config, access: str, order: str) -> Config:
-    if access in P.Orderings.__dataclass_fields__:
-        return replace(cfg, advance=replace(cfg.advance, **{access: order}))
-    return replace(cfg, orderings=replace(cfg.orderings, **{access: order}))
+weaken = P.weaken_beside

@@ -261,3 +261,11 @@ def counterexample(cfg: Config) -> str | None:
 
 def weaken(cfg: Config, access: str, order: str) -> Config:
     return replace(cfg, orderings=replace(cfg.orderings, **{access: order}))
+
+
+def weaken_beside(cfg, access: str, order: str):
+    """`weaken` for a configuration that runs the advance beside accesses of its own (the park,
+    the fork): the advance's orderings in `cfg.advance`, its own in `cfg.orderings`."""
+    if access in Orderings.__dataclass_fields__:
+        return replace(cfg, advance=replace(cfg.advance, **{access: order}))
+    return replace(cfg, orderings=replace(cfg.orderings, **{access: order}))

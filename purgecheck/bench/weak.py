@@ -1,9 +1,10 @@
 """Benchmark of the weak-memory checks (issue 31): states and time of the weak explorer on the
-three-sweeper advance and on the park handoff, beside the sequentially consistent explorer on
-the same configurations (its interval, clock bound and owner program), and Relacy's iterations
-per second on the C reference. Prints figures; asserts nothing.
+three-sweeper advance, on the park handoff and on a fork beside the advance, beside the
+sequentially consistent explorer on the same configurations (its interval, clock bound, owner
+program, fork), and Relacy's iterations per second on the C reference. Prints figures; asserts
+nothing.
 
-    .venv/bin/python -m purgecheck.bench.weak          # weak-adv-3, weak-park-2, -acqrel
+    .venv/bin/python -m purgecheck.bench.weak          # weak-adv-3, weak-park-2(-acqrel), weak-fork-2
     .venv/bin/python -m purgecheck.bench.weak --tiny   # weak-adv-2 (what the tests run)
 """
 
@@ -18,7 +19,7 @@ from proofs.weak import configs as C
 from purgecheck.bench import Figure, not_measured
 
 BENCH = "weak"
-FULL = ("weak-adv-3", "weak-park-2", "weak-park-2-acqrel")
+FULL = ("weak-adv-3", "weak-park-2", "weak-park-2-acqrel", "weak-fork-2")
 TINY = ("weak-adv-2",)
 RELACY_ITERATIONS = {True: 5_000, False: 300_000}
 

@@ -1,8 +1,9 @@
-"""The `weak` engine: the epoch advance and the park handoff over C11 weak memory.
+"""The `weak` engine: the epoch advance, the park handoff and a fork over C11 weak memory.
 
 Runs the weak explorer (proofs/weak/, docs/proofs.md "The epoch protocol under C11") on the
-configurations that hold at the C reference's orderings (proofs.weak.configs.ENGINE_CONFIGS;
-with the full budget the three-sweeper advance too), with the weakenings of
+configurations that hold at the C reference's orderings (proofs.weak.configs.ENGINE_CONFIGS:
+the advance, the park at the reference and from its acquire/release baseline, the fork beside
+the advance; with the full budget the three-sweeper advance too), with the weakenings of
 proofs.weak.configs.WEAKENED applied: on the clean model there are none; a weak mutant
 (purgecheck/mutants/catalogue/weak.py) sets one. A violation fails the result of the property
 it names, with the shortest counterexample's first lines.
@@ -19,7 +20,8 @@ from purgecheck.reports.results import Result
 ENGINE = "weak"
 # The property a configuration's result speaks for while it holds (it checks the others too).
 HEADLINE = {"weak-adv-2": "EP-SEES-STARTED", "weak-adv-3": "EP-SEES-STARTED",
-            "weak-park-2": "PK-HANDOFF-FRESH", "weak-park-2-acqrel": "PK-HANDOFF-FRESH"}
+            "weak-park-2": "PK-HANDOFF-FRESH", "weak-park-2-acqrel": "PK-HANDOFF-FRESH",
+            "weak-fork-2": "EP-MOVING-HELD"}
 TIMELINE_LINES = 12  # of the counterexample, in the result's detail
 
 
@@ -27,10 +29,9 @@ def replay(name: str) -> str:
     """The command that prints the configuration's verdict (with the weakenings now applied,
     its counterexample's timeline)."""
     cfg = C.engine_config(name)
-    base = "CONFIGS" if name in C.CONFIGS else "PARK_CONFIGS"
-    weakened = {a: C.ordering_of(cfg, a) for a in C.weakened()}
+    weakened = {a: C.ordering_of(cfg, a) for a in C.weakened() if C.has_access(cfg, a)}
     return (".venv/bin/python -c \"from proofs.weak import configs as C; "
-            + f"cfg = C.{base}[{name!r}]; "
+            + f"cfg = C.config({name!r}); "
             + "".join(f"cfg = C.checker(cfg).weaken(cfg, {a!r}, {o!r}); "
                       for a, o in weakened.items())
             + "print(C.checker(cfg).counterexample(cfg) or 'holds')\"")
@@ -53,8 +54,8 @@ def run_config(name: str) -> Result:
                   detail=detail, replay=replay(name))
 
 
-@engine(ENGINE, "the weak explorer (C11 without load buffering) on the epoch advance and the "
-                "park handoff, at the reference's orderings or the judged weakening")
+@engine(ENGINE, "the weak explorer (C11 without load buffering) on the epoch advance, the park "
+                "handoff and a fork, at the reference's orderings or the judged weakening")
 def run_weak(budget: Budget) -> list[Result]:
     names = C.ENGINE_CONFIGS if budget.quick else C.ENGINE_CONFIGS_FULL
     out = []

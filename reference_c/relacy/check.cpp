@@ -6,7 +6,9 @@
 //                         (weak-adv-2, weak-adv-3);
 //   park                  the owner (malloc, free, park, unpark, malloc, free, park) and the
 //                         scavenger, which claims, advances, sweeps the page and releases
-//                         (weak-park-2; built with -DMI_HANDOFF_ACQ_REL, weak-park-2-acqrel).
+//                         (weak-park-2; built with -DMI_HANDOFF_ACQ_REL, weak-park-2-acqrel);
+//   fork                  two sweepers of the parent and the child of a fork (weak-fork-2, as
+//                         far as Relacy can say it: see fork_test).
 // Judged, as there: EP-NO-SHORT-EPOCH, EP-MOVING-EXCL, EP-RECORDED-NOT-BEFORE-REAL and
 // EP-SEES-STARTED on the advance (through protocol.h's step hooks, the points where the
 // linearized trace reports each step); on the park, PK-HANDOFF-FRESH as Relacy's data-race
@@ -15,11 +17,18 @@
 // The clock is virtual: a plain counter (physical time, outside Relacy's memory) that each
 // reading may move on by 0 to 2 ms (rl::rand), up to CLOCK_BOUND_MS.
 //
-// Usage: relacy_check SCENARIO [ITERATIONS]    exit 0: every iteration held; 1: a failure
-// (Relacy prints the execution history). Build: reference_c/Makefile (relacy targets).
+// Usage: relacy_check SCENARIO [ITERATIONS [MUTANT]]    exit 0: every iteration held; 1: a
+// failure (Relacy prints the execution history). MUTANT: one of protocol.h's run-time switches
+// (the C reference's --mutant names, e.g. fork_child_keeps_moving). Build: reference_c/Makefile
+// (relacy targets).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <strings.h>
+
+// The run-time mutant (argv[3]): MI_MUTANT(NAME) is on when its name, lowercased, is it.
+static const char *relacy_mutant = "";
+#define MI_MUTANT(name) (!strcasecmp(#name, relacy_mutant))
 
 #define MI_EPOCH_SPIN_MAX 1   // the spin's bound, as the weak explorer's spin_max
 #include "../protocol.h"   // its constants; its functions once the hooks below are defined
@@ -47,6 +56,7 @@ struct ghost {
     int epochs;                       // increments so far
     int holders;                      // threads between a won CAS and their store
     int64_t seen[MAX_THREADS];        // the start each thread's advance last read
+    bool holding[MAX_THREADS];        // this thread is between its won CAS and its store
     int64_t t_alloc;                  // the owner's last allocation (the stamp's load)
     int park_sweeps;                  // sweeps of the current park
     uint64_t park_first_epoch;
@@ -80,15 +90,18 @@ static void on_step(const char *pc, int64_t v) {
         g.started_start[g.epochs] = v;
         g.seen[me] = v;
         g.holders--;
+        g.holding[me] = false;
     }
 }
 static void on_cas(bool won) {
     if (won) CHECK("EP-MOVING-EXCL", ++g.holders == 1);
+    if (won) g.holding[rl::thread_index()] = true;
 }
+static void at_step(void);
 #define MI_LIN_STEP(pc, v) on_step((pc), (v))
 #define MI_LIN_STEP_BOOL(pc, b) on_cas(b)
 #define MI_LIN_STEP_WAIT(spins, v) (g.seen[rl::thread_index()] = (v))
-#define MI_AT_STEP(pc) ((void)0)
+#define MI_AT_STEP(pc) at_step()
 #define MI_LIN_LOCK() ((void)0)
 #define MI_LIN_UNLOCK() ((void)0)
 #define MI_ADVANCE_DELAY(at) ((void)0)
@@ -133,6 +146,7 @@ struct world {
     tld owner;
     rl::var<int> block;            // block 1 of the owner's page (a plain field in C)
     rl::var<int64_t> swept_state;  // the page's swept_state (a plain field in C)
+    rl::atomic<int> parents_gone;  // fork: the parent's sweepers that have stopped
 };
 static world *w;
 
@@ -147,23 +161,27 @@ static void world_init(world *x) {
     x->owner.holes_sweep_deferred.store(false, rl::mo_relaxed, $);
     x->owner.holes_sweep_last.store(0, rl::mo_relaxed, $);
     x->owner.holes_sweep_epoch = x->owner.holes_park_epoch = 0;
+    x->parents_gone.store(0, rl::mo_relaxed, $);
     x->block($) = FREE;
     x->swept_state($) = SWEPT_NONE;
     g.t_alloc = -1;
 }
 
 // -- the advance: sweepers ------------------------------------------------------------------
+// Each: the advance, then the sweep's epoch read, twice.
+static void sweeper_rounds(world *x) {
+    for (int round = 0; round < 2; round++) {
+        mi_proto_epoch_advance(&x->epoch_start, &x->epoch, INTERVAL_MS);
+        uint64_t e;
+        sweep_read_epoch(&x->epoch, &e);
+    }
+}
+
 template<int N>
 struct advance_test : rl::test_suite<advance_test<N>, N> {
     world x;
     void before() { world_init(&x); }
-    void thread(unsigned) {
-        for (int round = 0; round < 2; round++) {
-            mi_proto_epoch_advance(&x.epoch_start, &x.epoch, INTERVAL_MS);
-            uint64_t e;
-            sweep_read_epoch(&x.epoch, &e);
-        }
-    }
+    void thread(unsigned) { sweeper_rounds(&x); }
 };
 
 // -- the park: the owner and the scavenger --------------------------------------------------
@@ -219,6 +237,56 @@ struct park_test : rl::test_suite<park_test, 2> {
     }
 };
 
+// -- the fork: the parent's sweepers and the child ------------------------------------------
+// Relacy has no fork and one memory for all threads: it cannot copy it. The child is the third
+// thread, which waits until the parent's two sweepers have stopped for good: each stops before
+// a step of its advance that rl::rand picked (or after its last), unwinding out of it (a thread
+// of the parent is not in the child; one that held MOVING leaves it held), and says so with a
+// release that the child acquires. So every write of the parent is in the child's memory (the
+// weak explorer's weak-fork-2-latest; a copy without some of them, its happens-before-closed
+// prefix, cannot be said here, and without the acquire the child would read writes of the
+// parent after the fork that it had not seen before it). Then the child runs the C reference's
+// forked-child rule (protocol.h), checks that it does not hold MOVING (EP-MOVING-HELD), and
+// sweeps twice as the parent's sweepers did, judged as they are.
+struct parent_gone {};
+static const int FORK_STEPS = 16;   // a sweeper's steps in two rounds are fewer
+static int stop_at[MAX_THREADS], steps[MAX_THREADS];
+static bool fork_scenario;
+
+static void at_step(void) {
+    unsigned me = rl::thread_index();
+    if (fork_scenario && me < 2 && steps[me]++ == stop_at[me]) throw parent_gone();
+}
+
+struct fork_test : rl::test_suite<fork_test, 3> {
+    world x;
+    void before() {
+        world_init(&x);
+        fork_scenario = true;
+        for (int t = 0; t < MAX_THREADS; t++) steps[t] = 0;
+    }
+    void thread(unsigned index) {
+        if (index < 2) {   // a sweeper of the parent
+            stop_at[index] = (int)rl::rand(FORK_STEPS);
+            try {
+                sweeper_rounds(&x);
+            } catch (parent_gone &) {
+                if (g.holding[index]) g.holders--;   // its claim stays in memory, not in a thread
+            }
+            x.parents_gone.fetch_add(1, rl::mo_acq_rel, $);
+            return;
+        }
+        while (x.parents_gone.load(rl::mo_acquire, $) < 2) rl::yield(1, $);   // the fork lands
+        int64_t now = mi_clock_now();
+        if (mi_proto_forked_child(&x.epoch_start, now)) {
+            CHECK("EP-RECORDED-NOT-BEFORE-REAL", now >= g.begins[g.epochs]);
+            g.started_start[g.epochs] = now;
+        }
+        CHECK("EP-MOVING-HELD", x.epoch_start.load(rl::mo_relaxed, $) != MI_MOVING);
+        sweeper_rounds(&x);
+    }
+};
+
 template<typename T>
 static bool run(unsigned iterations) {
     rl::test_params p;
@@ -230,16 +298,20 @@ static bool run(unsigned iterations) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s advance-2|advance-3|park [ITERATIONS]\n", argv[0]);
+        fprintf(stderr, "usage: %s advance-2|advance-3|park|fork [ITERATIONS [MUTANT]]\n",
+                argv[0]);
         return 2;
     }
     unsigned iterations = argc > 2 ? (unsigned)atoi(argv[2]) : 20000;
+    if (argc > 3) relacy_mutant = argv[3];
     bool ok;
     if (!strcmp(argv[1], "advance-2")) ok = run<advance_test<2> >(iterations);
     else if (!strcmp(argv[1], "advance-3")) ok = run<advance_test<3> >(iterations);
     else if (!strcmp(argv[1], "park")) ok = run<park_test>(iterations);
+    else if (!strcmp(argv[1], "fork")) ok = run<fork_test>(iterations);
     else {
-        fprintf(stderr, "%s: unknown scenario %s (advance-2, advance-3, park)\n", argv[0], argv[1]);
+        fprintf(stderr, "%s: unknown scenario %s (advance-2, advance-3, park, fork)\n", argv[0],
+                argv[1]);
         return 2;
     }
     return ok ? 0 : 1;

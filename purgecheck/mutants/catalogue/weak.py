@@ -5,7 +5,8 @@ docs/proofs.md ("Minimal orderings") finds a counterexample: in the weak explore
 proofs.weak.configs.WEAKENED (every configuration the weak engine runs takes it), and in the C
 reference the compile-time switch -DMI_WEAKEN_<ACCESS> of reference_c/atomics.h, which the
 relacy engine builds protocol.h with. The sequential engines run sequentially consistent
-memory and cannot see any of them; the weak and relacy engines must both kill each one.
+memory and cannot see any of them; the weak and relacy engines must both kill each one, but
+for the one that only a fork shows (Relacy has no fork: RELACY_BLIND).
 `WEAKENINGS` gives each mutant's (access, weaker ordering).
 """
 
@@ -34,6 +35,12 @@ mutant("weak-load-start-relaxed", "the advance loads the epoch's start relaxed, 
        ("EP-SEES-STARTED",), _weaken("load_start", RLX), needs_concurrency=True)
 mutant("weak-store-start-relaxed", "the advance stores the new epoch's start relaxed, not "
        "release", ("EP-SEES-STARTED",), _weaken("store_start", RLX), needs_concurrency=True)
+# Unsafe only with a fork (proofs/weak/fork.py, weak-fork-2): the child's copy may then hold the
+# new epoch without the MOVING before it. Relacy has no fork (its threads share one memory, it
+# cannot copy it): the weak explorer alone kills this one.
+mutant("weak-fetch-add-acquire", "the advance increments the epoch with acquire only, not "
+       "acq_rel: a fork's child may copy the new epoch and the start before the claim",
+       ("EP-NO-SHORT-EPOCH",), _weaken("fetch_add", ACQ), needs_concurrency=True)
 mutant("weak-spin-load-relaxed", "the MOVING spin loads the start relaxed, not acquire",
        ("EP-SEES-STARTED",), _weaken("spin_load", RLX), needs_concurrency=True)
 mutant("weak-unpark-cas-release", "the owner leaves the park with a CAS that is release only, "
@@ -49,6 +56,9 @@ mutant("weak-claim-cas-release", "the scavenger claims a parked thread with a CA
        "release only, not acq_rel", ("PK-HANDOFF-FRESH",), _weaken("claim_cas", REL),
        needs_concurrency=True)
 
+# The weak mutants Relacy cannot see, and why.
+RELACY_BLIND = {"weak-fetch-add-acquire": "only a fork's copy of memory shows it; Relacy's "
+                "threads share one memory"}
 # Each weak mutant's (access, weaker ordering), read back from its patch.
 WEAKENINGS: dict[str, tuple[str, str]] = {
     name: (m.patches[0].key, m.patches[0].replacement(""))
