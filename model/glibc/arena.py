@@ -153,8 +153,8 @@ class Bins:
 
     def oldest_small(self, size: int) -> Chunk | None:
         """last (bin) of the small bin of `size` (its oldest chunk)."""
-        group = self.bins.get(size >> 4, {}).get(size)
-        return next(iter(group.values())) if group else None
+        groups = self.bins.get(size >> 4)  # a small bin holds one size: its only group
+        return None if groups is None else next(iter(groups[size].values()))
 
     def best_in_large_bin(self, nb: int) -> Chunk | None:
         """A large request's own bin: the smallest size >= nb, and of that size the second
@@ -354,7 +354,11 @@ def malloc_consolidate(av: Arena) -> None:
 
 def push_fastbin(av: Arena, c: Chunk) -> None:
     c.state = FAST
-    av.fastbins.setdefault(c.size, []).append(c)
+    fastbin = av.fastbins.get(c.size)
+    if fastbin is None:
+        av.fastbins[c.size] = [c]
+    else:
+        fastbin.append(c)
     av.write(c.addr + 2 * SIZE_SZ, SIZE_SZ)  # p->fd
 
 
