@@ -43,6 +43,7 @@ EXPECTED = {
                "model replay, single-threaded (python3): ops per second",
                "model alone, single-threaded (python3): ops per second",
                "long replay: ops per second", "long replay: peak RSS",
+               "long replay: CPU seconds for 10 M calls",
                "real replay, threaded (recorded_threads): ops per second",
                "model replay, perl hash of 2,000 keys: ops per second",
                "model replay, perl hash of 20,000 keys: ops per second"),
@@ -220,3 +221,26 @@ def test_traces_figures_name_their_trace_shape(tmp_path):
     shape = trace_shape(path)
     assert shape.startswith(f"{n:,} events of ") and " kinds (" in shape
     assert "pages" in shape and "5 threads" in shape and "tracegen seed 0" in shape
+
+
+def test_a_figure_with_an_aim_says_whether_this_run_reached_it():
+    """Issue 29's aims are printed beside the figures they bound (never asserted): a rate is
+    judged from below, a time from above."""
+    from purgecheck.bench import against_aim
+    assert against_aim(250_000, 200_000, "ops/s").endswith("at least 200,000 ops/s, reached here")
+    assert "not reached" in against_aim(150_000, 200_000, "ops/s")
+    assert against_aim(90, 120, "s", at_most=True).endswith("reached here")
+    assert "not reached" in against_aim(150, 120, "s", at_most=True)
+
+
+
+def test_the_scale_figures_carry_their_aims(tiny_figures):
+    """Issue 29's figures name their aim: the replay's rate at both sizes of the perl hash and
+    on the long trace, the long trace's time, the simulator's rate on every design."""
+    from purgecheck.simulate.mimalloc import DESIGNS
+    aimed = [f for f in tiny_figures["record"] if f.name.startswith(
+        ("model replay, perl hash", "long replay: ops", "long replay: CPU"))]
+    aimed += [f for f in tiny_figures["simulate"] if f.name.startswith("bun-serve, ")]
+    assert len(aimed) == 4 + len(DESIGNS)
+    for f in aimed:
+        assert not f.measured or "aim: at " in f.note, f

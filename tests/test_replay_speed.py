@@ -1,9 +1,8 @@
 """The replay's fast paths (issue 16): each gives what the plain rule gives.
 
-ResidentPages answers most writes from what it knows is resident (the last range written,
-the pages of recent small writes) without reading its bitmaps; a page-by-page reference
-(a set of page numbers) must agree with it on every write and drop, and a cache that is not
-emptied by a drop is caught. The model's shortcuts are checked after every op of a workload
+ResidentPages keeps a state byte per page and counts a long write or a drop on a slice of
+them; a page-by-page reference (sets of page numbers) must agree with it on every write and
+drop, and a drop that marks pages never written as given back is caught. The model's shortcuts are checked after every op of a workload
 against what they stand for: the next chunk (chunk_at_offset) against the address order,
 have_fastchunks against the fastbins' chunks, and the tcache's size bound against csize2tidx;
 each check fails on a broken variant.
@@ -17,7 +16,7 @@ from hypothesis import strategies as st
 
 import bisect
 
-from model.glibc import heap, malloc, resident
+from model.glibc import arena, heap, malloc, resident
 from model.glibc.constants import (MAX_FAST_CHUNK, MAX_TCACHE_CHUNK, MALLOC_ALIGNMENT,
                                    PAGESIZE, TCACHE_MAX_BINS, csize2tidx)
 from model.glibc.resident import DROPPING_CALLS, ResidentPages
@@ -88,39 +87,49 @@ def test_resident_pages_agree_with_a_page_by_page_reference(steps):
     agree(steps)
 
 
-def test_a_cache_a_drop_does_not_empty_is_caught(monkeypatch):
-    """Broken variant: the drop forgets the pages of recent writes, so a page written, dropped
-    and written again is not counted as a fault."""
+def test_a_drop_that_discards_pages_never_written_is_caught(monkeypatch):
+    """Broken variant: a madvise marks every page of its range given back, resident or not,
+    so a page never written before counts as a refault when it is first written."""
     kept = resident.ResidentPages.drop
 
-    def drop_keeping_recent(self, category, addr, length):
-        recent = set(self.recent)
+    def drop_marking_all(self, category, addr, length):
         gone = kept(self, category, addr, length)
-        self.recent |= recent
+        if DROPPING_CALLS.get(category):
+            lo, hi = resident.pages_within(addr, length)
+            for region, first, end in resident.region_spans(lo, hi):
+                states = self.regions.setdefault(region, bytearray(resident.REGION_PAGES))
+                states[first:end] = bytes([resident.GIVEN_BACK]) * (end - first)
         return gone
 
-    steps = [("write", BASE, 8, 8), ("write", BASE + PAGESIZE, 8, 8),  # two one-page writes
-             ("heap_madvise", BASE, 0, 2 * PAGESIZE), ("write", BASE, 8, 8)]
+    steps = [("write", BASE, 8, 8), ("heap_madvise", BASE, 0, 2 * PAGESIZE),
+             ("write", BASE + PAGESIZE, 8, 8)]
     agree(steps)
-    monkeypatch.setattr(resident.ResidentPages, "drop", drop_keeping_recent)
+    monkeypatch.setattr(resident.ResidentPages, "drop", drop_marking_all)
     with pytest.raises(AssertionError):
         agree(steps)
 
 
 # -- the model's shortcuts --------------------------------------------------------------------
 
-def neighbour_in_address_order(seg, c):
-    """The chunk after `c` as the segment's sorted addresses give it (no shortcut)."""
-    addrs = list(seg.addrs)
-    i = bisect.bisect_right(addrs, c.addr)
-    return seg.chunks[addrs[i]] if i < len(addrs) else None
+def neighbours_in_address_order(seg, c):
+    """The chunks before and after `c` as the segment's sorted addresses give them (no
+    shortcut)."""
+    addrs = sorted(seg.chunks)
+    i = bisect.bisect_left(addrs, c.addr)
+    return (seg.chunks[addrs[i - 1]] if i else None,
+            seg.chunks[addrs[i + 1]] if i + 1 < len(addrs) else None)
 
 
 def shortcuts_hold(op, p) -> None:
+    """next_chunk by the chunk's end, the free chunk below by its footer (the chunk below in
+    address order when that one is binned, else none), have_fastchunks."""
     for av in p.arenas:
         for seg in av.segments:
             for c in seg.in_order():
-                assert seg.after(c) is neighbour_in_address_order(seg, c), op.render()
+                lower, upper = neighbours_in_address_order(seg, c)
+                assert seg.after(c) is upper, op.render()
+                binned = lower if lower is not None and lower.bin is not None else None
+                assert av.bins.ending_at(c.addr) is binned, op.render()
         assert av.have_fastchunks == any(av.fastbins.values()), op.render()
 
 
@@ -146,6 +155,21 @@ def test_a_next_chunk_past_a_gap_is_caught(monkeypatch):
     """Broken variant: next_chunk skips a chunk header's worth of bytes."""
     monkeypatch.setattr(heap.Segment, "after",
                         lambda self, c: self.chunks.get(c.addr + c.size + MALLOC_ALIGNMENT))
+    with pytest.raises(AssertionError):
+        run_checked("2.23+")
+
+
+def test_a_footer_left_behind_is_caught(monkeypatch):
+    """Broken variant: unlinking a chunk from its bin leaves its footer, so the chunk above
+    a chunk taken from the bins still sees a free chunk below it (a merge with a chunk in
+    use)."""
+    kept = arena.Bins.remove
+
+    def keeps_footer(self, c):
+        footers = dict(self.footers)
+        kept(self, c)
+        self.footers = footers
+    monkeypatch.setattr(arena.Bins, "remove", keeps_footer)
     with pytest.raises(AssertionError):
         run_checked("2.23+")
 
@@ -178,36 +202,9 @@ def test_the_tcache_size_bound_is_the_last_tcache_bin():
 
 # -- the structures that replaced lists (issue 29) ----------------------------------------------
 
-from model.glibc import arena, process as process_module, system  # noqa: E402
+from model.glibc import process as process_module, system  # noqa: E402
 from model.glibc.arena import Bins, bin_index  # noqa: E402
 from model.glibc.constants import MIN_LARGE_SIZE  # noqa: E402
-from model.glibc.sortedaddrs import SortedAddrs  # noqa: E402
-
-addr_op = st.tuples(st.sampled_from(["add", "remove", "before"]), st.integers(0, 60))
-
-
-@settings(max_examples=200, **SETTINGS)
-@given(st.lists(addr_op, max_size=120), st.integers(1, 4))
-def test_sorted_addrs_agree_with_a_sorted_list(ops, block):
-    """Tiny blocks (1..4 addresses), so that blocks split and empty all the time."""
-    fast, ref = SortedAddrs(block), []
-    for what, x in ops:
-        if what == "add" and x not in ref:
-            fast.add(x)
-            bisect.insort(ref, x)
-        elif what == "remove":
-            if x in ref:
-                fast.remove(x)
-                ref.remove(x)
-            else:
-                with pytest.raises(KeyError):
-                    fast.remove(x)
-        i = bisect.bisect_left(ref, x)
-        assert fast.before(x) == (ref[i - 1] if i else None)
-        assert list(fast) == ref and len(fast) == len(ref) and bool(fast) == bool(ref)
-        if ref:
-            assert (fast[0], fast[-1], fast[len(ref) // 2]) == (ref[0], ref[-1],
-                                                                ref[len(ref) // 2])
 
 
 class ListBins:
@@ -341,7 +338,8 @@ def addresses_in_order(op, p) -> None:
     for av in p.arenas:
         assert isinstance(av.bins, MirroredBins)
         for seg in av.segments:
-            assert list(seg.addrs) == sorted(seg.chunks), op.render()
+            assert all(a == c.addr and c.segment is seg for a, c in seg.chunks.items()), \
+                op.render()
 
 
 @pytest.mark.parametrize("version", ["2.21", "2.23+"])

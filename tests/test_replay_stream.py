@@ -25,7 +25,7 @@ def test_streaming_gives_the_ops_of_the_in_memory_reader(tmp_path):
     path = tmp_path / "t.rec"
     write_synthetic(path, 12_000, threads=5, buffer=64)
     img = read_trace(path).images[0]
-    s = stream(path, chunk=500, run=200)  # 60 runs: two merge rounds of at most 16
+    s = stream(path, chunk=500, run=200, fan_in=16)  # 60 runs: two merge rounds of 16
     assert not s.sorted_in_file  # the buffers reached the file out of call order
     a, b = Conversion(), Conversion()
     assert list(to_ops(img, a)) == list(to_ops(s, b)) and a == b and a.ops > 12_000
@@ -65,9 +65,9 @@ def peak_bytes(run) -> int:
 
 
 def streamed(path):
-    # sizes small enough that both traces reach the bound: more than FAN_IN runs, each run at
-    # least a merge block (the bound is FAN_IN merge blocks, a chunk and a run)
-    for _ in to_ops(stream(path, chunk=256, run=128, merge_block=64)):
+    # sizes small enough that both traces reach the bound: more than fan_in runs, each run at
+    # least a merge block (the bound is fan_in merge blocks, a chunk and a run)
+    for _ in to_ops(stream(path, chunk=256, run=128, merge_block=64, fan_in=16)):
         pass
 
 

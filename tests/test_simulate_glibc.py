@@ -141,7 +141,7 @@ def test_a_long_run_keeps_its_memory_bounded():
     assert sim.allocations > 2000 and sim.counters()["heap_madvise"] > 2000
     assert len(sim.samples) <= MAX_SAMPLES + 2
     assert not sim.p.calls and all(not av.trims for av in sim.p.arenas)
-    assert len(sim.p.resident.bits) <= 4 and not sim.p.blocks
+    assert len(sim.p.resident.regions) <= 4 and not sim.p.blocks
 
 
 def test_the_simulation_is_deterministic():

@@ -68,7 +68,13 @@ class Bins:
     doubly linked lists: taking either end, inserting at a known place and unlinking any
     chunk cost O(1) however many chunks a bin holds; a list paid a copy of its tail, and a
     dict used as a queue a scan past its deleted entries). tests/test_replay_speed.py checks
-    every operation against the list model these stand for."""
+    every operation against the list model these stand for.
+
+    A binned chunk's footer (set_foot: the next chunk's prev_size, its PREV_INUSE bit clear)
+    is `footers`, by the address where the chunk ends: how _int_free finds a free chunk
+    below the one it frees (`if (!prev_inuse (p))`, `prev_size (p)`). A chunk's size and
+    address never change while it is binned (every rule unlinks it first), so the footer
+    written by `add` holds until `remove`."""
 
     def __init__(self) -> None:
         self.unsorted: OrderedDict[int, Chunk] = OrderedDict()  # by address, oldest first
@@ -76,6 +82,7 @@ class Bins:
         self.nonempty: list[int] = []  # bin indices that hold a chunk, ascending
         self.count = 0  # chunks held (each chunk knows its bin: Chunk.bin)
         self.seq = 0
+        self.footers: dict[int, Chunk] = {}  # end address -> the binned chunk ending there
 
     def __len__(self) -> int:
         return self.count
@@ -90,8 +97,14 @@ class Bins:
         c.seq = self.seq
         c.state = FREE
         self.unsorted[c.addr] = c
+        self.footers[c.addr + c.size] = c
         c.bin = 0
         self.count += 1
+
+    def ending_at(self, addr: int) -> Chunk | None:
+        """The binned chunk that ends at `addr`: the free chunk below the chunk at `addr`,
+        found by its footer (None: the chunk below is in use, PREV_INUSE set)."""
+        return self.footers.get(addr)
 
     def oldest_unsorted(self) -> Chunk:
         """The unsorted bin's tail, where _int_malloc's scan takes from (`unsorted_chunks
@@ -117,6 +130,7 @@ class Bins:
             group.move_to_end(c.addr, last=False)
             group.move_to_end(first, last=False)
         c.bin = i
+        self.footers[c.addr + size] = c
         self.count += 1
 
     def remove(self, c: Chunk) -> None:
@@ -124,6 +138,7 @@ class Bins:
         i = c.bin
         c.bin = None
         self.count -= 1
+        del self.footers[c.addr + c.size]
         if i == 0:
             del self.unsorted[c.addr]
             return
@@ -138,8 +153,8 @@ class Bins:
 
     def oldest_small(self, size: int) -> Chunk | None:
         """last (bin) of the small bin of `size` (its oldest chunk)."""
-        group = self.bins.get(size >> 4, {}).get(size)
-        return next(iter(group.values())) if group else None
+        groups = self.bins.get(size >> 4)  # a small bin holds one size: its only group
+        return None if groups is None else next(iter(groups[size].values()))
 
     def best_in_large_bin(self, nb: int) -> Chunk | None:
         """A large request's own bin: the smallest size >= nb, and of that size the second
@@ -285,8 +300,8 @@ def split_top(av: Arena, nb: int) -> Chunk:
     top = av.top
     seg = top.segment
     victim = Chunk(top.addr, nb, INUSE)
-    seg.hand_over(top, victim)  # the victim takes the top's address, the top moves up:
-    top.addr += nb  # one address more in the segment (seg.move would remove and add one)
+    seg.insert(victim)  # the victim takes the top's address, the top moves up
+    top.addr += nb
     top.size -= nb
     seg.insert(top)
     av.write(victim.addr + SIZE_SZ, SIZE_SZ)  # set_head (victim)
@@ -300,7 +315,7 @@ def coalesce_with_top(av: Arena, c: Chunk) -> Chunk:
     top = av.top
     seg.remove(top)  # the top's old address goes; the top takes over the chunk's
     top.addr = c.addr
-    seg.hand_over(c, top)
+    seg.insert(top)
     top.size += c.size
     av.write(c.addr + SIZE_SZ, SIZE_SZ)  # set_head (p, size | PREV_INUSE); av->top = p
     return av.top
@@ -310,8 +325,8 @@ def coalesce(av: Arena, c: Chunk) -> Chunk:
     """_int_free's merge: with a FREE lower neighbour, then into top or with a FREE upper
     neighbour; the result goes to the bins unless it became the top. Returns the merged chunk."""
     seg = c.segment
-    lower = seg.before(c)
-    if lower is not None and lower.state == FREE:
+    lower = av.bins.ending_at(c.addr)  # !prev_inuse (p): the chunk below is free
+    if lower is not None:
         av.bins.remove(lower)
         seg.remove(c)
         lower.size += c.size
@@ -339,7 +354,11 @@ def malloc_consolidate(av: Arena) -> None:
 
 def push_fastbin(av: Arena, c: Chunk) -> None:
     c.state = FAST
-    av.fastbins.setdefault(c.size, []).append(c)
+    fastbin = av.fastbins.get(c.size)
+    if fastbin is None:
+        av.fastbins[c.size] = [c]
+    else:
+        fastbin.append(c)
     av.write(c.addr + 2 * SIZE_SZ, SIZE_SZ)  # p->fd
 
 

@@ -4,13 +4,17 @@ A `Segment` is a run of address space that chunks tile without gaps: a thread he
 (`heap_info` at `base`, at most HEAP_MAX_SIZE, with `size` and `mprotect_size`) or the main
 arena's memory between the initial break and the current one. Each chunk has a state; only
 FREE chunks (in the bins) coalesce, as only they have their neighbour's PREV_INUSE bit clear.
+
+As in glibc, a chunk is found from a neighbour, never by a search: the next one starts where
+it ends (`chunk_at_offset (p, size)`: `Segment.after`), and the one before is reached only
+when it is free, through its footer (`prev_size`: `Bins.ending_at`). The chunks in address
+order are sorted only for the invariants and reports (`in_order`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from model.glibc.sortedaddrs import SortedAddrs
 from model.glibc.trim import MadviseThrottle
 
 INUSE = "inuse"  # handed out (to the program, or a tcache struct or a dtv)
@@ -48,27 +52,21 @@ class Segment:
     prev: "Segment | None" = None  # thread heaps: heap->prev
     mt: MadviseThrottle = field(default_factory=MadviseThrottle)  # the RFC's counters
     arena: object = None  # the Arena the segment belongs to (heap->ar_ptr)
-    addrs: SortedAddrs = field(default_factory=SortedAddrs)  # the chunks' addresses, in order
-    chunks: dict[int, Chunk] = field(default_factory=dict)
+    chunks: dict[int, Chunk] = field(default_factory=dict)  # by address
 
     @property
     def end(self) -> int:
         return self.base + self.size
 
     def insert(self, c: Chunk) -> None:
+        """A chunk starts at c.addr (a new one, or one that takes over the address of the
+        chunk that started there: the chunk cut from the top's low end, the top absorbing
+        the chunk below it)."""
         c.segment = self
-        self.addrs.add(c.addr)
         self.chunks[c.addr] = c
 
     def remove(self, c: Chunk) -> None:
-        self.addrs.remove(c.addr)
         del self.chunks[c.addr]
-
-    def hand_over(self, old: Chunk, new: Chunk) -> None:
-        """`new` now starts where `old` did (a chunk cut from the top's low end, a chunk the
-        top absorbs): the addresses are unchanged, so only the chunk they name changes."""
-        new.segment = self
-        self.chunks[new.addr] = new
 
     def move(self, c: Chunk, addr: int) -> None:
         """Re-key a chunk whose start changed (the top chunk absorbing its lower neighbour)."""
@@ -81,9 +79,6 @@ class Segment:
         `c` ends (the chunks tile the segment); None past the last chunk."""
         return self.chunks.get(c.addr + c.size)
 
-    def before(self, c: Chunk) -> Chunk | None:
-        a = self.addrs.before(c.addr)
-        return None if a is None else self.chunks[a]
-
     def in_order(self) -> list[Chunk]:
-        return [self.chunks[a] for a in self.addrs]
+        """The chunks in address order (for the invariants and reports: a sort)."""
+        return [self.chunks[a] for a in sorted(self.chunks)]

@@ -19,7 +19,7 @@ RECENT_TRIMS = 16  # each op adds a few records at most; older ones were judged 
 
 
 def _segments(av: Arena):
-    return [s for s in av.segments if s.addrs]
+    return [s for s in av.segments if s.chunks]
 
 
 @invariant("GL-CHUNKS-TILE",
@@ -52,7 +52,7 @@ def top_last(av: Arena) -> str | None:
     if av.top is None:
         return None
     seg = av.segments[-1]
-    if av.top.segment is not seg or seg.addrs[-1] != av.top.addr:
+    if av.top.segment is not seg or max(seg.chunks) != av.top.addr:
         return f"{av.name}: the top chunk at {av.top.addr:#x} is not the last chunk of the " \
                f"current heap"
     if av.top.end != seg.end:

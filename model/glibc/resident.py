@@ -9,21 +9,30 @@ madvise(MADV_DONTNEED) or the PROT_NONE remap of a heap's tail (shrink_heap), a 
 lowers the break (systrim), a munmap of an mmapped chunk or of a whole heap. Thread stacks
 are not malloc's memory and are not counted.
 
-Pages are bits of one integer per 64 MiB of address space (a thread heap's size and
-alignment), so a write or a drop costs a few operations on machine words whatever its
+Each page has one state byte (ABSENT, RESIDENT, GIVEN_BACK), in one bytearray per 64 MiB of
+address space (a thread heap's size and alignment): a one-page write, most of malloc's own,
+is one index; a longer write or a drop counts and rewrites a slice in C, whatever its
 length. Nothing here decides anything: it is the ghost state a rule's cost is read from.
 """
 
 from __future__ import annotations
 
+import re
+
 from model.glibc.constants import HEAP_MAX_SIZE, PAGESIZE
 
-REGION_PAGES = HEAP_MAX_SIZE // PAGESIZE  # pages per bitmap: one 64 MiB heap
-# The most one write may make resident: 1 TiB, 16,384 bitmaps of 2 KiB. A recorded size past
+REGION_PAGES = HEAP_MAX_SIZE // PAGESIZE  # pages per state array: one 64 MiB heap
+# The most one write may make resident: 1 TiB, 16,384 arrays of 16 KiB. A recorded size past
 # it (a calloc of 2^62 bytes from the heap, with mmap turned off) is refused, not written a
 # region at a time for hours.
 MAX_WRITE_BYTES = 1 << 40
-RECENT_PAGES = 4096  # ResidentPages.recent: the set is emptied when it reaches this size
+
+# A page's state. GIVEN_BACK: discarded by the allocator while resident, at an address it
+# keeps, and not written since: a write there is a refault.
+ABSENT, RESIDENT, GIVEN_BACK = 0, 1, 2
+_RESIDENT_RUN = re.compile(b"\x01+")
+_GIVEN_BACK_RUN = re.compile(b"\x02+")
+_ALL = {state: bytes([state]) * REGION_PAGES for state in (ABSENT, RESIDENT)}
 
 # The system calls that give pages back (syscalls.CATEGORIES), and whether the same addresses
 # can be written again without a new mapping (a heap regrowing into its old pages, the break
@@ -48,34 +57,28 @@ def pages_within(addr: int, length: int) -> tuple[int, int]:
     return (addr + PAGESIZE - 1) // PAGESIZE, (addr + length) // PAGESIZE
 
 
-def region_masks(lo: int, hi: int):
-    """(region, bit mask) of the pages lo..hi-1, one per 64 MiB region they cross."""
+def region_spans(lo: int, hi: int):
+    """(region, first, end): the pages lo..hi-1 as index ranges of the regions they cross."""
     while lo < hi:
         region, first = divmod(lo, REGION_PAGES)
-        n = min(hi - lo, REGION_PAGES - first)
-        yield region, ((1 << n) - 1) << first
-        lo += n
+        end = min(REGION_PAGES, first + hi - lo)
+        yield region, first, end
+        lo += end - first
 
 
-def region_mask(region: int, lo: int, hi: int) -> int:
-    """The bit mask of the pages lo..hi-1 that lie in `region`."""
-    base = region * REGION_PAGES
-    first, end = max(lo, base) - base, min(hi, base + REGION_PAGES) - base
-    return ((1 << (end - first)) - 1) << first if end > first else 0
-
-
-def masks_of_held(lo: int, hi: int, *held: dict[int, int]):
-    """region_masks(lo, hi), but only of the regions that are keys of a dict in `held`: what
-    a drop or a count looks at. A range of 2^50 pages (a recorded size of 2^62 bytes) costs
-    the regions that hold pages, not the 2^36 regions it spans."""
-    first, last = lo // REGION_PAGES, (hi - 1) // REGION_PAGES
+def spans_of_held(lo: int, hi: int, held: dict[int, bytearray]):
+    """region_spans(lo, hi), but only of the regions `held` has: what a drop or a count
+    looks at. A range of 2^50 pages (a recorded size of 2^62 bytes) costs the regions that
+    hold pages, not the 2^36 regions it spans."""
     if hi <= lo:
         return
-    if last - first < sum(len(d) for d in held) + 2:
-        yield from region_masks(lo, hi)
+    first, last = lo // REGION_PAGES, (hi - 1) // REGION_PAGES
+    if last - first < len(held) + 2:
+        yield from ((r, f, e) for r, f, e in region_spans(lo, hi) if r in held)
         return
-    for region in sorted({r for d in held for r in d if first <= r <= last}):
-        yield region, region_mask(region, lo, hi)
+    for region in sorted(r for r in held if first <= r <= last):
+        base = region * REGION_PAGES
+        yield region, max(lo, base) - base, min(hi, base + REGION_PAGES) - base
 
 
 class ResidentLimit(ValueError):
@@ -89,21 +92,15 @@ class ResidentPages:
     resident and were discarded by the allocator at addresses it kept (seed 001: "madvise()
     ... immediately followed by a malloc and a refault")."""
 
-    __slots__ = ("bits", "given_back", "pages", "faults", "refaults", "dropped", "hot",
-                 "recent")
+    __slots__ = ("regions", "pages", "faults", "refaults", "dropped")
 
     def __init__(self) -> None:
-        self.bits: dict[int, int] = {}  # region -> resident pages
-        self.given_back: dict[int, int] = {}  # region -> discarded pages not written since
+        # region -> the state of each of its pages; a region all ABSENT is deleted
+        self.regions: dict[int, bytearray] = {}
         self.pages = 0  # resident pages
         self.faults = 0
         self.refaults = 0
         self.dropped = 0  # resident pages the allocator's calls dropped
-        self.hot = (0, 0)  # pages lo..hi-1 last written: resident until the next drop
-        # pages one- or two-page writes made resident since the last drop (at most
-        # RECENT_PAGES): malloc's metadata writes alternate between a few pages, and a test
-        # of a page number is cheaper than one of a 64 MiB region's 16,384-bit integer
-        self.recent: set[int] = set()
 
     @property
     def resident_bytes(self) -> int:
@@ -111,53 +108,40 @@ class ResidentPages:
 
     def write(self, addr: int, length: int) -> int:
         """The program or malloc writes [addr, addr + length); returns the pages that fault."""
-        lo, last = addr // PAGESIZE, (addr + length - 1) // PAGESIZE
-        recent = self.recent
-        if last - lo <= 1 and lo in recent and last in recent:  # most of malloc's writes:
-            return 0  # tested first (a length <= 0 that passes writes nothing either)
+        lo = addr // PAGESIZE
         if length <= 0:
             return 0
+        region, first = divmod(lo, REGION_PAGES)
+        if (addr + length - 1) // PAGESIZE == lo:  # within one page: most of malloc's writes
+            states = self.regions.get(region)
+            if states is None:
+                states = self.regions[region] = bytearray(REGION_PAGES)
+            state = states[first]
+            if state == RESIDENT:
+                return 0
+            states[first] = RESIDENT
+            self.pages += 1
+            self.faults += 1
+            self.refaults += state == GIVEN_BACK
+            return 1
         if length > MAX_WRITE_BYTES:
             raise ResidentLimit(f"a write of {length:,} bytes: more than the resident-page "
                                 f"model takes at once ({MAX_WRITE_BYTES:,} bytes, 1 TiB)")
-        hi = last + 1
-        few = hi - lo <= 2
-        hot = self.hot
-        if hot[0] <= lo and hi <= hot[1]:  # the pages just written (a large write)
-            return 0
-        bits = self.bits
-        region, first = divmod(lo, REGION_PAGES)
-        if hi - lo <= REGION_PAGES - first:  # within one region: the usual case
-            self.hot = (lo, hi)
-            if few:
-                if len(recent) >= RECENT_PAGES:
-                    recent.clear()
-                recent.update((lo, hi - 1))
-            mask = ((1 << (hi - lo)) - 1) << first
-            old = bits.get(region, 0)
-            new = mask & ~old
-            if not new:
-                return 0
-            bits[region] = old | mask
-            return self._faulted(region, new)
         faulted = 0
-        for region, mask in region_masks(lo, hi):
-            old = bits.get(region, 0)
-            new = mask & ~old
+        regions = self.regions
+        for region, first, end in region_spans(*pages_touched(addr, length)):
+            states = regions.get(region)
+            if states is None:
+                states = regions[region] = bytearray(REGION_PAGES)
+            span = states[first:end]
+            new = end - first - span.count(RESIDENT)
             if new:
-                bits[region] = old | mask
-                faulted += self._faulted(region, new)
+                self.refaults += span.count(GIVEN_BACK)
+                states[first:end] = _ALL[RESIDENT][:end - first]
+                faulted += new
+        self.pages += faulted
+        self.faults += faulted
         return faulted
-
-    def _faulted(self, region: int, new: int) -> int:
-        n = new.bit_count()
-        self.pages += n
-        self.faults += n
-        back = self.given_back.get(region)
-        if back and back & new:
-            self.refaults += (back & new).bit_count()
-            self.given_back[region] = back & ~new
-        return n
 
     def drop(self, category: str, addr: int, length: int) -> int:
         """A system call of `category` gave [addr, addr + length) back; returns the resident
@@ -165,29 +149,20 @@ class ResidentPages:
         reusable = DROPPING_CALLS.get(category)
         if reusable is None:
             return 0
-        bits, back = self.bits, self.given_back
-        self.hot = (0, 0)
-        self.recent.clear()
+        regions = self.regions
         gone_total = 0
-        for region, mask in masks_of_held(*pages_within(addr, length), bits, back):
-            old = bits.get(region, 0)
-            gone = old & mask
-            if gone:
-                rest = old & ~mask
-                if rest:
-                    bits[region] = rest
-                else:
-                    del bits[region]
-                gone_total += gone.bit_count()
+        for region, first, end in spans_of_held(*pages_within(addr, length), regions):
+            states = regions[region]
+            span = states[first:end]
+            gone = span.count(RESIDENT)
+            gone_total += gone
             if reusable:  # only what was resident is discarded: a page never written is not
                 if gone:
-                    back[region] = back.get(region, 0) | gone
-            elif region in back:
-                rest = back[region] & ~mask
-                if rest:
-                    back[region] = rest
-                else:
-                    del back[region]
+                    states[first:end] = span.replace(b"\x01", b"\x02")
+            else:  # unmapped: nothing of it is resident or given back any more
+                states[first:end] = _ALL[ABSENT][:end - first]
+                if states.count(ABSENT) == REGION_PAGES:
+                    del regions[region]
         self.pages -= gone_total
         self.dropped += gone_total
         return gone_total
@@ -198,22 +173,23 @@ class ResidentPages:
 
     def resident_in_pages(self, lo: int, hi: int) -> int:
         """Resident pages among the pages lo..hi-1."""
-        bits = self.bits
-        return sum((bits.get(region, 0) & mask).bit_count()
-                   for region, mask in masks_of_held(lo, hi, bits))
+        regions = self.regions
+        return sum(regions[r][f:e].count(RESIDENT) for r, f, e in spans_of_held(lo, hi, regions))
+
+    def given_back(self) -> set[int]:
+        """The pages given back and not written since (GIVEN_BACK), by page number."""
+        return {region * REGION_PAGES + i for region, states in self.regions.items()
+                for m in _GIVEN_BACK_RUN.finditer(states) for i in range(m.start(), m.end())}
 
     def runs(self) -> list[tuple[int, int]]:
         """The resident pages as runs [first page, end page), in address order."""
         out: list[tuple[int, int]] = []
-        for region in sorted(self.bits):
-            b, base = self.bits[region], region * REGION_PAGES
-            while b:
-                low = (b & -b).bit_length() - 1  # the lowest set bit
-                run = (~(b >> low) & ((b >> low) + 1)).bit_length() - 1  # ones from there
-                start = base + low
+        for region in sorted(self.regions):
+            base = region * REGION_PAGES
+            for m in _RESIDENT_RUN.finditer(self.regions[region]):
+                start, end = base + m.start(), base + m.end()
                 if out and out[-1][1] == start:
-                    out[-1] = (out[-1][0], start + run)
+                    out[-1] = (out[-1][0], end)
                 else:
-                    out.append((start, start + run))
-                b &= ~(((1 << run) - 1) << low)
+                    out.append((start, end))
         return out

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 
 from model.glibc import trim
 from model.glibc.arena import Arena, TrimRecord
-from model.glibc.constants import (HEAP_MAX_SIZE, HEAP_MIN_SIZE, MALLOC_ALIGNMENT, MINSIZE,
-                                   PAGESIZE, SIZE_SZ, align_up, mmapped_chunk_size)
-from model.glibc.heap import FREE, MMAPPED, TOP, Chunk, Segment
+from model.glibc.constants import (CHUNK_HDR_SZ, HEAP_MAX_SIZE, HEAP_MIN_SIZE,
+                                   MALLOC_ALIGNMENT, MINSIZE, PAGESIZE, SIZE_SZ, align_up,
+                                   mmapped_chunk_size)
+from model.glibc.heap import MMAPPED, TOP, Chunk, Segment
 from model.glibc.params import raise_dynamic_threshold
 from model.glibc.syscalls import SysCall
 
@@ -108,12 +109,15 @@ def delete_empty_heaps(p: "Process", av: Arena, seg: Segment, pad: int) -> Segme
     chunk before them) the top. Looks at top_pad, never at trim_threshold (digest)."""
     while seg.prev is not None and av.top.addr == seg.first:
         prev = seg.prev
-        final = prev.chunks[prev.addrs[-1]]  # the last fencepost, 0|PREV_INUSE
-        fence = prev.before(final)
+        # the fenceposts start_new_heap left at the end of the previous heap: the last,
+        # 0|PREV_INUSE, and the one before it, 16 bytes (or 32: an old top too small to free)
+        final = prev.chunks[prev.end - CHUNK_HDR_SZ]
+        fence = prev.chunks.get(final.addr - CHUNK_HDR_SZ) or \
+            prev.chunks[final.addr - 2 * CHUNK_HDR_SZ]
         new_size = fence.size + final.size
         start = fence.addr
-        lower = prev.before(fence)
-        if lower is not None and lower.state == FREE:
+        lower = av.bins.ending_at(fence.addr)  # !prev_inuse (p): a free chunk before them
+        if lower is not None:
             new_size += lower.size
             start = lower.addr
         if new_size + (HEAP_MAX_SIZE - prev.size) < pad + MINSIZE + PAGESIZE:
@@ -121,7 +125,7 @@ def delete_empty_heaps(p: "Process", av: Arena, seg: Segment, pad: int) -> Segme
         av.system_mem -= seg.size
         p.emit("munmap", "heap_delete", seg.base, HEAP_MAX_SIZE)
         av.segments.remove(seg)
-        if lower is not None and lower.state == FREE:
+        if lower is not None:
             av.bins.remove(lower)
             prev.remove(lower)
         prev.remove(fence)

@@ -44,6 +44,15 @@ class Figure:
                 "note": self.note}
 
 
+def against_aim(value: float, aim: float, unit: str, at_most: bool = False) -> str:
+    """The words a figure's note gives it beside an aim (issue 29's: replay and simulate at
+    the scale of real programs): the aim and whether this run reached it. A benchmark prints
+    this, nothing asserts it (the machine's load moves the figures)."""
+    reached = value <= aim if at_most else value >= aim
+    return (f"aim: {'at most' if at_most else 'at least'} {aim:,.0f} {unit}, "
+            f"{'reached' if reached else 'not reached'} here")
+
+
 def not_measured(bench: str, name: str, unit: str, why: str) -> Figure:
     """The row of a figure that could not be measured here, saying why."""
     return Figure(bench, name, math.nan, unit, why)

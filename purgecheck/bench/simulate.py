@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 import time
 
-from purgecheck.bench import Figure
+from purgecheck.bench import Figure, against_aim
 
 BENCH = "simulate"
 TINY_REQUESTS = 300
+AIM_ALLOCS = 100_000  # issue 29: allocations per CPU second, per design
 
 
 def _cpu(fn):
@@ -41,14 +42,16 @@ def figures(tiny: bool = False, requests: int | None = None) -> list[Figure]:
             n = run.counters["allocations"]
             out.append(Figure(BENCH, f"{workload}, {design}: allocations per second", n / cpu,
                               "allocs/s", f"{n:,.0f} allocations (malloc+free), with the "
-                                          f"sweeps, by CPU time"))
+                                          f"sweeps, by CPU time; "
+                                          + against_aim(n / cpu, AIM_ALLOCS, "allocs/s")))
     glibc = glibc_simulator()
     for name in glibc_workloads():
         runs, cpu = _cpu(lambda: glibc.simulate_glibc(name, **glibc.bench_params(name, tiny)))
         n = sum(r.counters.get("allocations", 0) for r in runs)
         out.append(Figure(BENCH, f"glibc {name}, every version: allocations per second",
                           n / cpu, "allocs/s", f"{n:,.0f} allocations over {len(runs)} "
-                                               f"versions, by CPU time"))
+                                               f"versions, by CPU time; "
+                                               + against_aim(n / cpu, AIM_ALLOCS, "allocs/s")))
     out += recording_figures(tiny)
     scale = 0.02 if tiny else 1.0
     claims, cpu = _cpu(lambda: seed_claims(scale=scale))
@@ -93,13 +96,15 @@ def recording_figures(tiny: bool = False) -> list[Figure]:
         n = sum(r.counters["allocations"] for r in runs)
         out = [Figure(BENCH, f"{what}, glibc, every version: allocations per second",
                       n / cpu, "allocs/s", f"{n:,.0f} allocations over {len(runs)} versions, "
-                                           f"by CPU time")]
+                                           f"by CPU time; "
+                                           + against_aim(n / cpu, AIM_ALLOCS, "allocs/s"))]
         for d in DESIGNS:
             run, cpu = _cpu(lambda: simulate(w, d, sample_ms=10, park_after_ms=10,
                                              calls=calls_of(program.timed_ops())))
             n = run.counters["allocations"]
             out.append(Figure(BENCH, f"{what}, {d}: allocations per second", n / cpu,
-                              "allocs/s", f"{n:,.0f} allocations, by CPU time"))
+                              "allocs/s", f"{n:,.0f} allocations, by CPU time; "
+                                          + against_aim(n / cpu, AIM_ALLOCS, "allocs/s")))
     return out
 
 

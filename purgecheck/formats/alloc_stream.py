@@ -34,7 +34,10 @@ from purgecheck.formats.alloc_trace import (KIND, KINDS, MAGIC, RECORD, AllocTra
 CHUNK = 1 << 16  # records read from a file at a time
 RUN = 1 << 18  # records sorted in memory at a time (one sorted run of the external sort)
 MERGE_BLOCK = 1 << 9  # records of each run held during a merge (and of its output)
-FAN_IN = 16  # runs merged at once; more are merged in rounds
+# runs merged at once (more are merged in rounds): a trace of up to 16 M calls in one round,
+# each record merged once (a round is a Python loop over every record: at 16, a 10 M-call
+# trace took two); held in memory, a block of each: 64 x MERGE_BLOCK records
+FAN_IN = 64
 SEQ_MASK = (1 << 40) - 1
 
 
@@ -89,9 +92,10 @@ class StreamImage:
     """One process image of a trace, read in call order a chunk at a time (module doc)."""
 
     def __init__(self, path: str | Path, lo: int, hi: int, chunk: int = CHUNK,
-                 run: int = RUN, merge_block: int = MERGE_BLOCK) -> None:
+                 run: int = RUN, merge_block: int = MERGE_BLOCK, fan_in: int = FAN_IN) -> None:
         self.path, self.source = Path(path), str(path)
         self.first_record, self.chunk, self.merge_block = lo, chunk, merge_block
+        self.fan_in = fan_in
         self._tmp: tempfile.TemporaryDirectory | None = None
         with open(self.path, "rb") as f:
             f.seek(lo * RECORD)
@@ -136,9 +140,10 @@ class StreamImage:
             out.tofile(name)
             runs.append((name, len(w)))
             start += len(w)
-        while len(runs) > 1:  # at most FAN_IN runs merged at once: bounded memory
-            runs = [self._merge(runs[k:k + FAN_IN], tmp / f"run{len(runs)}-{k}")
-                    for k in range(0, len(runs), FAN_IN)]
+        fan_in = self.fan_in
+        while len(runs) > 1:  # at most fan_in runs merged at once: bounded memory
+            runs = [self._merge(runs[k:k + fan_in], tmp / f"run{len(runs)}-{k}")
+                    for k in range(0, len(runs), fan_in)]
         return runs[0][0]
 
     def _merge(self, runs: list[tuple[Path, int]], out: Path) -> tuple[Path, int]:

@@ -27,6 +27,7 @@ file does not have, so the ops stop before it (`Conversion.stopped` says where a
 from __future__ import annotations
 
 from heapq import heappop, heappush
+from itertools import count
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator
 
@@ -81,8 +82,8 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
     # address -> the record that freed it, for the message only: it is read for an address
     # not live, whose last event was the free that wrote it (so a malloc need not erase it)
     gone: dict[int, int] = {}
-    free_ids: list[int] = []
-    next_id = 0
+    free_ids: list[int] = []  # a heap: the lowest is reused first
+    fresh_id = count().__next__  # when none is free: the next never used
     max_live = 0
     pthread_own: set[int] = set()
     slots: dict[int, int] = {main: 0}
@@ -100,13 +101,10 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
                                       f"live block")
 
     def new_id(addr: int, rec: int) -> int:
-        nonlocal next_id, max_live
+        nonlocal max_live
         if addr in live:
             raise still_live(addr, rec)
-        if free_ids:
-            i = heappop(free_ids)
-        else:
-            i, next_id = next_id, next_id + 1
+        i = heappop(free_ids) if free_ids else fresh_id()
         live[addr] = (i, rec)
         if len(live) > max_live:
             max_live = len(live)
@@ -175,7 +173,11 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
                 # is in flight may need that realloc settled first, and a record that is bad
                 # input is named by the general case
                 if k == K_MALLOC and r and r not in live:
-                    op = make(GlibcOp, (s, "malloc", (new_id(r, rec), a), rec))
+                    b = heappop(free_ids) if free_ids else fresh_id()  # new_id, inline
+                    live[r] = (b, rec)
+                    if len(live) > max_live:
+                        max_live = len(live)
+                    op = make(GlibcOp, (s, "malloc", (b, a), rec))
                 elif k == K_FREE and a in live and a not in pthread_own:
                     b = live.pop(a)[0]  # drop, inline
                     gone[a] = rec
