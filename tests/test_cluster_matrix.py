@@ -157,6 +157,25 @@ def test_first_kill_plan_orders_engines_cheapest_first_and_stops_at_a_judged_kil
     assert plan.total(done=9, queued=0) == 9
 
 
+def test_a_two_kill_plan_goes_on_after_the_first_judged_kill_and_stops_at_the_second():
+    """--kills 2: a judged kill (its engine held clean) counts; a kill whose engine fails clean
+    does not; the chain stops at the second that counts, or runs out of engines, so a mutant
+    that fewer engines kill has a word from every engine."""
+    plan = Plan([A, B], ["prove", "scenarios", "validate"], kills=2)
+    assert plan.first_kill and len(plan.initial()) == 5
+    plan.after(cell(None, "validate", HELD))
+    assert plan.after(cell(A, "validate", KILLED)) == [(A, "scenarios", None)]
+    assert plan.after(cell(None, "scenarios", FAILED)) == []
+    assert plan.after(cell(A, "scenarios", KILLED)) == [(A, "prove", None)]  # not judged
+    assert plan.after(cell(A, "prove", KILLED)) == []  # waits for prove's clean run
+    assert plan.after(cell(B, "validate", SURVIVED)) == [(B, "scenarios", None)]
+    assert plan.after(cell(B, "scenarios", SURVIVED)) == [(B, "prove", None)]
+    assert plan.after(cell(None, "prove", HELD)) == []
+    assert plan.killed == {"age-lt-1": 2} and "age-lt-1" in plan.done_chains
+    assert plan.after(cell(B, "prove", KILLED)) == []  # one kill, no engine left: done
+    assert plan.killed["unit-os-page"] == 1 and "unit-os-page" in plan.done_chains
+
+
 def killed_at(m, e, part):
     return Cell(m.name, e, KILLED, part=part)
 

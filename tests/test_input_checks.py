@@ -10,6 +10,7 @@ such, short excerpts of long lines). The generated inputs are tests/test_bad_inp
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 import shutil
@@ -59,6 +60,7 @@ def one_line(argv: list[str], expected: str) -> str:
     (["check", "--in-process", "--workers", "2"], "--workers sizes the cluster"),
     (["mutants", "--workers", "1", "--scheduler", "tcp://127.0.0.1:1"],
      "--workers sizes the cluster"),
+    (["mutants", "--kills", "0", "--pool"], "--kills must be at least 1"),
 ])
 def test_a_bad_option_is_one_line_before_any_work(argv, expected):
     one_line(argv, expected)
@@ -69,8 +71,11 @@ def test_mutants_on_a_pool_of_a_given_size_runs(capsys):
     against the scheduler's address before the address was read."""
     from purgecheck.cli import main
     assert main(["mutants", "--pool", "--workers", "1", "--only", "age-lt-1", "--engine",
-                 "scenarios", "--quick", "--first-kill", "--json"]) == 0
-    assert '"survivors": []' in capsys.readouterr().out
+                 "scenarios", "--engine", "validate", "--quick", "--kills", "2", "--json"]) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["survivors"] == [] and {c["verdict"] for c in doc["cells"]} == {"killed"}, doc
+    assert "age-lt-1 x validate: killed" in err  # progress on stderr, also with --json
 
 
 def test_an_empty_word_after_record_dashes_is_the_programs_own(tmp_path):

@@ -17,6 +17,8 @@ EXAMPLE = """examples:
   purgecheck mutants --quick --json > kills.json
   purgecheck mutants --quick --first-kill        each mutant until its first kill, cheapest
                                                  engines first (what `make check` runs)
+  purgecheck mutants --quick --kills 2           until two engines killed each mutant (the
+                                                 one fewer engines kill runs on all of them)
   purgecheck mutants --scheduler tcp://nightly:8786    the full matrix on your Dask cluster
   purgecheck mutants --quick --pool              the home-made pool of forked runs, no Dask
 Each cell is a task on a Dask cluster: by default one started here (one worker process per
@@ -49,9 +51,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, metavar="N",
                    help="worker processes of the embedded cluster, or of --pool (default: one "
                         "per core)")
-    p.add_argument("--first-kill", action="store_true",
-                   help="stop each mutant at the first engine that kills it, cheapest engines "
-                        "first; the other cells show '-'")
+    kill = p.add_mutually_exclusive_group()
+    kill.add_argument("--first-kill", action="store_true",
+                      help="stop each mutant at the first engine that kills it, cheapest "
+                           "engines first; the other cells show '-'")
+    kill.add_argument("--kills", type=int, metavar="N",
+                      help="stop each mutant once N engines killed it, cheapest engines first "
+                           "(--kills 2: is each mutant seen twice? one that fewer engines kill "
+                           "runs on every engine); --first-kill is --kills 1")
     where = p.add_mutually_exclusive_group()
     add_scheduler_option(where, "the cells")
     where.add_argument("--pool", action="store_true",
@@ -90,6 +97,9 @@ def run(args) -> int:
         return 0
     if args.timeout <= 0 or (args.workers is not None and args.workers < 1):
         raise UsageError("--timeout must be positive and --workers at least 1")
+    if args.kills is not None and args.kills < 1:
+        raise UsageError(f"--kills must be at least 1, got {args.kills}")
+    kills = 1 if args.first_kill else args.kills or 0
     mutants = [MUTANTS[n] for n in _chosen(args.only, MUTANTS, "mutant")]
     chosen = _chosen(args.engine, engines, "engine")
     try:
@@ -105,9 +115,10 @@ def run(args) -> int:
     if not args.json:
         print(f"{len(mutants)} mutants x {len(chosen)} engines "
               f"({'quick' if args.quick else 'full'} budgets"
-              f"{', first kill' if args.first_kill else ''}) on {where}"
+              f"{', first kill' if kills == 1 else f', until {kills} kills' if kills else ''}"
+              f") on {where}"
               f"{'' if address else f' of {workers} workers'}", file=sys.stderr)
-    common = dict(progress=None if args.json else _progress, first_kill=args.first_kill)
+    common = dict(progress=_progress, kills=kills)  # on stderr, also with --json
     if args.pool:
         matrix = run_matrix(mutants, chosen, args.quick, args.timeout, workers, **common)
     else:

@@ -10,7 +10,8 @@ engine that fails on the clean model cannot judge, and its "kills" are not count
 Two ways to run the cells: the home-made pool of forked children here (`run_matrix` without a
 client), or a Dask cluster (`purgecheck.cluster.client`), each cell one task whose run is forked off
 the worker (`isolated`) so that the worker itself never holds a patch. With `first_kill` (a
-`Plan`) each mutant's engines run one after another, cheapest first, until one kills it.
+`Plan`) each mutant's engines run one after another, cheapest first, until one kills it;
+with `kills=N` until N engines have (two: the matrix that shows each mutant seen twice).
 """
 
 from __future__ import annotations
@@ -241,17 +242,21 @@ class Plan:
     """Which cells run, given what came back. Without `first_kill` every baseline and every
     cell runs. With `first_kill` each mutant's engines run one at a time in CHEAP_FIRST order
     until one kills it with a held baseline (a kill by an engine whose baseline is not in yet
-    waits for it; one that fails on the clean model does not stop the chain); the cells after
-    that are NOT_RUN (a mutant of a part only one engine sees starts there: SCOPE_ENGINE).
+    waits for it; one that fails on the clean model does not stop the chain), or with `kills`
+    N until N engines have (a mutant that fewer engines kill runs through all of them, so
+    the matrix also shows which engines cannot see it); the cells after that are NOT_RUN (a mutant of a part only one engine sees starts there: SCOPE_ENGINE).
     An engine of parts (`parted`: the prove engine) is then judged part by
     part: a kill at part P needs only P to hold on the clean model, so P alone is run clean
     when the first kill there asks for it, not the whole engine up front (the prove engine's
     clean run is most of a first-kill matrix's time, and few mutants get that far)."""
 
     def __init__(self, mutants: list[Mutant], engines: list[str], first_kill: bool = False,
-                 parted: set[str] | frozenset[str] = frozenset()):
-        self.mutants, self.engines, self.first_kill = mutants, list(engines), first_kill
-        self.parted = set(parted) & set(engines) if first_kill else set()
+                 parted: set[str] | frozenset[str] = frozenset(), kills: int = 0):
+        # kills: judged kills after which a mutant's chain stops (0: every cell runs at once)
+        self.kills = kills or (1 if first_kill else 0)
+        self.first_kill = self.kills > 0  # the chained plan; each run stops at its first failure
+        self.mutants, self.engines = mutants, list(engines)
+        self.parted = set(parted) & set(engines) if self.first_kill else set()
         rank = {e: i for i, e in enumerate(CHEAP_FIRST)}
         self.order = sorted(self.engines, key=lambda e: rank.get(e, len(rank)))
         self.orders = {m.name: self._order_of(m) for m in mutants}
@@ -261,6 +266,7 @@ class Plan:
         self.waiting: dict[str, tuple] = {}  # mutant -> (killer, part) whose clean run is out
         self.by_name = {m.name: m for m in mutants}
         self.done_chains: set[str] = set()
+        self.killed: dict[str, int] = {}  # mutant -> judged kills so far
 
     def _order_of(self, m: Mutant) -> list[str]:
         """The engines in the order `m`'s first-kill chain tries them (SCOPE_ENGINE first; a
@@ -304,16 +310,13 @@ class Plan:
             for name, killer in list(self.waiting.items()):
                 if killer == key:
                     del self.waiting[name]
-                    if cell.verdict == HELD:
-                        self.done_chains.add(name)
-                    else:
-                        out += self._advance(name)
+                    out += self._judged_kill(name) if cell.verdict == HELD else \
+                        self._advance(name)
             return out
         if cell.verdict == KILLED:
             key = (cell.engine, cell.part if cell.engine in self.parted else None)
             if self.baseline.get(key) == HELD:
-                self.done_chains.add(cell.mutant)
-                return []
+                return self._judged_kill(cell.mutant)
             if key not in self.baseline:
                 self.waiting[cell.mutant] = key
                 if key in self.asked:
@@ -321,6 +324,14 @@ class Plan:
                 self.asked.add(key)
                 return [(None, *key)]
         return self._advance(cell.mutant)
+
+    def _judged_kill(self, name: str) -> list[Task]:
+        """A kill that counts: the chain stops at the `kills`-th, else goes on."""
+        self.killed[name] = self.killed.get(name, 0) + 1
+        if self.killed[name] >= self.kills:
+            self.done_chains.add(name)
+            return []
+        return self._advance(name)
 
     def _advance(self, name: str) -> list[Task]:
         i = self.next[name]
@@ -332,7 +343,7 @@ class Plan:
 
 
 def _not_run(name: str, engine: str) -> Cell:
-    return Cell(name, engine, NOT_RUN, note="not run: a cheaper engine killed this mutant")
+    return Cell(name, engine, NOT_RUN, note="not run: cheaper engines killed this mutant")
 
 
 def _parts_baseline(engine: str, runs: list[Cell]) -> Cell:
@@ -361,14 +372,15 @@ def _matrix_of(done: list[Cell], mutants: list[Mutant], engines: list[str],
 
 def run_matrix(mutants: list[Mutant], engines: list[str], quick: bool, timeout: float,
                workers: int = 2, progress: Callable[[int, int, Cell], None] | None = None,
-               client=None, first_kill: bool = False) -> Matrix:
+               client=None, first_kill: bool = False, kills: int = 0) -> Matrix:
     """The kill matrix of `mutants` x `engines`: on the Dask `client`'s cluster when given,
-    else in this machine's pool of at most `workers` forked runs at a time."""
+    else in this machine's pool of at most `workers` forked runs at a time (every cell, or
+    each mutant until `kills` engines killed it: `first_kill` is `kills=1`)."""
     from purgecheck.engines import load_engines
 
     loaded = load_engines()
     plan = Plan(mutants, engines, first_kill,
-                parted={e for e in engines if e in loaded and loaded[e].parts})
+                parted={e for e in engines if e in loaded and loaded[e].parts}, kills=kills)
     if client is not None:
         done = _run_on_dask(client, plan, quick, timeout, progress)
     else:
