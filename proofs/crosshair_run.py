@@ -7,7 +7,11 @@ number of paths (`max_iterations`, with as many uninteresting ones allowed) or w
 tree is exhausted; each Z3 check inside it is bounded by Z3's resource count
 (CROSSHAIR_SMT_RLIMIT, set to proofs.core.Z3_RLIMIT), and CrossHair's path choices come from
 its fixed-seed generator. The same contracts and paths give the same verdict at any load.
-In-process, so that a mutant of the model applied around the run is what CrossHair checks.
+
+`check_here` runs in this process. The tool hands `check_functions` a runner (`RUNNER`) that
+runs each search in a fresh interpreter with the mutants applied around the call applied
+again there (purgecheck/engines/crosshair_apart.py says why: Z3's main context keeps the
+history of the process).
 """
 
 from __future__ import annotations
@@ -22,7 +26,16 @@ from proofs.core import REFUTED, UNKNOWN, Outcome
 FAILED_STATES = ("POST_FAIL", "EXEC_ERR", "PRE_UNSAT", "POST_ERR")
 
 
+# Set by the tool (purgecheck.engines.crosshair_apart): how check_functions runs a search.
+RUNNER: Callable[[list[Callable], int], Outcome] | None = None
+
+
 def check_functions(functions: list[Callable], paths: int) -> Outcome:
+    """check_here, through the tool's RUNNER when it set one."""
+    return (RUNNER or check_here)(functions, paths)
+
+
+def check_here(functions: list[Callable], paths: int) -> Outcome:
     """Every PEP 316 condition of `functions` searched for up to `paths` paths each: refuted
     with the first counterexample, else bounded (with how many conditions were confirmed
     over all their paths, i.e. the tree was exhausted)."""

@@ -95,6 +95,41 @@ def test_crosshair_falsifies_the_broken_contract():
     assert call and int(call[1]) - int(call[2]) >= 2 ** 32, out.detail
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # z3's __del__
+def test_crosshair_runs_apart_from_this_process_z3_state(monkeypatch):
+    """The case of a `make check` that failed: after other proofs in the same Dask worker,
+    CrossHair stopped inside Z3 (`Z3Exception: b'unreachable'`) and a twin was reported
+    unknown. CrossHair now runs in an interpreter of its own: a main Z3 context broken in
+    this process does not reach it; run here, the same search fails."""
+    import z3.z3 as z3mod
+
+    from proofs import crosshair_broken
+    from proofs.crosshair_run import check_here
+    from purgecheck.engines.crosshair_apart import check_apart
+
+    def broken_main_ctx():
+        raise z3mod.Z3Exception(b"unreachable")
+
+    monkeypatch.setattr(z3mod, "main_ctx", broken_main_ctx)
+    fn = [crosshair_broken.age_without_modulo]
+    assert check_apart(fn, 20).status == "refuted"
+    here = check_here(fn, 20)
+    assert here.status == "unknown" and "unreachable" in here.detail, here
+
+
+def test_crosshair_checks_the_mutated_model_in_its_own_process():
+    """The mutants applied around the call are applied again, by name, in CrossHair's
+    process: the model's age without the modulo falsifies the contracts that call it."""
+    import proofs.crosshair_run
+    import purgecheck.engines.prove  # noqa: F401  the prove engine installs the runner
+    from purgecheck.engines.crosshair_apart import check_apart
+    from purgecheck.mutants import MUTANTS, applied
+    assert proofs.crosshair_run.RUNNER is check_apart  # the prove engine installed it
+    with applied(MUTANTS["age-no-modulo"]):
+        out = crosshair_contracts.run_contracts(True)
+    assert out.status == "refuted" and "young(" in out.detail, out
+
+
 def test_crosshair_contracts_are_reported_as_not_falsified_not_proved():
     out = crosshair_contracts.run_contracts(True)
     assert out.status == "bounded", out.detail

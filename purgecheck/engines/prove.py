@@ -13,9 +13,11 @@ import sys
 
 import proofs.registry  # noqa: F401  registers the invariants only the proofs check
 from proofs.core import proof_result
-from purgecheck.engines import Budget, engine
+from purgecheck.engines import Budget, crosshair_apart, engine
 from purgecheck.mutants import MUTANTS, applied
 from purgecheck.reports.results import Result
+
+crosshair_apart.install()  # each CrossHair search in an interpreter of its own
 
 
 def _row(p, out, twin: bool) -> Result:

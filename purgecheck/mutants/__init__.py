@@ -13,11 +13,11 @@ import importlib
 
 from purgecheck.discovery import modules_of
 from purgecheck.mutants import catalogue
-from purgecheck.mutants.patching import (MUTANTS, TRACE_INVARIANT, Mutant, Patch, applied,
-                                         is_c_trace_mutant, mutant)
+from purgecheck.mutants.patching import (MUTANTS, TRACE_INVARIANT, Mutant, Patch, active,
+                                         applied, is_c_trace_mutant, mutant)
 
-__all__ = ["MUTANTS", "TRACE_INVARIANT", "Mutant", "Patch", "applied", "is_c_trace_mutant",
-           "mutant", "catalogue_modules"]
+__all__ = ["MUTANTS", "TRACE_INVARIANT", "Mutant", "Patch", "active", "applied",
+           "is_c_trace_mutant", "mutant", "catalogue_modules"]
 
 # The order the kill matrix and the docs list the parts in; a module of catalogue/ not named
 # here is loaded all the same, after these, by name.

@@ -36,6 +36,13 @@ class Mutant:
 
 
 MUTANTS: dict[str, Mutant] = {}
+_ACTIVE: list[Mutant] = []  # the mutants applied now, outermost first
+
+
+def active() -> list[Mutant]:
+    """The mutants applied now (a run in a fresh process applies them there again by name:
+    proofs/crosshair_run.py)."""
+    return list(_ACTIVE)
 
 
 def mutant(name: str, description: str, catches: tuple[str, ...], *patches: Patch,
@@ -87,6 +94,9 @@ def applied(m: Mutant | None) -> Iterator[None]:
                     if val is original:
                         setattr(other, attr, p.replacement)
                         undo.append(lambda o=other, a=attr, v=val: setattr(o, a, v))
+        if m is not None:
+            _ACTIVE.append(m)
+            undo.append(_ACTIVE.pop)
         yield
     finally:
         for u in reversed(undo):
