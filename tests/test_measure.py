@@ -233,8 +233,9 @@ def test_the_real_bun_with_purging_off_gives_nothing_of_the_large_pages_back_at_
     before, nohold, default = serve_runs["before"], serve_runs["no-hold"], serve_runs["default"]
     # (the idle's discards are no measure of it: before's were 0.5 to 8.5 MB beside two CPU
     # hogs, the collector's and the arena's own)
-    assert before["anon_mb_idle_end"] > nohold["anon_mb_idle_end"] + 3
-    assert default["anon_mb_idle_end"] < default["anon_mb_load_end"]  # it did give some back
+    idle = {d: (f["anon_mb_load_end"], f["anon_mb_idle_end"]) for d, f in serve_runs.items()}
+    assert before["anon_mb_idle_end"] > nohold["anon_mb_idle_end"] + 3, idle
+    assert default["anon_mb_idle_end"] < default["anon_mb_load_end"], idle  # gave some back
 
 
 def test_typed_arrays_leave_their_free_memory_resident_only_with_purging_off():

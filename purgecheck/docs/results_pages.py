@@ -74,12 +74,16 @@ def results_page(doc: dict, links: Links) -> str:
     return "\n".join(out)
 
 
-def _cell(c: dict | None) -> str:
+def _cell(c: dict | None, saved: str) -> str:
+    """A cell's word; in parentheses when an earlier run than the last said it (a run that
+    stops each mutant at its first or second kill leaves the other cells as they were)."""
     if c is None:
         return ""
     if c["verdict"] == "killed":
-        return f"killed {c['seconds']:.1f} s"
-    return "." if c["verdict"] == "survived" else f"**{c['verdict']}**"
+        word = f"killed {c['seconds']:.1f} s"
+    else:
+        word = "." if c["verdict"] == "survived" else f"**{c['verdict']}**"
+    return word if c.get("date") == saved else f"({word})"
 
 
 def mutants_page(doc: dict, links: Links) -> str:
@@ -93,26 +97,42 @@ def mutants_page(doc: dict, links: Links) -> str:
     judges = [e for e in engines if baseline[e]["verdict"] == "held"]
     names = [m for m in MUTANTS if any((m, e) in cells for e in engines)]
 
-    def killers(m: str) -> list[str]:
-        return [e for e in judges if cells.get((m, e), {}).get("verdict") == "killed"]
+    saved = doc.get("saved", "?")
+
+    def killers(m: str, last_run: bool = False) -> list[str]:
+        return [e for e in judges if (c := cells.get((m, e), {})).get("verdict") == "killed"
+                and (not last_run or c.get("date") == saved)]
+
+    def killed_by(m: str) -> str:
+        now, ever = len(killers(m, last_run=True)), len(killers(m))
+        if not ever:
+            return "**0: survived**"
+        return str(now) if now == ever else f"{now} (+{ever - now} earlier)"
 
     out = [NOTE, "", f"# {anchor('mutants')}Mutants: the kill matrix", "",
            f"Each mutant (one rule broken on purpose, see [the catalogue]"
            f"({links.catalogue()})) was applied "
            f"in a worker process of its own and each engine was run; an engine kills a mutant "
            f"when any of its results fails. `.` means the engine's results all passed. Last "
-           f"run saved {doc.get('saved', '?')}; `purgecheck mutants --quick` runs it again.",
-           ""]
+           f"run saved {saved}; `purgecheck mutants --quick` runs it again (every cell), "
+           f"`--kills 2` until two engines killed each mutant. A word in parentheses is an "
+           f"earlier run's (its date is under the mutant): the last run did not run that "
+           f"cell. *killed by*: the engines that killed the mutant in the last run (and in "
+           f"earlier ones).", ""]
     rows = [["*(clean model)*"] + [baseline[e]["verdict"] for e in engines] + [""]]
     for m in names:
-        rows.append([f"[`{m}`]({links.kills(m)})"] + [_cell(cells.get((m, e))) for e in engines]
-                    + [str(len(killers(m))) if killers(m) else "**0: survived**"])
+        rows.append([f"[`{m}`]({links.kills(m)})"]
+                    + [_cell(cells.get((m, e)), saved) for e in engines] + [killed_by(m)])
     out += [table(["mutant"] + [f"`{e}`" for e in engines] + ["killed by"], rows), ""]
     several = sum(1 for m in names if len(killers(m)) > 1)
     survivors = [m for m in names if not killers(m)]
     out += [f"{len(names)} mutants: {len(names) - len(survivors)} killed ({several} by more "
             f"than one engine), {len(survivors)} survived"
             + (": " + ", ".join(f"`{m}`" for m in survivors) if survivors else "") + ".", ""]
+    once = [m for m in names if len(killers(m, last_run=True)) == 1]
+    if once:
+        out += [f"Killed by one engine in the last run: {len(once)}, each with the reason no "
+                f"other engine can see it under its name below.", ""]
     for e in engines:
         if e not in judges:
             out += [f"Engine `{e}` did not hold on the clean model "
