@@ -270,15 +270,17 @@ class Plan:
 
     def _order_of(self, m: Mutant) -> list[str]:
         """The engines in the order `m`'s first-kill chain tries them (SCOPE_ENGINE first; a
-        weakening of a C11 ordering at the weak engine, whatever it catches: the sequential
-        engines run sequentially consistent memory and cannot see one)."""
+        weakening of a C11 ordering at the weak engine, then Relacy on the C reference,
+        whatever it catches: the sequential engines run sequentially consistent memory and
+        cannot see one)."""
         from model.invariants import load_registry
         from purgecheck.mutants.catalogue.weak import WEAKENINGS
 
         registry = load_registry()
         first = {SCOPE_ENGINE.get(getattr(registry.get(i), "scope", None)) for i in m.catches}
         if m.name in WEAKENINGS:
-            first = {"weak"}
+            ahead = [e for e in ("weak", "relacy") if e in self.order]
+            return ahead + [x for x in self.order if x not in ahead]
         if len(first) == 1 and (e := first.pop()) in self.order:
             return [e] + [x for x in self.order if x != e]
         return self.order
