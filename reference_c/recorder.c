@@ -126,6 +126,8 @@ static atomic_flag file_lock;
 static char *seg_base;
 static off_t seg_off, seg_end, file_end, cursor;
 static off_t image_start; /* the offset of this image's START record */
+static dev_t trace_dev;   /* the file fd was opened on */
+static ino_t trace_ino;
 static __thread uint64_t *win_next, *win_end; /* this thread's window: the next free slot */
 static __thread off_t win_end_off;            /* the window's end as a file offset */
 static __thread int my_thread = -1;
@@ -199,9 +201,22 @@ static void set_window(off_t lo, off_t hi)
  * disk fails here rather than as a SIGBUS at a store, and the stores fault far less (on
  * ext4, 2 M records: 1,100 faults and 0.04 s of system time, where pages allocated by
  * posix_fallocate took 14,800 faults, each page read in, and 0.19 s). */
+/* Whether fd still names the trace: a program that closes every descriptor (a daemon) may
+ * have another file of its own there, which must be neither extended nor cut. */
+static int fd_is_trace(void)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == trace_dev && st.st_ino == trace_ino;
+}
+
 static int extend_file(off_t hi)
 {
     static const char zeros[EXTEND_BYTES];
+    if (!fd_is_trace()) {
+        errno = EBADF;
+        stop_recording("the trace's descriptor was closed");
+        return 0;
+    }
     off_t to = (hi + EXTEND_BYTES - 1) / EXTEND_BYTES * EXTEND_BYTES;
     if (to > seg_end)
         to = seg_end;
@@ -259,8 +274,10 @@ static void trim_file(void)
 {
     lock_file();
     give_back_window();
-    if (fd >= 0 && file_end > cursor && ftruncate(fd, cursor) == 0)
+#ifndef RECORDER_MUTANT_NO_TRIM /* the broken variant: the room extended ahead stays */
+    if (file_end > cursor && fd_is_trace() && ftruncate(fd, cursor) == 0)
         file_end = cursor;
+#endif
     unlock_file();
 }
 
@@ -404,6 +421,8 @@ static void open_trace(int append_image)
     }
     /* An exec'ed image continues the file after the last one (which cut it back to its
      * records); nothing is mapped yet (seg_end = cursor). */
+    trace_dev = st.st_dev;
+    trace_ino = st.st_ino;
     cursor = file_end = seg_end = (st.st_size + RECORD_BYTES - 1) / RECORD_BYTES * RECORD_BYTES;
     win_next = win_end = NULL;
 }

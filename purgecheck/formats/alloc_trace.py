@@ -140,7 +140,7 @@ class Image:
 class Trace:
     source: str
     images: list[Image] = field(default_factory=list)
-    records: int = 0
+    records: int = 0  # records in the file (slots never written not counted)
 
 
 CHECK_SLICE = 1 << 20  # records checked at a time (bounded temporary memory)
@@ -191,7 +191,7 @@ def read_trace(path: str | Path) -> Trace:
     if len(starts) == 0 or starts[0] != 0:
         raise AllocTraceError(source, 0, f"expected a START record, got "
                                          f"{KINDS[int(kind[0])]}")
-    trace = Trace(source, records=n)
+    trace = Trace(source, records=int(np.count_nonzero(is_record(words))))
     bounds = list(starts) + [n]
     for lo, hi in zip(bounds, bounds[1:]):
         trace.images.append(_image(source, words[lo:hi], kind[lo:hi], int(lo)))
