@@ -46,17 +46,7 @@ static void *worker(void *arg)
 {
     (void)arg;
     make();
-    atomic_store(&done, 1);
-    for (;;)
-        pause();
-    return NULL;
-}
-
-static void *maker(void *arg) /* killed: make them, say so, wait for the kill */
-{
-    (void)arg;
-    make();
-    atomic_fetch_add(&done, 1);
+    atomic_fetch_add(&done, 1); /* then waits for the exit or the kill */
     for (;;)
         pause();
     return NULL;
@@ -87,7 +77,7 @@ int main(int argc, char **argv)
     if (strcmp(mode, "killed") == 0) {
         pthread_t t;
         for (int i = 0; i < THREADS_KILLED; i++)
-            pthread_create(&t, NULL, maker, NULL);
+            pthread_create(&t, NULL, worker, NULL);
         make();
         while (atomic_load(&done) < THREADS_KILLED)
             usleep(1000);
