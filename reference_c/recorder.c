@@ -244,6 +244,12 @@ static int take_window(int records)
             stop_recording("cannot map the trace");
             return 0;
         }
+        /* The last segment's pages leave this process's resident set (its RSS would grow
+         * with the trace otherwise): on a shared file mapping MADV_DONTNEED drops the page
+         * table entries only, the records stay in the page cache, and a thread whose window
+         * is still there faults its page back in. */
+        if (seg_base)
+            madvise(seg_base, SEGMENT_BYTES, MADV_DONTNEED);
         seg_base = m;
         seg_off = at;
         seg_end = at + SEGMENT_BYTES;
@@ -420,10 +426,12 @@ static void open_trace(int append_image)
         return;
     }
     /* An exec'ed image continues the file after the last one (which cut it back to its
-     * records); nothing is mapped yet (seg_end = cursor). */
+     * records); nothing of it is mapped yet (seg_end = cursor; a fork child's seg_base was
+     * its parent's file). */
     trace_dev = st.st_dev;
     trace_ino = st.st_ino;
     cursor = file_end = seg_end = (st.st_size + RECORD_BYTES - 1) / RECORD_BYTES * RECORD_BYTES;
+    seg_base = NULL;
     win_next = win_end = NULL;
 }
 
