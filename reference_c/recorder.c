@@ -9,8 +9,10 @@
  * trace file is mapped (mmap(2), MAP_SHARED) and each thread stores its records straight into
  * a window of that mapping, so a record is in the page cache the moment it is stored and a
  * SIGKILL loses none (the kernel writes the pages back whatever becomes of the process).
- * Windows are handed out under a lock from a cursor that only grows; the file is extended
- * ahead of it (zeros written) and cut back to it when the image ends (exit, _exit, exec).
+ * Windows are handed out under a lock at a cursor (the unused rest of a thread's last window
+ * goes back when the thread ends, if no window was handed out after it); the file is
+ * extended ahead of the cursor (zeros written) and cut back to it when the image ends (exit,
+ * _exit, exec).
  * A record's first word is stored last, with release order, and is never zero (its kind is
  * at least 1): a slot whose first word is zero was never written (the rest of a window, the
  * room extended ahead, a record in flight at a kill), and the reader skips it. A global
@@ -196,11 +198,6 @@ static void set_window(off_t lo, off_t hi)
     win_end_off = hi;
 }
 
-/* The file made to reach at least `hi` (with file_lock held), EXTEND_BYTES at a time, by
- * writing zeros: the pages are then in the page cache and reserved on the disk, so a full
- * disk fails here rather than as a SIGBUS at a store, and the stores fault far less (on
- * ext4, 2 M records: 1,100 faults and 0.04 s of system time, where pages allocated by
- * posix_fallocate took 14,800 faults, each page read in, and 0.19 s). */
 /* Whether fd still names the trace: a program that closes every descriptor (a daemon) may
  * have another file of its own there, which must be neither extended nor cut. */
 static int fd_is_trace(void)
@@ -209,6 +206,11 @@ static int fd_is_trace(void)
     return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == trace_dev && st.st_ino == trace_ino;
 }
 
+/* The file made to reach at least `hi` (with file_lock held), EXTEND_BYTES at a time, by
+ * writing zeros: the pages are then in the page cache and reserved on the disk, so a full
+ * disk fails here rather than as a SIGBUS at a store, and the stores fault far less (on
+ * ext4, 2 M records: 1,100 faults and 0.04 s of system time, where pages allocated by
+ * posix_fallocate took 14,800 faults, each page read in, and 0.19 s). */
 static int extend_file(off_t hi)
 {
     static const char zeros[EXTEND_BYTES];
@@ -287,8 +289,6 @@ static void trim_file(void)
     unlock_file();
 }
 
-/* One record into this thread's window: words 1..3, then word 0 with release order, so a
- * slot whose word 0 is set holds the whole record (module comment). */
 /* A slot of this thread's window for its next record (a new window when this one is used
  * up); NULL when the file cannot grow. The slot is the thread's before it is written: a
  * signal handler's record gets the next one. */
