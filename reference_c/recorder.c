@@ -432,7 +432,10 @@ static void open_trace(int append_image)
     trace_ino = st.st_ino;
     cursor = file_end = seg_end = (st.st_size + RECORD_BYTES - 1) / RECORD_BYTES * RECORD_BYTES;
     seg_base = NULL;
+#ifndef RECORDER_MUTANT_CHILD_KEEPS_WINDOW /* the broken variant: a fork child stores into
+                                            * its parent's window, in the parent's file */
     win_next = win_end = NULL;
+#endif
 }
 
 /* This library's own malloc (inside the library, `malloc` names the first definition the
@@ -498,9 +501,8 @@ static void child_after_fork(void)
 {
     /* Only the forking thread runs in the child, with the parent's mapping (shared: never
      * written here again) and perhaps its lock held by a thread that is not here: the child
-     * starts a file of its own. */
+     * starts a file of its own (open_trace forgets this thread's window). */
     atomic_flag_clear(&file_lock);
-    win_next = win_end = NULL;
     if (fd >= 0)
         close(fd);
     fd = -1;

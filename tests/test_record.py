@@ -16,11 +16,12 @@ import numpy as np
 import pytest
 
 from purgecheck.cli import main
-from purgecheck.formats.alloc_trace import F_IN_CREATE, KIND, RECORD, read_trace
+from purgecheck.formats.alloc_trace import (F_IN_CREATE, KIND, RECORD, AllocTraceError,
+                                            read_trace)
 from purgecheck.glibc.fromtrace import Conversion, to_ops
 from purgecheck.glibc.replay import run_model
 from model.glibc.versions import VERSIONS
-from purgecheck.record.run import LAUNCH, ROOT, library, record
+from purgecheck.record.run import LAUNCH, ROOT, library, record, trace_files
 
 BUILD = ROOT / "reference_c" / "build"
 # Debian's python3 (a plain ELF program); else the one running the tests
@@ -67,15 +68,17 @@ def test_record_command_prints_each_image_and_the_replay_command(capsys, tmp_pat
     assert f"replay: purgecheck replay {out_file}" in out
 
 
+FORK_EXEC = ("import os, sys\n"
+             "pid = os.fork()\n"
+             "if pid == 0:\n"
+             "    [bytearray(3000) for _ in range(10)]\n"
+             "    os._exit(0)\n"
+             "os.waitpid(pid, 0)\n"
+             "os.execv(sys.executable, [sys.executable, '-c', 'x = [str(i) for i in range(9)]'])\n")
+
+
 def test_a_fork_child_writes_its_own_file_and_an_exec_continues_the_same(tmp_path):
-    code = ("import os, sys\n"
-            "pid = os.fork()\n"
-            "if pid == 0:\n"
-            "    [bytearray(3000) for _ in range(10)]\n"
-            "    os._exit(0)\n"
-            "os.waitpid(pid, 0)\n"
-            "os.execv(sys.executable, [sys.executable, '-c', 'x = [str(i) for i in range(9)]'])\n")
-    rec = quiet_record([PYTHON, "-c", code], tmp_path / "f.rec")
+    rec = quiet_record([PYTHON, "-c", FORK_EXEC], tmp_path / "f.rec")
     assert rec.returncode == 0
     assert [f.name for f in rec.files][0] == "f.rec" and len(rec.files) == 2
     parent, child = rec.traces
@@ -296,6 +299,20 @@ def test_a_recorder_that_keeps_the_room_ahead_leaves_slots_the_reader_skips(
     from purgecheck.formats.alloc_stream import stream_images
     (streamed,) = stream_images(out)
     assert len(streamed) == len(img) and streamed.ended and streamed.sorted_in_file
+
+
+def test_a_recorder_whose_fork_child_keeps_its_parents_window_breaks_the_childs_file(
+        tmp_path_factory, tmp_path):
+    """The broken variant: the child stores into the window it inherited, a window of its
+    parent's file (the mapping is shared), so its own file does not start with its START
+    record (the fork test above fails on it)."""
+    lib = recorder_variant(tmp_path_factory, "RECORDER_MUTANT_CHILD_KEEPS_WINDOW")
+    out = tmp_path / "f.rec"
+    env = dict(os.environ, PURGECHECK_RECORD=str(out), PURGECHECK_RECORD_LIB=str(lib))
+    subprocess.run(["sh", "-c", LAUNCH, "sh", PYTHON, "-c", FORK_EXEC], env=env, check=True)
+    (child,) = trace_files(out)[1:]
+    with pytest.raises(AllocTraceError, match="expected a START record"):
+        read_trace(child)
 
 
 def test_sh_running_two_programs_keeps_each_ones_calls(tmp_path):
