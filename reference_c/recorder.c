@@ -834,3 +834,56 @@ int execvp(const char *file, char *const argv[])
 {
     return execvpe(file, argv, environ);
 }
+
+#ifndef RECORDER_MUTANT_NO_EXECL /* the broken variant: the execl family unseen (as before) */
+/* The execl family builds its argv inside the C library and calls execve there, where the
+ * recorder cannot see it: here the argv is built on the stack (the recorder must not
+ * allocate) and the call goes through execve / execvpe above. The arguments end with a null
+ * pointer (arg itself, for an empty argv); execle's environment follows it. */
+static size_t args_until_null(const char *arg, va_list ap)
+{
+    size_t n = 0;
+    for (const char *a = arg; a; a = va_arg(ap, const char *))
+        n++;
+    return n;
+}
+
+/* argv[0..n] from arg and the n - 1 arguments after it, the terminating null consumed */
+static void take_args(char **argv, size_t n, const char *arg, va_list *ap)
+{
+    argv[0] = (char *)arg;
+    for (size_t i = 1; i <= n; i++)
+        argv[i] = va_arg(*ap, char *);
+}
+
+#define EXEC_LIST(arg, argv, ap)                          \
+    va_list ap, counting;                                 \
+    va_start(ap, arg);                                    \
+    va_copy(counting, ap);                                \
+    size_t n_##argv = args_until_null(arg, counting);     \
+    va_end(counting);                                     \
+    char *argv[n_##argv + 1];                             \
+    take_args(argv, n_##argv, arg, &ap)
+
+int execl(const char *path, const char *arg, ...)
+{
+    EXEC_LIST(arg, argv, ap);
+    va_end(ap);
+    return execve(path, argv, environ);
+}
+
+int execlp(const char *file, const char *arg, ...)
+{
+    EXEC_LIST(arg, argv, ap);
+    va_end(ap);
+    return execvpe(file, argv, environ);
+}
+
+int execle(const char *path, const char *arg, ...)
+{
+    EXEC_LIST(arg, argv, ap);
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return execve(path, argv, envp);
+}
+#endif

@@ -315,6 +315,29 @@ def test_a_recorder_whose_fork_child_keeps_its_parents_window_breaks_the_childs_
         read_trace(child)
 
 
+EXECL = "import ctypes; [bytearray(3000) for _ in range(10)]; ctypes.CDLL(None).{call}"
+EXECL_CALLS = ["execl(b'/bin/true', b'true', None)", "execlp(b'true', b'true', None)"]
+
+
+@pytest.mark.parametrize("call", EXECL_CALLS)
+def test_the_execl_family_records_its_exec(tmp_path, call):
+    """execl and execlp call execve inside the C library; the recorder wraps them too, so
+    the first image ends with its exec record and the file is cut back before the next."""
+    out = tmp_path / "l.rec"
+    rec = quiet_record([PYTHON, "-c", EXECL.format(call=call)], out)
+    before, after = rec.traces[0].images
+    assert before.execed and before.cut is None and after.ended
+    assert not np.any(slots(out)[:, 0] == 0)
+
+
+def test_a_recorder_that_does_not_see_the_execl_family_leaves_the_image_unended(
+        tmp_path_factory, tmp_path):
+    lib = recorder_variant(tmp_path_factory, "RECORDER_MUTANT_NO_EXECL")
+    recorded_with(lib, [PYTHON, "-c", EXECL.format(call=EXECL_CALLS[0])], tmp_path / "l.rec")
+    before, after = read_trace(tmp_path / "l.rec").images
+    assert not before.execed and not before.ended and after.ended
+
+
 def test_sh_running_two_programs_keeps_each_ones_calls(tmp_path):
     rec = quiet_record(["sh", "-c", f"{EXITS} plain 50; {EXITS} running 60"],
                        tmp_path / "sh.rec")
