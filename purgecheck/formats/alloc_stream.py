@@ -7,8 +7,8 @@ than a chunk of records:
 - the file is checked a chunk at a time (whole records, check bytes, known kinds, a START
   first), with the same one-line errors as read_trace; slots never written (alloc_trace's
   `is_record`) are skipped everywhere;
-- an image whose records are already in call order in the file (one thread, or buffers that
-  reached the file in order) is read as it is;
+- an image whose records are already in call order in the file (one thread, or windows
+  filled in order) is read as it is;
 - otherwise its records are put in call order by an external sort: each chunk of RUN records
   is sorted by call number into a temporary file (a sorted run), and the runs are merged
   (heapq.merge, a block of each run in memory), FAN_IN at a time, in rounds, until one
