@@ -6,10 +6,16 @@
  *                                  returns while it still runs (exit with a thread running)
  *   recorded_exits _exit COUNT     main makes them, then calls _exit (no destructors)
  *   recorded_exits plain COUNT     main makes them and returns
+ *   recorded_exits killed COUNT    main and three threads make them each; when all have,
+ *                                  main sends the process SIGKILL (no call in flight)
+ *   recorded_exits many THREADS    THREADS threads (more than the recorder once had
+ *                                  buffers for), MANY_BATCH at a time, make 3 each
  *
- * The test counts the records of MARK bytes in the trace: COUNT, whatever the mode.
+ * The test counts the records of MARK bytes in the trace: COUNT, whatever the mode (of each
+ * thread, in killed; 3 a thread in many).
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +23,9 @@
 #include <unistd.h>
 
 #define MARK 777
+
+#define THREADS_KILLED 3
+#define MANY_BATCH 64
 
 static int count = 100;
 static atomic_int done;
@@ -37,9 +46,19 @@ static void *worker(void *arg)
 {
     (void)arg;
     make();
-    atomic_store(&done, 1);
+    atomic_fetch_add(&done, 1); /* then waits for the exit or the kill */
     for (;;)
         pause();
+    return NULL;
+}
+
+static void *three(void *arg) /* many */
+{
+    (void)arg;
+    for (int i = 0; i < 3; i++) {
+        char *volatile p = malloc(MARK);
+        free(p);
+    }
     return NULL;
 }
 
@@ -53,6 +72,26 @@ int main(int argc, char **argv)
         pthread_create(&t, NULL, worker, NULL);
         while (!atomic_load(&done))
             usleep(1000);
+        return 0;
+    }
+    if (strcmp(mode, "killed") == 0) {
+        pthread_t t;
+        for (int i = 0; i < THREADS_KILLED; i++)
+            pthread_create(&t, NULL, worker, NULL);
+        make();
+        while (atomic_load(&done) < THREADS_KILLED)
+            usleep(1000);
+        kill(getpid(), SIGKILL);
+    }
+    if (strcmp(mode, "many") == 0) {
+        pthread_t t[MANY_BATCH];
+        for (int made = 0; made < count; made += MANY_BATCH) {
+            int n = count - made < MANY_BATCH ? count - made : MANY_BATCH;
+            for (int i = 0; i < n; i++)
+                pthread_create(&t[i], NULL, three, NULL);
+            for (int i = 0; i < n; i++)
+                pthread_join(t[i], NULL);
+        }
         return 0;
     }
     make();

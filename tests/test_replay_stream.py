@@ -44,6 +44,40 @@ def test_a_cut_trace_is_cut_where_the_in_memory_reader_cuts_it(tmp_path):
     assert list(to_ops(img)) == list(to_ops(s))
 
 
+def with_unwritten_slots(data: bytes, every: int) -> bytes:
+    """The records of `data` with a slot never written after every `every`-th: 32 zero bytes,
+    or a record in flight at a kill (words 1..3 stored, word 0 not yet), as the recorder's
+    mapped file holds them (docs/record.md, "Whole records")."""
+    in_flight = bytes(8) + b"\xff" * 24
+    out = bytearray()
+    for i in range(0, len(data), RECORD):
+        out += data[i:i + RECORD]
+        if (i // RECORD) % every == every - 1:
+            out += bytes(RECORD) if (i // RECORD) % 2 else in_flight
+    return bytes(out + bytes(RECORD) * 40)  # and the room extended ahead, at the end
+
+
+def calls(ops) -> list[tuple]:
+    """The ops without their record numbers (the slots never written move them)."""
+    return [(op.thread, op.name, op.args) for op in ops]
+
+
+@pytest.mark.parametrize("threads", [1, 4])  # in call order in the file, and sorted
+def test_both_readers_skip_the_slots_never_written(tmp_path, threads):
+    path = tmp_path / "t.rec"
+    write_synthetic(path, 3_000, threads=threads, buffer=64)
+    want = calls(to_ops(read_trace(path).images[0]))
+    records = path.stat().st_size // RECORD
+    path.write_bytes(with_unwritten_slots(path.read_bytes(), 7))
+    trace = read_trace(path)
+    assert trace.records == records  # the slots never written not counted
+    s = stream(path, chunk=300, run=700)
+    assert s.sorted_in_file == (threads == 1)
+    ops = list(to_ops(trace.images[0]))
+    assert calls(ops) == want and ops == list(to_ops(s))  # the same record numbers too
+    assert s.cut is None and trace.images[0].cut is None and s.ended
+
+
 def test_replay_reads_the_stream_and_predicts_what_the_in_memory_image_predicts(tmp_path):
     path = tmp_path / "t.rec"
     write_synthetic(path, 4_000)

@@ -5,9 +5,10 @@ call, and the sort's temporaries: some 250 MB at 10 M calls). This reader never 
 than a chunk of records:
 
 - the file is checked a chunk at a time (whole records, check bytes, known kinds, a START
-  first), with the same one-line errors as read_trace;
-- an image whose records are already in call order in the file (one thread, or buffers that
-  reached the file in order) is read as it is;
+  first), with the same one-line errors as read_trace; slots never written (alloc_trace's
+  `is_record`) are skipped everywhere;
+- an image whose records are already in call order in the file (one thread, or windows
+  filled in order) is read as it is;
 - otherwise its records are put in call order by an external sort: each chunk of RUN records
   is sorted by call number into a temporary file (a sorted run), and the runs are merged
   (heapq.merge, a block of each run in memory), FAN_IN at a time, in rounds, until one
@@ -29,7 +30,7 @@ from typing import Iterator
 import numpy as np
 
 from purgecheck.formats.alloc_trace import (KIND, KINDS, MAGIC, RECORD, AllocTraceError,
-                                            _first_bad_check)
+                                            _first_bad_check, is_record)
 
 CHUNK = 1 << 16  # records read from a file at a time
 RUN = 1 << 18  # records sorted in memory at a time (one sorted run of the external sort)
@@ -75,7 +76,7 @@ def image_spans(path: str | Path, chunk: int = CHUNK) -> list[tuple[int, int]]:
         if lo == 0:
             first_kind = int(kind[0])
         if unknown is None:
-            bad_kind = np.flatnonzero((kind < 1) | (kind > max(KINDS)))
+            bad_kind = np.flatnonzero(((kind < 1) | (kind > max(KINDS))) & is_record(w))
             if len(bad_kind):
                 unknown = (lo + int(bad_kind[0]), int(kind[bad_kind[0]]))
         starts += (np.flatnonzero(kind == KIND["start"]) + lo).tolist()
@@ -108,8 +109,8 @@ class StreamImage:
         if self._in_call_order(lo, hi):
             self._sorted, self._words, self._span = self.path, 4, (lo, hi)
         else:  # a file of 5-word records (the fifth: the record number), in call order
-            self._sorted, self._words = self._external_sort(lo, hi, run), 5
-            self._span = (0, hi - lo)
+            self._sorted, records = self._external_sort(lo, hi, run)
+            self._words, self._span = 5, (0, records)
         self._index()
 
     # -- putting the records in call order -------------------------------------------------
@@ -117,34 +118,39 @@ class StreamImage:
     def _in_call_order(self, lo: int, hi: int) -> bool:
         last = -1
         for w in _blocks(self.path, lo, hi, 4, self.chunk):
+            w = w[is_record(w)]
+            if not len(w):
+                continue
             seq = (w[:, 0] & np.uint64(SEQ_MASK)).astype(np.int64)
             if seq[0] <= last or (len(seq) > 1 and not np.all(seq[1:] > seq[:-1])):
                 return False
             last = int(seq[-1])
         return True
 
-    def _external_sort(self, lo: int, hi: int, run: int) -> Path:
-        """Sorted runs of `run` records (each record with its record number as a fifth word),
-        merged into one file in call order; a number written twice keeps file order."""
+    def _external_sort(self, lo: int, hi: int, run: int) -> tuple[Path, int]:
+        """Sorted runs of `run` slots' records (each record with its record number as a fifth
+        word), merged into one file in call order, and its number of records; a number written
+        twice keeps file order."""
         self._tmp = tempfile.TemporaryDirectory(prefix="purgecheck-sort-")
         tmp = Path(self._tmp.name)
         runs: list[tuple[Path, int]] = []
         start = lo
         for w in _blocks(self.path, lo, hi, 4, run):
-            seq = w[:, 0] & np.uint64(SEQ_MASK)
-            order = np.argsort(seq, kind="stable")
-            out = np.empty((len(w), 5), dtype="<u8")
+            live = np.flatnonzero(is_record(w))
+            seq = w[live, 0] & np.uint64(SEQ_MASK)
+            order = live[np.argsort(seq, kind="stable")]
+            out = np.empty((len(order), 5), dtype="<u8")
             out[:, :4] = w[order]
             out[:, 4] = order.astype(np.uint64) + np.uint64(start)
             name = tmp / f"run{len(runs)}"
             out.tofile(name)
-            runs.append((name, len(w)))
+            runs.append((name, len(order)))
             start += len(w)
         fan_in = self.fan_in
         while len(runs) > 1:  # at most fan_in runs merged at once: bounded memory
             runs = [self._merge(runs[k:k + fan_in], tmp / f"run{len(runs)}-{k}")
                     for k in range(0, len(runs), fan_in)]
-        return runs[0][0]
+        return runs[0]
 
     def _merge(self, runs: list[tuple[Path, int]], out: Path) -> tuple[Path, int]:
         """Sorted runs merged into one (by call number, then record number)."""
@@ -174,13 +180,18 @@ class StreamImage:
         """(index of the first, its records (n, 4), their record numbers) in call order."""
         lo, hi = self._span
         i = 0
+        at = lo  # the file's record number of w[0] (in the file's own order)
         for w in _blocks(self._sorted, lo, hi, self._words, self.chunk):
             if self._words == 5:
                 recno = w[:, 4]
-            else:
-                recno = np.arange(lo + i, lo + i + len(w), dtype=np.uint64)
-            yield i, w[:, :4], recno
-            i += len(w)
+            else:  # the file itself: the slots never written are left out here
+                live = is_record(w)
+                recno = np.arange(at, at + len(w), dtype=np.uint64)[live]
+                at += len(w)
+                w = w[live]
+            if len(w):
+                yield i, w[:, :4], recno
+                i += len(w)
 
     # -- the pass that finds the cut and each thread's last record ---------------------------
 
@@ -192,7 +203,9 @@ class StreamImage:
         self.last: dict[int, int] = {}
         self.refused = self.main_thread = 0
         prev = -1
+        records = 0
         for i, w, recno in self._blocks_in_order():
+            records = i + len(w)
             seq = (w[:, 0] & np.uint64(SEQ_MASK)).astype(np.int64)
             if i == 0:
                 self.refused = int((w[0, 1] >> np.uint64(48)) & np.uint64(0xFF))
@@ -218,7 +231,7 @@ class StreamImage:
             self.has_malloc |= bool(np.any(kind == KIND["malloc"]))
             if len(gaps):
                 self.cut = i + stop
-        self.n = self.cut if self.cut is not None else self._span[1] - self._span[0]
+        self.n = self.cut if self.cut is not None else records
 
     # -- what the conversion reads -----------------------------------------------------------
 

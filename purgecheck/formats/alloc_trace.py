@@ -9,9 +9,12 @@ A trace is a sequence of 32-byte records, four little-endian 64-bit words each:
 
 `check` is 0xA5 xor the 31 other bytes. Each process image begins with a START record (a =
 pid, r = the magic "PPCREC01"); an exec appends a new image to the same file. Within an image
-the records are in the order their threads' buffers reached the file; `seq` is the calls'
-order. The reader sorts by it and cuts the image at the first number missing, which is where
-a killed program's unwritten buffers were.
+the records are in the order of their threads' windows of the file (the recorder maps the
+file and hands each thread a window of it); `seq` is the calls' order. A slot whose w0 is
+zero was never written (the rest of a window, the room the file was extended by ahead, a
+record in flight at a kill: the recorder stores w0 last, and it is never zero in a record):
+the readers skip it (`is_record`). They sort by `seq` and cut the image at the first number
+missing, which after a kill is a call whose record was in flight.
 """
 
 from __future__ import annotations
@@ -137,18 +140,26 @@ class Image:
 class Trace:
     source: str
     images: list[Image] = field(default_factory=list)
-    records: int = 0
+    records: int = 0  # records in the file (slots never written not counted)
 
 
 CHECK_SLICE = 1 << 20  # records checked at a time (bounded temporary memory)
 
 
+def is_record(words: np.ndarray) -> np.ndarray:
+    """Which slots of (n, 4) words hold a record: w0 is stored last and never zero (module
+    doc); a slot with w0 zero was never written, whatever its other words hold."""
+    return words[:, 0] != 0
+
+
 def _first_bad_check(words: np.ndarray) -> tuple[int, int, int] | None:
-    """(record, check byte, expected) of the first record whose check byte is wrong."""
+    """(record, check byte, expected) of the first record whose check byte is wrong (slots
+    never written are not records: not checked)."""
     for lo in range(0, len(words), CHECK_SLICE):
-        raw = np.ascontiguousarray(words[lo:lo + CHECK_SLICE]).view(np.uint8).reshape(-1, RECORD)
+        w = np.ascontiguousarray(words[lo:lo + CHECK_SLICE])
+        raw = w.view(np.uint8).reshape(-1, RECORD)
         want = np.bitwise_xor.reduce(np.delete(raw, 15, axis=1), axis=1) ^ np.uint8(0xA5)
-        bad = np.flatnonzero(raw[:, 15] != want)
+        bad = np.flatnonzero((raw[:, 15] != want) & is_record(w))
         if len(bad):
             i = int(bad[0])
             return lo + i, int(raw[i, 15]), int(want[i])
@@ -171,7 +182,7 @@ def read_trace(path: str | Path) -> Trace:
         i, got, want = bad
         raise AllocTraceError(source, i, f"corrupt: check byte {got:#04x}, expected {want:#04x}")
     kind = (words[:, 0] >> np.uint64(56)).astype(np.uint8)
-    unknown = np.flatnonzero((kind < 1) | (kind > max(KINDS)))
+    unknown = np.flatnonzero(((kind < 1) | (kind > max(KINDS))) & is_record(words))
     if len(unknown):
         i = int(unknown[0])
         raise AllocTraceError(source, i, f"unknown record kind {int(kind[i])} (expected "
@@ -180,7 +191,7 @@ def read_trace(path: str | Path) -> Trace:
     if len(starts) == 0 or starts[0] != 0:
         raise AllocTraceError(source, 0, f"expected a START record, got "
                                          f"{KINDS[int(kind[0])]}")
-    trace = Trace(source, records=n)
+    trace = Trace(source, records=int(np.count_nonzero(is_record(words))))
     bounds = list(starts) + [n]
     for lo, hi in zip(bounds, bounds[1:]):
         trace.images.append(_image(source, words[lo:hi], kind[lo:hi], int(lo)))
@@ -191,9 +202,11 @@ def _image(source: str, w: np.ndarray, kind: np.ndarray, lo: int) -> Image:
     if int(w[0, 3]) != MAGIC:
         raise AllocTraceError(source, lo, f"a START record without the recorder's magic "
                                           f"({int(w[0, 3]):#x}, expected {MAGIC:#x})")
-    seq = w[:, 0] & np.uint64((1 << 40) - 1)
-    order = np.argsort(seq, kind="stable")
-    seq = seq[order]
+    live = np.flatnonzero(is_record(w))  # in file order: the slots never written left out
+    seq = w[live, 0] & np.uint64((1 << 40) - 1)
+    by_seq = np.argsort(seq, kind="stable")
+    seq, order = seq[by_seq], live[by_seq]
+    del live, by_seq
     dup = np.flatnonzero(seq[1:] == seq[:-1])
     if len(dup):
         i = int(dup[0]) + 1

@@ -4,8 +4,9 @@ For the replay's benchmark and tests at sizes no recording here reaches quickly 
 `threads` threads take turns, one call each; each keeps `live` blocks, freeing its oldest
 and allocating a new one (sizes 16..4,000 bytes, and a 200 KB block now and then, which
 glibc maps). Each thread's records go through a buffer of `buffer` records, written to the
-file when it is full, as the recorder's per-thread buffers are: the file is not in call
-order, so a reader must sort. Addresses are reused (a block takes the slot of one freed
+file when it is full, a layout like the recorder's windows of the file (a thread's records
+together, the threads' blocks in turn; the recorder's slots never written aside): the file
+is not in call order, so a reader must sort. Addresses are reused (a block takes the slot of one freed
 before), as a heap's are. Written a chunk at a time: memory does not grow with `calls`.
 
     .venv/bin/python -m purgecheck.record.synthetic OUT CALLS [--threads N]
