@@ -112,3 +112,30 @@ def test_unknown_mutant_or_engine_is_bad_usage(capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unknown mutant 'no-such-mutant'" in err
     assert main(["mutants", "--engine", "no-such-engine"]) == 2
+
+
+def test_the_matrix_page_tells_the_last_run_from_earlier_ones_and_why_one_engine_alone():
+    """A --kills 2 run leaves the cells it did not run as an earlier run said them: shown in
+    parentheses, and not counted as the last run's kills. A mutant killed by one engine gets
+    its `seen_by_one` reason, or a loud "no reason given"."""
+    from purgecheck.docs.md import Links
+    from purgecheck.docs.results_pages import mutants_page
+
+    old, new = "2026-12-01 10:00 UTC", "2026-12-03 18:00 UTC"
+    explained = next(m for m in MUTANTS.values() if m.seen_by_one)
+
+    def cell(m, e, verdict, date):
+        return {"mutant": m, "engine": e, "verdict": verdict, "seconds": 1.0, "failures": [],
+                "note": "", "date": date, "quick": True}
+
+    doc = {"saved": new,
+           "baseline": {e: cell(None, e, "held", new) for e in ("scenarios", "validate")},
+           "cells": [cell("age-lt-1", "scenarios", "killed", new),
+                     cell("age-lt-1", "validate", "killed", old),
+                     cell(explained.name, "scenarios", "killed", new),
+                     cell(explained.name, "validate", "survived", new)]}
+    page = mutants_page(doc, Links(page="mutants.md"))
+    [row] = [r for r in page.splitlines() if r.startswith("| [`age-lt-1`]")]
+    assert "| (killed 1.0 s) |" in row and row.endswith("| 1 (+1 earlier) |")
+    assert "**no reason given** for `age-lt-1`" in page
+    assert f"*Seen by one engine:* {explained.seen_by_one}" in page

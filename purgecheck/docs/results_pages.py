@@ -131,8 +131,11 @@ def mutants_page(doc: dict, links: Links) -> str:
             + (": " + ", ".join(f"`{m}`" for m in survivors) if survivors else "") + ".", ""]
     once = [m for m in names if len(killers(m, last_run=True)) == 1]
     if once:
-        out += [f"Killed by one engine in the last run: {len(once)}, each with the reason no "
-                f"other engine can see it under its name below.", ""]
+        unexplained = [m for m in once if not MUTANTS[m].seen_by_one]
+        out += [f"Killed by one engine in the last run: {len(once)}; under each one's name, "
+                f"why no other engine can see it"
+                + (f" (**no reason given** for " + ", ".join(f"`{m}`" for m in unexplained)
+                   + ")" if unexplained else "") + ".", ""]
     for e in engines:
         if e not in judges:
             out += [f"Engine `{e}` did not hold on the clean model "
@@ -142,6 +145,9 @@ def mutants_page(doc: dict, links: Links) -> str:
         out += [f"## {anchor('m-' + slug(m))}`{m}`", "", f"{esc(mut.description)}. Expected "
                 f"to be caught by " + ", ".join(f"[{c}]({links.invariant(c)})"
                                                  for c in mut.catches) + ".", ""]
+        if m in once:
+            out += [f"*Seen by one engine:* {esc(mut.seen_by_one) or '**no reason given**'}",
+                    ""]
         for e in engines:
             c = cells.get((m, e))
             if c is None or c["verdict"] == "survived":

@@ -33,6 +33,9 @@ class Mutant:
     # sequential engines (scenarios, virtual-clock conformance) cannot see it; the
     # interleaving explorer and the validation of concurrent C runs do.
     needs_concurrency: bool = False
+    # Why only one engine can see it (issue 28: each mutant killed by two engines where two
+    # can see it); the kill matrix's page prints it beside a mutant killed by one engine.
+    seen_by_one: str = ""
 
 
 MUTANTS: dict[str, Mutant] = {}
@@ -46,10 +49,12 @@ def active() -> list[Mutant]:
 
 
 def mutant(name: str, description: str, catches: tuple[str, ...], *patches: Patch,
-           c_switch: str | None = None, needs_concurrency: bool = False) -> Mutant:
+           c_switch: str | None = None, needs_concurrency: bool = False,
+           seen_by_one: str = "") -> Mutant:
     if name in MUTANTS:
         raise ValueError(f"mutant {name} defined twice")
-    m = Mutant(name, description, catches, tuple(patches), c_switch, needs_concurrency)
+    m = Mutant(name, description, catches, tuple(patches), c_switch, needs_concurrency,
+               seen_by_one)
     MUTANTS[name] = m
     return m
 

@@ -59,6 +59,17 @@ def _shrink_keeps_size(p, seg, diff, rec) -> bool:
     return True
 
 
+# Why the glibc model's arena mutants are seen by one engine (issue 28's "two engines where
+# two can see it"): the glibc engine is the only one that runs the glibc model (its arena
+# invariants after every op, the published counts, strace against the installed glibc); the
+# prove engine's glibc proofs are about heap_trim's floor and the 2015 RFC's counters, and
+# every other engine runs the mimalloc model.
+GLIBC_MODEL_ONLY = ("only the glibc engine runs the glibc model (arena invariants after every "
+                    "op, the published counts, strace against the real glibc); the glibc "
+                    "proofs cover heap_trim's floor and the RFC's counters, not this rule, and "
+                    "the other engines run the mimalloc model")
+
+
 mutant("rfc-ratio-le", "the glibc RFC ratio compared with `<=`",
        ("GL-TRIM-RULE",),
        Patch("model.glibc.trim", "rfc_ratio_allows", _ratio_le))
@@ -67,10 +78,12 @@ mutant("rfc-no-halving", "the glibc RFC counters not halved",
        Patch("model.glibc.trim", "rfc_decay", _no_halving))
 mutant("glibc-top-coalesce-skipped", "glibc: a chunk freed next to top is not merged into it",
        ("GL-NO-FREE-NEIGHBOURS",),
-       Patch("model.glibc.arena", "coalesce_with_top", _top_not_absorbing))
+       Patch("model.glibc.arena", "coalesce_with_top", _top_not_absorbing),
+       seen_by_one=GLIBC_MODEL_ONLY)
 mutant("glibc-split-remainder-lost", "glibc: a best-fit split forgets its remainder",
        ("GL-CHUNKS-TILE",),
-       Patch("model.glibc.arena", "split_chunk", _remainder_lost))
+       Patch("model.glibc.arena", "split_chunk", _remainder_lost),
+       seen_by_one=GLIBC_MODEL_ONLY)
 mutant("glibc-2.23-no-threshold", "glibc 2.23+: heap_trim without the trim_threshold check",
        ("GL-TRIM-RULE", "GL-PUBLISHED"),
        Patch("model.glibc.trim", "heap_trim_extra_2_23", _no_threshold_2_23))
@@ -79,10 +92,13 @@ mutant("glibc-pad-ignored", "glibc: a trim gives back the top without keeping to
        Patch("model.glibc.trim", "trimmable_extra", _pad_ignored))
 mutant("glibc-every-free-trims", "glibc: a trim is considered on every free, not from 64 KiB",
        ("GL-TRIM-TRIGGER",),
-       Patch("model.glibc.trim", "is_trim_considered", _every_free_trims))
+       Patch("model.glibc.trim", "is_trim_considered", _every_free_trims),
+       seen_by_one=GLIBC_MODEL_ONLY)
 mutant("glibc-trim-not-doubled", "glibc: the dynamic threshold leaves trim_threshold alone",
        ("GL-DYNAMIC-THRESHOLD",),
-       Patch("model.glibc.params", "raise_dynamic_threshold", _trim_not_doubled))
+       Patch("model.glibc.params", "raise_dynamic_threshold", _trim_not_doubled),
+       seen_by_one=GLIBC_MODEL_ONLY)
 mutant("glibc-shrink-keeps-size", "glibc: shrink_heap does not lower heap->size",
        ("GL-TOP-LAST", "GL-ACCOUNTING"),
-       Patch("model.glibc.system", "shrink_heap", _shrink_keeps_size))
+       Patch("model.glibc.system", "shrink_heap", _shrink_keeps_size),
+       seen_by_one=GLIBC_MODEL_ONLY)

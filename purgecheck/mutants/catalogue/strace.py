@@ -25,4 +25,7 @@ def _regrow_mprotects(p, seg, diff, grow_heap=system.grow_heap) -> bool:
 
 mutant("glibc-regrow-mprotects", "glibc: a heap regrowing into pages it had before a shrink "
        "is predicted to mprotect them again", ("GL-STRACE-CONFORMANCE",),
-       Patch("model.glibc.system", "grow_heap", _regrow_mprotects))
+       Patch("model.glibc.system", "grow_heap", _regrow_mprotects),
+       seen_by_one="only the glibc engine runs the glibc model, and of its checks only strace "
+       "against the real glibc sees this one: the arena is as it was, only a system call "
+       "more is predicted")
