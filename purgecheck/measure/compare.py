@@ -50,6 +50,7 @@ class MachineModel:
     design_options: bool = True  # a real design's options reach the model (DESIGN_OPTIONS)
     measured_inputs: bool = True  # the loop's turns, the collections, the scavenger's reach
     page_queue_order: bool = True  # mimalloc's page queues (model.world.Options)
+    abandon_full_pages: bool = False  # full pages abandoned, back through the map (model.full_pages)
 
 
 # The simulator as it was before the real Bun was measured: a scavenger at the instant of
@@ -208,7 +209,7 @@ def run_model(workload: str, params: dict, summary: dict, designs: list[str],
     def counters(w, md: str, d: str) -> dict[str, float]:
         extra = DESIGN_OPTIONS.get(d, {}) if machine.design_options else {}
         opts = Options(arena_reuse=machine.arena_reuse, page_queue_order=machine.page_queue_order,
-                       **extra)
+                       abandon_full_pages=machine.abandon_full_pages, **extra)
         c = dict(simulate(w, md, opts, sample_ms=sample_ms, seed=machine.seed,
                           scavenger_late_ms=machine.scavenger_late_ms,
                           scavenger_reach=scavenger_reach(summary, d, machine)).counters)
