@@ -152,6 +152,17 @@ def scavenger_reach(summary: dict, design: str,
     return min(1.0, max(0.0, passes) / turns)
 
 
+def collector_survivors(run: dict, machine: MachineModel = MachineModel()) -> dict:
+    """The bodies the real collector passes over and frees later (js/collections.js): per
+    collection, and a fuller collection every so many requests frees them; nothing where not
+    measured (a recording made before they were counted)."""
+    per = _measured(run, "survivors_per_collection", machine)
+    every = _measured(run, "requests_per_late_collection", machine)
+    if not per or not every:
+        return {}
+    return {"survivors": round(per, 2), "major_every": max(1, round(every))}
+
+
 def model_workload(workload: str, params: dict, summary: dict,
                    machine: MachineModel = MachineModel(), design: str = BASE_REAL):
     """The simulator's workload of the measured one as `design` ran it: its requests over
@@ -173,7 +184,8 @@ def model_workload(workload: str, params: dict, summary: dict,
         return make_workload(workload, idle_ms=idle_ms, requests=n, body=int(params["body"]),
                              kept=kept, inflight=int(params["connections"]),
                              think_ms=load_ms / n, per_turn=max(1.0, round(per_turn, 2)),
-                             gc_every=max(1, round(gc)) if gc else machine.gc_every)
+                             gc_every=max(1, round(gc)) if gc else machine.gc_every,
+                             **collector_survivors(run, machine))
     if workload == "typed-arrays":  # measured: the collector apart from the loop's turns
         collector = dict(gc_every=max(1, round(gc)), per_turn=TYPED_ARRAYS_PER_TURN,
                          temp_every=TYPED_ARRAYS_TEMP_EVERY) if gc \
