@@ -14,6 +14,8 @@ from model.alloc import (check_free, mi_free_local, mi_free_xthread, mi_page_mal
                          write_block)
 from model.geometry import ARCH64, PageGeometry, PageKind, compute_block_size
 from model.floor import is_free_page_kept_at_free
+from model.full_pages import (is_abandoned_when_full, mi_arenas_page_try_find_abandoned,
+                              mi_free_try_collect_mt, mi_page_to_full)
 from model.holes import mi_page_unpurge_all
 from model.page import Page
 
@@ -91,6 +93,10 @@ def mi_heap_malloc(world, heap: Heap, size: int, zero: bool = False,
     """Allocate `size` bytes in `heap`; the program writes the block unless told not to."""
     bs = compute_block_size(size, world.options.arch)
     page = heap_page_for(world.pages, heap, bs)
+    if page is None and world.options.abandon_full_pages:
+        page = mi_arenas_page_try_find_abandoned(world, heap, bs)
+        if page is not None:
+            mi_page_reclaim(world, page, heap)
     if page is None:
         page = world.new_page(heap, bs)
     i = mi_page_malloc(page, zero=zero)
@@ -99,6 +105,8 @@ def mi_heap_malloc(world, heap: Heap, size: int, zero: bool = False,
     world.after_malloc(heap, page)
     if write:
         write_block(page, i)
+    if is_abandoned_when_full(world, page):
+        mi_page_to_full(world, heap, page)
     return Ptr(page.id, i)
 
 
@@ -132,6 +140,8 @@ def mi_free(world, ptr: Ptr, thread: int) -> None:
             mi_page_retire(world, page)
     else:
         mi_free_xthread(page, ptr.block)
+        if page.abandoned and world.options.abandon_full_pages:
+            mi_free_try_collect_mt(world, page)
 
 
 def mi_realloc(world, heap: Heap, ptr: Ptr, size: int) -> Ptr:
@@ -170,8 +180,9 @@ def mi_page_retire(world, page: Page) -> None:
     for q in world.heaps[page.heap].queues.values():
         if page.id in q:
             q.remove(page.id)
-    if page.id in world.abandoned:
-        world.abandoned.remove(page.id)
+    if page.abandoned:  # in the abandoned map, or abandoned while full (model.full_pages)
+        if page.id in world.abandoned:
+            world.abandoned.remove(page.id)
         world.subproc.pages_abandoned -= 1  # out of the abandoned map, back to the arena
 
 

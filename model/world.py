@@ -42,6 +42,9 @@ class Options:
     # mimalloc's page queues (model.heap): a new page goes to the front of its size class's
     # queue, a full page that gets a block back to its end; off: pages in the order made
     page_queue_order: bool = False
+    # a full page of blocks above the small maximum is abandoned, and comes back through the
+    # arena's abandoned map (model.full_pages); off: full pages stay in their heap's queue
+    abandon_full_pages: bool = False
     clock_monotone: bool = True
     clock_start_ms: int = 1_000
 

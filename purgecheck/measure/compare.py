@@ -50,6 +50,7 @@ class MachineModel:
     design_options: bool = True  # a real design's options reach the model (DESIGN_OPTIONS)
     measured_inputs: bool = True  # the loop's turns, the collections, the scavenger's reach
     page_queue_order: bool = True  # mimalloc's page queues (model.world.Options)
+    abandon_full_pages: bool = False  # full pages abandoned, back through the map (model.full_pages)
 
 
 # The simulator as it was before the real Bun was measured: a scavenger at the instant of
@@ -151,6 +152,17 @@ def scavenger_reach(summary: dict, design: str,
     return min(1.0, max(0.0, passes) / turns)
 
 
+def collector_survivors(run: dict, machine: MachineModel = MachineModel()) -> dict:
+    """The bodies the real collector passes over and frees later (js/collections.js): per
+    collection, and a fuller collection every so many requests frees them; nothing where not
+    measured (a recording made before they were counted)."""
+    per = _measured(run, "survivors_per_collection", machine)
+    every = _measured(run, "requests_per_late_collection", machine)
+    if not per or not every:
+        return {}
+    return {"survivors": round(per, 2), "major_every": max(1, round(every))}
+
+
 def model_workload(workload: str, params: dict, summary: dict,
                    machine: MachineModel = MachineModel(), design: str = BASE_REAL):
     """The simulator's workload of the measured one as `design` ran it: its requests over
@@ -172,7 +184,8 @@ def model_workload(workload: str, params: dict, summary: dict,
         return make_workload(workload, idle_ms=idle_ms, requests=n, body=int(params["body"]),
                              kept=kept, inflight=int(params["connections"]),
                              think_ms=load_ms / n, per_turn=max(1.0, round(per_turn, 2)),
-                             gc_every=max(1, round(gc)) if gc else machine.gc_every)
+                             gc_every=max(1, round(gc)) if gc else machine.gc_every,
+                             **collector_survivors(run, machine))
     if workload == "typed-arrays":  # measured: the collector apart from the loop's turns
         collector = dict(gc_every=max(1, round(gc)), per_turn=TYPED_ARRAYS_PER_TURN,
                          temp_every=TYPED_ARRAYS_TEMP_EVERY) if gc \
@@ -208,7 +221,7 @@ def run_model(workload: str, params: dict, summary: dict, designs: list[str],
     def counters(w, md: str, d: str) -> dict[str, float]:
         extra = DESIGN_OPTIONS.get(d, {}) if machine.design_options else {}
         opts = Options(arena_reuse=machine.arena_reuse, page_queue_order=machine.page_queue_order,
-                       **extra)
+                       abandon_full_pages=machine.abandon_full_pages, **extra)
         c = dict(simulate(w, md, opts, sample_ms=sample_ms, seed=machine.seed,
                           scavenger_late_ms=machine.scavenger_late_ms,
                           scavenger_reach=scavenger_reach(summary, d, machine)).counters)

@@ -97,6 +97,9 @@ FIGURES = {
     "collections": "the garbage collector's collections under load that freed the "
                    "program's objects (js/collections.js: a FinalizationRegistry)",
     "requests_per_collection": "requests (allocations, rounds) per collection under load",
+    "survivors_per_collection": "objects a collection passed over, that a later one freed, per "
+                                "collection under load (js/collections.js)",
+    "requests_per_late_collection": "requests per collection that freed such survivors",
 }
 SMALL_DISCARD = 64 * 1024  # below: a hole of a small or medium page (FIGURES, discards_load_small)
 SWEEP_GAP_S = 0.001  # calls of one thread closer than this are one sweep (probe.sweeps)
@@ -270,8 +273,15 @@ def _collections(proc: subprocess.Popen, lines: _Lines, requests: int) -> dict[s
     except (BrokenPipeError, OSError, RunError):
         return {}
     collections = int(fields[1])
-    return {"collections": collections,
-            "requests_per_collection": requests / collections} if collections else {}
+    if not collections:
+        return {}
+    out = {"collections": collections, "requests_per_collection": requests / collections}
+    if len(fields) >= 4:  # the bodies a collection passed over, and the collections that freed them
+        survivors, late = int(fields[2]), int(fields[3])
+        out["survivors_per_collection"] = survivors / collections
+        if late:
+            out["requests_per_late_collection"] = requests / late
+    return out
 
 
 def _discards_by_thread(calls: list[probe.Madvise], t_end: float, pid: int,

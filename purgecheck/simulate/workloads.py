@@ -44,7 +44,8 @@ class Workload:
 def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
               inflight: int = 16, think_ms: float = 0.36, threads: int = 1, seed: int = 0,
               pause_every: int = 0, pause_ms: float = 0.0, gc_every: int = 1,
-              per_turn: float = 1) -> Iterator[Call]:
+              per_turn: float = 1, survivors: float = 0.0,
+              major_every: int = 0) -> Iterator[Call]:
     """Bun.serve with `body`-byte request bodies (seed: 256 KiB), `inflight` requests open at
     once (the seed's 16 connections), one request finished every `think_ms` (seed: 55 k
     requests in 20 s, 0.36 ms each); `kept` bodies (seed: 40) are kept to the end, spread
@@ -59,7 +60,11 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
     load one tick serves the requests whose data arrived meanwhile, 2 to 11 of them with 16
     connections on 2 cores (the more CPU a request costs, the more per tick).
     `purgecheck measure` counts the real turns (purgecheck/measure/turns.py) and the
-    comparison passes them here."""
+    comparison passes them here. With `survivors` and `major_every`, a collection passes over
+    the body dropped last before it (`survivors` of them per collection, on average) and a
+    fuller collection every `major_every` requests frees those: what js/collections.js counts
+    of Bun's collector (the body after each run that a collection frees stays, up to a
+    thousand requests)."""
     rng = random.Random(seed)
     served = [0] * threads
     turns = [0] * threads
@@ -68,6 +73,8 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
     t = 0.0
     open_: list[list[int]] = [[] for _ in range(threads)]
     garbage: list[list[int]] = [[] for _ in range(threads)]
+    survived: list[list[int]] = [[] for _ in range(threads)]
+    owed = [0.0] * threads  # survivors due, a fraction carried from one collection to the next
     for i in range(requests):
         th = 1 + i % threads
         yield Call(t, th, "malloc", i, body)
@@ -77,6 +84,10 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
             if done not in keep:
                 garbage[th - 1].append(done)
             if len(garbage[th - 1]) >= gc_every:
+                owed[th - 1] += survivors if major_every else 0.0
+                if owed[th - 1] >= 1:
+                    owed[th - 1] -= 1
+                    survived[th - 1].append(garbage[th - 1].pop())
                 for name in garbage[th - 1]:
                     yield Call(t, th, "free", name)
                 garbage[th - 1].clear()
@@ -87,13 +98,17 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
                 turns[th - 1] = turns_due
                 yield Call(t, th, "loop", request=served[th - 1])
                 served[th - 1] = 0
+        if major_every and (i + 1) % major_every == 0:
+            for name in survived[th - 1]:
+                yield Call(t, th, "free", name)
+            survived[th - 1].clear()
         t += think_ms
         if pause_every and (i + 1) % pause_every == 0:
             t += pause_ms
     for th, names in enumerate(open_, start=1):
         if served[th - 1]:
             yield Call(t, th, "loop", request=served[th - 1])
-        for done in [*garbage[th - 1], *names]:
+        for done in [*survived[th - 1], *garbage[th - 1], *names]:
             if done not in keep:
                 yield Call(t, th, "free", done)
             yield Call(t, th, "loop", request=True)
@@ -222,7 +237,8 @@ PARAMETER_RANGES = {
     "requests": (0, MAX_ALLOCATIONS, True), "allocations": (0, MAX_ALLOCATIONS, True),
     "kept": (0, 10_000_000, True), "inflight": (1, 100_000, True), "threads": (1, 1024, True),
     "batch": (1, 100_000, True), "gc_every": (1, 100_000, True), "per_turn": (1, 100_000, False), "free_late": (0, 1, True), "keep_every": (1, 1_000_000, True),
-    "temp_every": (0, 1_000_000, True),
+    "temp_every": (0, 1_000_000, True), "survivors": (0, 1_000, False),
+    "major_every": (0, 10_000_000, True),
     "lifetime": (0, 1_000_000, True), "pause_every": (0, 10_000_000, True),
     "seed": (-(1 << 63), (1 << 63) - 1, True),
     "body": (1, GiB, True), "size": (1, GiB, True), "lo": (1, GiB, True), "hi": (1, GiB, True),
