@@ -43,7 +43,10 @@ mutant("runs-one-unit-long", "each discarded run of units goes one unit too far"
        Patch("model.holes", "compute_runs", _runs_one_unit_long))
 mutant("double-free-uncounted", "a double free is refused but not counted",
        ("FZ-DOUBLE-FREE-REPORTED",),
-       Patch("model.alloc", "check_free", _double_free_uncounted))
+       Patch("model.alloc", "check_free", _double_free_uncounted),
+       seen_by_one="the free is still refused and logged (the scenarios and the C trace see "
+       "that, and agree); only the fuzz machines' shadow, which knows which blocks the "
+       "program holds, checks the page's count of double frees")
 mutant("zalloc-clears-link-only", "mi_zalloc clears only the link word of a reused block",
        ("FZ-ZALLOC-ZERO",),
        Patch("model.alloc", "mi_page_malloc", _zalloc_clears_link_only))
