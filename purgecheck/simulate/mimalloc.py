@@ -128,17 +128,13 @@ class Simulation:
         self.arena_purges = 0
         self.arena_purged_bytes = 0
         self.retired_seen: set[int] = set()
-        # page id -> the OS pages of its live blocks, worked out again at a sample only for
-        # the pages whose blocks changed since the one before (`dirty`): rebuilding every
-        # page's at each sample was a quarter of a simulation's time. Pages never share an
-        # OS page (each is a run of whole slices), so the sets are disjoint.
-        self.live_pages: dict[int, set[int]] = {}
-        self.dirty: set[int] = set()
-        # and how many of them are resident, counted again only for those pages and for the
-        # pages a sweep discarded in (`recount`): nothing else changes a page's residency
-        # (pages never share an OS page, and the arena purges only retired pages)
+        # page id -> how many OS pages of its live blocks are resident, counted again at a
+        # sample only for the pages whose blocks changed since the one before or that a
+        # sweep discarded in (`dirty`): nothing else changes them (pages never share an OS
+        # page, and the arena purges only retired pages). Rebuilding every page's set of
+        # live OS pages at each sample was a quarter of a simulation's time.
         self.live_counts: dict[int, int] = {}
-        self.recount: set[int] = set()
+        self.dirty: set[int] = set()
         self.load_end = self.t
         self.at_load_end: dict[str, float] = {}
         self.rss_peak = 0  # resident OS pages at most
@@ -354,7 +350,7 @@ class Simulation:
             if ev == "retire":
                 self._note_retired(e["page"])
             elif ev == "discard" or ev == "discard_tail":
-                self.recount.add(e["page"])
+                self.dirty.add(e["page"])
 
     def _on_purge(self, pid: int) -> None:
         """The arena gives a retired page's memory back (the same for every design), unless a
@@ -364,10 +360,8 @@ class Simulation:
         if g.slice_start in self.world.arena.in_use:
             return
         mem = self.world.mem
-        pages = mem.os_pages(g.slice_start, g.area_size)
-        resident = mem.resident.intersection(pages)
+        resident = mem.release(g.slice_start, g.area_size)
         if resident:
-            mem.resident.difference_update(pages)
             if self.opts.arena_reuse:
                 mem.dropped.update(resident)
             resident = len(resident)
@@ -378,27 +372,33 @@ class Simulation:
 
     def live_resident_pages(self) -> int:
         """Resident OS pages that hold part of a live allocation."""
-        mem = self.world.mem
-        pages = self.world.pages
-        live, counts, resident = self.live_pages, self.live_counts, mem.resident
+        pages, counts = self.world.pages, self.live_counts
         for pid in self.dirty:
             page = pages[pid]
             if page.retired or not page.handed_out:
-                live.pop(pid, None)
                 counts.pop(pid, None)
-                continue
-            g = page.geom
-            os_pages: set[int] = set()
-            for i in page.handed_out:
-                os_pages.update(mem.os_pages(g.block_addr(i), g.block_size))
-            live[pid] = os_pages
-            counts[pid] = len(os_pages & resident)
-        for pid in self.recount:
-            if pid in live and pid not in self.dirty:
-                counts[pid] = len(live[pid] & resident)
+            else:
+                counts[pid] = self.count_live_resident(page)
         self.dirty.clear()
-        self.recount.clear()
         return sum(counts.values())
+
+    def count_live_resident(self, page) -> int:
+        """The resident OS pages of one page's live blocks: the blocks' OS pages in runs
+        (neighbours share an OS page where the block size is not a multiple of it), each run
+        counted at once."""
+        mem, g = self.world.mem, page.geom
+        count, lo, hi = 0, 0, -1
+        for i in sorted(page.handed_out):
+            run = mem.os_pages(g.block_addr(i), g.block_size)
+            if run.start <= hi:
+                hi = max(hi, run.stop)
+                continue
+            if hi > lo:
+                count += mem.count_resident(range(lo, hi))
+            lo, hi = run.start, run.stop
+        if hi > lo:
+            count += mem.count_resident(range(lo, hi))
+        return count
 
     def _sample(self) -> None:
         if self.events == self.sampled_after and self.samples:  # nothing ran since: the same
