@@ -34,38 +34,39 @@ class PageKind(str, Enum):
 
 @dataclass(frozen=True)
 class Arch:
-    """A target: 64-bit (8-byte words) or 32-bit (4-byte words)."""
+    """A target: 64-bit (8-byte words) or 32-bit (4-byte words). Its sizes are worked out
+    once (cached): the allocation path reads them at every malloc."""
 
     bits: int
 
-    @property
+    @cached_property
     def arena_slice_size(self) -> int:
         # MI_ARENA_SLICE_SIZE = 1 << (13 + MI_SIZE_SHIFT): 64 KiB on 64-bit, 32 KiB on 32-bit.
         return 64 * KiB if self.bits == 64 else 32 * KiB
 
-    @property
+    @cached_property
     def small_page_size(self) -> int:
         return self.arena_slice_size
 
-    @property
+    @cached_property
     def medium_page_size(self) -> int:
         return 8 * self.arena_slice_size
 
-    @property
+    @cached_property
     def large_page_size(self) -> int:
         # "on 32-bit (a large page is 1 MiB there)": MI_SIZE_SIZE * medium page.
         return (self.bits // 8) * self.medium_page_size
 
-    @property
+    @cached_property
     def small_max_obj_size(self) -> int:
         return (self.small_page_size - MI_PAGE_OSPAGE_BLOCK_ALIGN2_BYTES) // 6
 
-    @property
+    @cached_property
     def medium_max_obj_size(self) -> int:
         # MI_MEDIUM_MAX_OBJ_SIZE: the stamp's gate (digest section 5) compares against this.
         return (self.medium_page_size - MI_PAGE_OSPAGE_BLOCK_ALIGN2_BYTES) // 6
 
-    @property
+    @cached_property
     def large_max_obj_size(self) -> int:
         return self.large_page_size // 8
 

@@ -11,6 +11,55 @@ from dataclasses import dataclass, field
 
 from model.stats import HoleStats
 
+REGION_BITS = 12  # OS pages per region of the resident mask: 4,096 (16 MiB of 4 KiB pages)
+REGION = 1 << REGION_BITS
+_ONES = memoryview(b"\x01" * REGION)
+_ZEROS = memoryview(bytes(REGION))
+
+
+class ResidentMask:
+    """A byte per OS page, 1 while it is resident: Memory.resident kept again, so that a
+    write to pages all resident already is seen as such by one search of a bytearray (not
+    by adding each page to the set again, which took most of a large block's write). The
+    set stays the model's residency; this only mirrors it (tests/test_simulate.py checks
+    the two agree after every op)."""
+
+    def __init__(self) -> None:
+        self.regions: dict[int, bytearray] = {}
+
+    def _spans(self, pages: range):
+        """(region's bytes, start, stop) for each region the run of pages crosses."""
+        p, stop = pages.start, pages.stop
+        while p < stop:
+            r = p >> REGION_BITS
+            hi = min(stop, (r + 1) << REGION_BITS)
+            b = self.regions.get(r)
+            if b is None:
+                b = self.regions[r] = bytearray(REGION)
+            yield b, p & (REGION - 1), ((hi - 1) & (REGION - 1)) + 1
+            p = hi
+
+    def is_all_set(self, pages: range) -> bool:
+        lo, hi = pages.start, pages.stop
+        r = lo >> REGION_BITS
+        if lo < hi and (hi - 1) >> REGION_BITS == r:  # one region, the usual case
+            b = self.regions.get(r)
+            return b is not None and b.find(0, lo & (REGION - 1),
+                                            ((hi - 1) & (REGION - 1)) + 1) < 0
+        return all(b.find(0, lo, hi) < 0 for b, lo, hi in self._spans(pages))
+
+    def count(self, pages: range) -> int:
+        """How many of `pages` are set."""
+        return sum(b.count(1, lo, hi) for b, lo, hi in self._spans(pages))
+
+    def set(self, pages: range) -> None:
+        for b, lo, hi in self._spans(pages):
+            b[lo:hi] = _ONES[:hi - lo]
+
+    def clear(self, pages: range) -> None:
+        for b, lo, hi in self._spans(pages):
+            b[lo:hi] = _ZEROS[:hi - lo]
+
 
 @dataclass
 class Memory:
@@ -25,6 +74,8 @@ class Memory:
     refaults: int = 0
     dropped: set[int] = field(default_factory=set)  # discarded while resident, not written since
     holes: HoleStats = field(default_factory=HoleStats)  # the process-wide counters
+    # `resident` again, a byte a page: Memory's methods are the only writers of both
+    mask: ResidentMask = field(default_factory=ResidentMask, repr=False, compare=False)
 
     def os_pages(self, addr: int, size: int) -> range:
         """OS pages touched by the byte range [addr, addr+size)."""
@@ -42,12 +93,15 @@ class Memory:
         """A write: every OS page the range touches becomes resident; one that a discard
         dropped faults back in (a refault)."""
         pages = self.os_pages(addr, size)
+        if pages.start in self.resident if len(pages) == 1 else self.mask.is_all_set(pages):
+            return  # all resident already, so none of them dropped (the two never meet)
         if self.dropped:
             back = self.dropped.intersection(pages)
             if back:
                 self.refaults += len(back)
                 self.dropped.difference_update(back)
         self.resident.update(pages)
+        self.mask.set(pages)
 
     def discard(self, addr: int, size: int) -> bool:
         """_mi_os_discard: drop the pages' contents; False when the call fails."""
@@ -58,8 +112,24 @@ class Memory:
         pages = self.os_pages(addr, size)
         self.dropped.update(self.resident.intersection(pages))
         self.resident.difference_update(pages)
+        self.mask.clear(pages)
         self.discarded_bytes += size
         return True
+
+    def release(self, addr: int, size: int) -> set[int]:
+        """The OS pages of [addr, addr+size) stop being resident outside hole purging (the
+        arena's purge of a page gone back to it, purgecheck/simulate); returns those that
+        were resident."""
+        pages = self.os_pages(addr, size)
+        resident = self.resident.intersection(pages)
+        if resident:
+            self.resident.difference_update(pages)
+            self.mask.clear(pages)
+        return resident
+
+    def count_resident(self, pages: range) -> int:
+        """How many of a run of OS pages are resident."""
+        return self.mask.count(pages)
 
     def is_resident(self, addr: int, size: int) -> bool:
         return any(p in self.resident for p in self.os_pages(addr, size))

@@ -326,3 +326,89 @@ def test_a_free_left_out_of_the_live_pages_is_caught(monkeypatch):
     sampled_against_the_rebuild(monkeypatch)
     with pytest.raises(AssertionError):
         simulate(make_workload("bun-serve", requests=200, idle_ms=100), "epoch", sample_ms=5)
+
+
+def live_pages_under_a_mutant_that_discards_live_memory(monkeypatch) -> list[int]:
+    """bun-serve with 5,000-byte bodies (blocks that straddle OS pages) under the mutant
+    runs-one-unit-long, whose sweeps discard the OS page past each run, live or not: each
+    sample checked against the rebuild."""
+    seen = sampled_against_the_rebuild(monkeypatch)
+    w = make_workload("bun-serve", requests=400, body=5000, kept=30, idle_ms=300)
+    with applied(MUTANTS["runs-one-unit-long"]):
+        run = simulate(w, "no-hold", sample_ms=2)
+    assert run.counters["discards"] > 0
+    return seen
+
+
+def test_the_live_pages_are_counted_again_where_a_sweep_discarded(monkeypatch):
+    """The resident count of a page's live OS pages is kept between samples; a sweep's
+    discards are the one thing besides the program's calls that changes it (here, under a
+    mutant, in live blocks too): it agrees with the rebuild at every sample."""
+    seen = live_pages_under_a_mutant_that_discards_live_memory(monkeypatch)
+    assert len(seen) > 100
+
+
+def test_a_discard_left_out_of_the_recount_is_caught(monkeypatch):
+    """Broken variant: the pages a sweep discarded in are not counted again."""
+    from purgecheck.simulate import mimalloc
+    monkeypatch.setattr(mimalloc.Simulation, "_note_sweep",
+                        lambda self: [self._note_retired(e["page"]) for e in self.world.log
+                                      if e["ev"] == "retire"])
+    with pytest.raises(AssertionError):
+        live_pages_under_a_mutant_that_discards_live_memory(monkeypatch)
+
+
+# -- the resident mask beside Memory.resident (issue 29) ---------------------------------------
+
+def mask_pages(mem) -> set[int]:
+    """The OS pages the mask has set."""
+    from model.memory import REGION_BITS
+    return {(r << REGION_BITS) + i for r, b in mem.mask.regions.items()
+            for i, v in enumerate(b) if v}
+
+
+def run_with_the_mask_checked(monkeypatch, design: str, **kw) -> int:
+    """A small run whose mask is compared with the resident set after every call and at
+    every sample; returns the number of checks."""
+    from purgecheck.simulate import mimalloc
+    kept_call, kept_sample = mimalloc.Simulation.call, mimalloc.Simulation._sample
+    checks = [0]
+
+    def agree(self):
+        assert mask_pages(self.world.mem) == self.world.mem.resident, f"at {self.t:.2f} ms"
+        checks[0] += 1
+
+    monkeypatch.setattr(mimalloc.Simulation, "call", lambda self, c: (kept_call(self, c),
+                                                                     agree(self)))
+    monkeypatch.setattr(mimalloc.Simulation, "_sample", lambda self: (kept_sample(self),
+                                                                      agree(self)))
+    # bodies that straddle OS pages, a page that retires (the arena's purge), several threads
+    w = make_workload("bun-serve", requests=120, body=70_000, kept=3, threads=2, idle_ms=300)
+    run = simulate(w, design, **kw)
+    assert run.counters["discards"] > 0
+    return checks[0]
+
+
+@pytest.mark.parametrize("design", ["no-hold", "epoch"])
+def test_the_resident_mask_agrees_with_the_resident_set_after_every_op(monkeypatch, design):
+    from model.world import Options
+    assert run_with_the_mask_checked(monkeypatch, design, sample_ms=5,
+                                     options=Options(arena_reuse=True)) > 300
+
+
+def test_a_discard_that_leaves_the_mask_set_is_caught(monkeypatch):
+    """Broken variant: a discard drops the pages from the set but not from the mask, so a
+    later write to them is taken for a write to resident pages."""
+    from model.memory import Memory
+    monkeypatch.setattr(Memory, "discard", _discard_keeping_the_mask)
+    with pytest.raises(AssertionError):
+        run_with_the_mask_checked(monkeypatch, "no-hold", sample_ms=5)
+
+
+def _discard_keeping_the_mask(self, addr, size):
+    self.discard_calls += 1
+    pages = self.os_pages(addr, size)
+    self.dropped.update(self.resident.intersection(pages))
+    self.resident.difference_update(pages)
+    self.discarded_bytes += size
+    return True

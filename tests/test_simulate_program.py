@@ -206,3 +206,39 @@ def test_a_realloc_that_moves_without_copying_is_caught(monkeypatch):
     monkeypatch.setattr(realloc, "copy_on_move", lambda p, old, new: None)
     resident, pages = copied_pages_resident()
     assert resident < pages
+
+
+XZ = Path(__file__).resolve().parent / "data" / "xz-T2.rec"
+
+
+def passes_agree(monkeypatch=None) -> None:
+    """Every pass over a recording's stream (each glibc version and design reads one) gives
+    the ops and conversion figures of a fresh conversion: the kept stream stands for it."""
+    program = load_program(XZ)
+    first = list(program.timed_ops())
+    stats = vars(program.conversion).copy()
+    assert program.kept is not None  # a short trace is kept after its first pass
+    for _ in range(2):
+        assert list(program.timed_ops()) == first
+        assert vars(program.conversion) == stats
+    fresh = load_program(XZ)
+    fresh.kept = None
+    assert list(fresh.make(fresh.conversion)) == first and vars(fresh.conversion) == stats
+
+
+def test_the_kept_stream_of_a_trace_is_its_conversion_again():
+    passes_agree()
+
+
+def test_a_kept_stream_that_lost_an_op_is_caught(monkeypatch):
+    """Broken variant: the pass keeps every op but the last."""
+    from purgecheck.simulate import program as program_module
+    keeping = program_module.Program._keeping
+
+    def keeping_short(self, ops):
+        yield from keeping(self, ops)
+        if self.kept:
+            self.kept.pop()
+    monkeypatch.setattr(program_module.Program, "_keeping", keeping_short)
+    with pytest.raises(AssertionError):
+        passes_agree()

@@ -41,8 +41,9 @@ def figures(tiny: bool = False, requests: int | None = None) -> list[Figure]:
             run, cpu = _cpu(lambda: simulate(w, design))
             n = run.counters["allocations"]
             out.append(Figure(BENCH, f"{workload}, {design}: allocations per second", n / cpu,
-                              "allocs/s", f"{n:,.0f} allocations (malloc+free), with the "
-                                          f"sweeps, by CPU time; "
+                              "allocs/s", f"{n:,.0f} allocations (malloc, a realloc that "
+                                          f"moves), with their frees, parks and sweeps, by "
+                                          f"CPU time; "
                                           + against_aim(n / cpu, AIM_ALLOCS, "allocs/s")))
     glibc = glibc_simulator()
     for name in glibc_workloads():

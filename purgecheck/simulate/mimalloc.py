@@ -43,7 +43,7 @@ from typing import Iterable, Iterator
 from model.drivers import mi_on_thread_idle, mi_on_thread_idle_pending
 from model.heap import Ptr, mi_free, mi_heap_malloc, mi_realloc
 from model.park import mi_on_thread_idle_end, mi_on_thread_idle_start, mi_theap_sweep_parked
-from model.thread import PARKED, SWEEPING
+from model.thread import RUNNING
 from model.variants import VARIANTS
 from model.world import Options, World
 from purgecheck.simulate.result import DesignRun, Sample
@@ -72,6 +72,8 @@ INLINE_EVERY_MS = 100  # Bun's Windows loop sweeps inline at most every 100 ms
 # doubles, as glibc.py's runs do): a long run or a small --sample-ms costs a bounded series,
 # not one sample per step of a trace's 10^12 ms. Far above the seeds' runs (7,000 at 5 ms).
 MAX_SAMPLES = 20_000
+# The background actors, each a timer kind with its handler Simulation._on_<kind>.
+TIMERS = ("scavenger", "sweeper", "pool", "park_after", "inline_again", "purge")
 
 
 def design_options(design: str, base: Options | None = None) -> Options:
@@ -115,6 +117,7 @@ class Simulation:
         self.sampled_after = -1  # `events` at the last sample computed
         # timers: (due time, seq, kind, thread); kinds: scavenger, pool, park_after, purge
         self.timers: list[tuple[float, int, str, int]] = []
+        self.on_timer = {kind: getattr(self, f"_on_{kind}") for kind in TIMERS}
         self.seq = 0
         self.scavenger_due: float | None = None
         self.last_call: dict[int, float] = {}
@@ -125,13 +128,12 @@ class Simulation:
         self.arena_purges = 0
         self.arena_purged_bytes = 0
         self.retired_seen: set[int] = set()
-        self.watch: set[int] = set()  # pages not yet seen retired
-        self.known_pages = 0
-        # page id -> the OS pages of its live blocks, worked out again at a sample only for
-        # the pages whose blocks changed since the one before (`dirty`): rebuilding every
-        # page's at each sample was a quarter of a simulation's time. Pages never share an
-        # OS page (each is a run of whole slices), so the sets are disjoint.
-        self.live_pages: dict[int, set[int]] = {}
+        # page id -> how many OS pages of its live blocks are resident, counted again at a
+        # sample only for the pages whose blocks changed since the one before or that a
+        # sweep discarded in (`dirty`): nothing else changes them (pages never share an OS
+        # page, and the arena purges only retired pages). Rebuilding every page's set of
+        # live OS pages at each sample was a quarter of a simulation's time.
+        self.live_counts: dict[int, int] = {}
         self.dirty: set[int] = set()
         self.load_end = self.t
         self.at_load_end: dict[str, float] = {}
@@ -156,6 +158,7 @@ class Simulation:
         """Run what happens in the background until `t`: samples, the scavenger, the pool's
         sweep, parks after silence, the arena's purge of retired pages."""
         timers = self.timers
+        on = self.on_timer
         while True:
             due = timers[0][0] if timers else INF
             if self.next_sample <= due:
@@ -174,79 +177,97 @@ class Simulation:
             self.events += 1
             self._set_clock(max(self.t, due))
             _, _, kind, thread = heapq.heappop(timers)
-            getattr(self, f"_on_{kind}")(thread)
+            on[kind](thread)
         if t > self.t:
             self._set_clock(t)
 
     # -- the program's calls -------------------------------------------------------------
 
     def call(self, c: Call) -> None:
-        self.advance_to(self.t0 + c.t_ms)
+        t = self.t0 + c.t_ms
+        timers = self.timers
+        if t >= self.next_sample or (timers and timers[0][0] <= t):
+            self.advance_to(t)  # something of the background is due first
+        elif t > self.t:
+            self._set_clock(t)
         self.events += 1
-        th = c.thread
-        thread = self.world.thread(th)
-        if c.op != "loop" and thread.park_state in (PARKED, SWEEPING):
-            mi_on_thread_idle_end(self.world, th)
-        if c.op == "malloc":
-            self.ptrs[c.name] = ptr = mi_heap_malloc(self.world, self.world.heap(th), c.size)
+        world = self.world
+        th, op = c.thread, c.op
+        thread = world.threads.get(th) or world.thread(th)
+        if op == "malloc":
+            if thread.park_state != RUNNING:
+                mi_on_thread_idle_end(world, th)
+            self.ptrs[c.name] = ptr = mi_heap_malloc(world, world.heap(th), c.size)
             self.dirty.add(ptr.page)
             self.allocations += 1
             self.load_end = self.t
-        elif c.op == "free":
+        elif op == "free":
+            if thread.park_state != RUNNING:
+                mi_on_thread_idle_end(world, th)
             ptr = self.ptrs.pop(c.name)
-            mi_free(self.world, ptr, th)
+            mi_free(world, ptr, th)
             self.dirty.add(ptr.page)
-            self._note_retired(ptr.page)
-        elif c.op == "realloc":
+            if world.pages[ptr.page].retired:
+                self._note_retired(ptr.page)
+        elif op == "realloc":
+            if thread.park_state != RUNNING:
+                mi_on_thread_idle_end(world, th)
             old = self.ptrs[c.name]
-            self.ptrs[c.name] = new = mi_realloc(self.world, self.world.heap(th), old, c.size)
+            self.ptrs[c.name] = new = mi_realloc(world, world.heap(th), old, c.size)
             if new != old:
                 self.dirty.update((old.page, new.page))
                 self.allocations += 1
                 self.load_end = self.t
                 self._note_retired(old.page)
-        elif c.op == "loop":
-            self._loop_idle(th)
+        elif op == "loop":
+            self._loop_idle(th, in_call=True)
         else:
-            raise ValueError(f"unknown op {c.op!r} in a workload call")
+            raise ValueError(f"unknown op {op!r} in a workload call")
         if c.request:
             self.requests += int(c.request)
-        if c.op != "loop":
+        if op != "loop":
             self.last_call[th] = self.t
-            self.pool_swept.discard(th)
+            if self.pool_swept:
+                self.pool_swept.discard(th)
             if self.idle == "pool":
                 self._timer(self.t + POOL_IDLE_MS, "pool", th)
             if self.park_after_ms is not None:
                 self._timer(self.t + self.park_after_ms, "park_after", th)
-        self.world.log.clear()  # the model's event log: the simulator keeps counters only
-        resident = len(self.world.mem.resident)  # only a call writes: the peak is after one
+        world.log.clear()  # the model's event log: the simulator keeps counters only
+        resident = len(world.mem.resident)  # only a call writes: the peak is after one
         if resident > self.rss_peak:
             self.rss_peak = resident
 
-    def _loop_idle(self, th: int) -> None:
-        """The thread's loop has nothing to do: park, or sweep inline at most every 100 ms."""
+    def _loop_idle(self, th: int, in_call: bool = False) -> None:
+        """The thread's loop has nothing to do: park, or sweep inline at most every 100 ms.
+        `in_call`: at a `loop` call of the program (not a park after silence)."""
         if self.idle == "park":
-            self._park(th)
+            self._park(th, in_call=in_call)
         elif self.idle == "inline":
             if self.t - self.last_inline.get(th, -1e18) >= INLINE_EVERY_MS:
                 self._inline(th)
 
-    def _park(self, th: int, for_good: bool = False) -> None:
+    def _park(self, th: int, for_good: bool = False, in_call: bool = False) -> None:
         """The thread parks; `for_good`: it blocks until the end (the idle after the load),
         where any scavenger reaches it (a park the scavenger missed included)."""
         if mi_on_thread_idle_start(self.world, th) or for_good:
-            self._wake_scavenger(for_good)
+            self._wake_scavenger(for_good, in_call)
 
     def _inline(self, th: int) -> None:
         mi_on_thread_idle(self.world, th)
         self.last_inline[th] = self.t
-        self._note_all_retired()
+        self._note_sweep()
 
     # -- background actors -----------------------------------------------------------------
 
-    def _wake_scavenger(self, for_good: bool = False) -> None:
+    def _wake_scavenger(self, for_good: bool = False, in_call: bool = False) -> None:
         """A park wakes the scavenger: a pass now, or `compute_scavenger_late` later (if none
-        is due sooner); with `scavenger_reach`, a pass now or none for this park."""
+        is due sooner); with `scavenger_reach`, a pass now or none for this park.
+
+        A pass now at a park of a `loop` call (`in_call`) runs at once, not as a timer: such
+        a timer would be the next thing of the background at the next call (everything due
+        at or before now has run, the next sample is later, and the rest of the call writes
+        nothing), so it would run with the world as it is now and at this time."""
         if self.scavenger_reach is not None and not for_good and \
                 self.rng.random() >= self.scavenger_reach:
             return
@@ -254,7 +275,11 @@ class Simulation:
                        else self.compute_scavenger_late())
         if self.scavenger_due is None or self.scavenger_due > at:
             self.scavenger_due = at
-            self._timer(at, "scavenger")
+            if in_call and at == self.t:
+                self.events += 1  # as the timer's pop would count it
+                self._on_scavenger(0)
+            else:
+                self._timer(at, "scavenger")
 
     def compute_scavenger_late(self) -> float:
         """How late the woken scavenger runs: 0 with `scavenger_late_ms` 0 (the sweep at the
@@ -270,7 +295,7 @@ class Simulation:
         if self.scavenger_due is None or self.t < self.scavenger_due:
             return  # a pass superseded by an earlier one
         due = mi_theap_sweep_parked(self.world)
-        self._note_all_retired()
+        self._note_sweep()
         self.world.log.clear()
         if due is None:
             self.scavenger_due = None
@@ -291,7 +316,7 @@ class Simulation:
             return
         mi_on_thread_idle(self.world, th)
         self.pool_swept.add(th)
-        self._note_all_retired()
+        self._note_sweep()
         self.world.log.clear()
 
     def _on_park_after(self, th: int) -> None:
@@ -314,15 +339,18 @@ class Simulation:
             self.retired_seen.add(pid)
             self._timer(self.t + self.opts.purge_delay, "purge", pid)
 
-    def _note_all_retired(self) -> None:
-        """After a sweep (which may retire pages): note the pages it retired. Only the pages
-        not yet retired are looked at (page ids count up from 1)."""
-        pages = self.world.pages
-        self.watch.update(range(self.known_pages + 1, self.world.arena.next_id))
-        self.known_pages = self.world.arena.next_id - 1
-        for pid in [pid for pid in self.watch if pages[pid].retired]:
-            self.watch.discard(pid)
-            self._note_retired(pid)
+    def _note_sweep(self) -> None:
+        """After a sweep, read off the model's event log before it is cleared: the pages it
+        retired (mi_page_retire's `retire` event), whose memory the arena purges later, and
+        the pages it discarded in, whose resident live pages are counted again at the next
+        sample. (Looking at every page not yet retired instead cost a pass over the live
+        pages at every park.)"""
+        for e in self.world.log:
+            ev = e["ev"]
+            if ev == "retire":
+                self._note_retired(e["page"])
+            elif ev == "discard" or ev == "discard_tail":
+                self.dirty.add(e["page"])
 
     def _on_purge(self, pid: int) -> None:
         """The arena gives a retired page's memory back (the same for every design), unless a
@@ -332,10 +360,8 @@ class Simulation:
         if g.slice_start in self.world.arena.in_use:
             return
         mem = self.world.mem
-        pages = mem.os_pages(g.slice_start, g.area_size)
-        resident = mem.resident.intersection(pages)
+        resident = mem.release(g.slice_start, g.area_size)
         if resident:
-            mem.resident.difference_update(pages)
             if self.opts.arena_reuse:
                 mem.dropped.update(resident)
             resident = len(resident)
@@ -346,29 +372,39 @@ class Simulation:
 
     def live_resident_pages(self) -> int:
         """Resident OS pages that hold part of a live allocation."""
-        mem = self.world.mem
-        pages = self.world.pages
-        live = self.live_pages
+        pages, counts = self.world.pages, self.live_counts
         for pid in self.dirty:
             page = pages[pid]
             if page.retired or not page.handed_out:
-                live.pop(pid, None)
-                continue
-            g = page.geom
-            os_pages: set[int] = set()
-            for i in page.handed_out:
-                os_pages.update(mem.os_pages(g.block_addr(i), g.block_size))
-            live[pid] = os_pages
+                counts.pop(pid, None)
+            else:
+                counts[pid] = self.count_live_resident(page)
         self.dirty.clear()
-        resident = mem.resident
-        return sum(len(s & resident) for s in live.values())
+        return sum(counts.values())
+
+    def count_live_resident(self, page) -> int:
+        """The resident OS pages of one page's live blocks: the blocks' OS pages in runs
+        (neighbours share an OS page where the block size is not a multiple of it), each run
+        counted at once."""
+        mem, g = self.world.mem, page.geom
+        count, lo, hi = 0, 0, -1
+        for i in sorted(page.handed_out):
+            run = mem.os_pages(g.block_addr(i), g.block_size)
+            if run.start <= hi:
+                hi = max(hi, run.stop)
+                continue
+            if hi > lo:
+                count += mem.count_resident(range(lo, hi))
+            lo, hi = run.start, run.stop
+        if hi > lo:
+            count += mem.count_resident(range(lo, hi))
+        return count
 
     def _sample(self) -> None:
         if self.events == self.sampled_after and self.samples:  # nothing ran since: the same
             self.samples.append(replace(self.samples[-1], t_ms=self.t - self.t0))
             return
         self.sampled_after = self.events
-        self._note_all_retired()  # brings new pages into `watch`
         mem = self.world.mem
         rss = len(mem.resident) * mem.os_page_size
         free = rss - self.live_resident_pages() * mem.os_page_size

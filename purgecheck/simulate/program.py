@@ -26,6 +26,7 @@ from purgecheck.glibc.fromtrace import Conversion
 NS_MASK = (1 << 48) - 1
 TIME_CHUNK = 4096  # ops whose record timestamps are read from the file at once
 ALLOCATING = ("malloc", "calloc", "memalign", "valloc", "pvalloc")
+KEEP_OPS = 1_000_000  # a trace of up to this many ops is converted once, not once a pass
 
 TimedOp = tuple[float, GlibcOp]
 
@@ -41,10 +42,28 @@ class Program:
     image: int | None = None
     img: object = None  # the recording's image or heaptrack file (None: a call trace)
     conversion: Conversion = field(default_factory=Conversion)
+    # the stream of a whole pass, kept when it has at most KEEP_OPS ops: the later passes
+    # (each glibc version, each design) read it again instead of converting the trace again
+    kept: list[TimedOp] | None = None
 
     def timed_ops(self) -> Iterator[TimedOp]:
+        if self.kept is not None:
+            return iter(self.kept)
         self.conversion = Conversion()
-        return self.make(self.conversion)
+        return self._keeping(self.make(self.conversion))
+
+    def _keeping(self, ops: Iterator[TimedOp]) -> Iterator[TimedOp]:
+        """`ops` as they come, kept for the next pass once the pass ends (its conversion's
+        figures, `conversion`, are then those of every pass: the conversion is
+        deterministic)."""
+        kept: list[TimedOp] | None = []
+        for x in ops:
+            if kept is not None:
+                kept.append(x)
+                if len(kept) > KEEP_OPS:
+                    kept = None  # a long trace is read again each pass: memory stays bounded
+            yield x
+        self.kept = kept
 
     @property
     def prefix(self) -> str | None:
