@@ -59,7 +59,12 @@ def _wait_returns_at_once(st, f, now, interval):
 
 mutant("wait-returns-at-once", "a sweeper that finds the move in progress does not wait for it",
        ("EP-EPOCH-MOVES",),
-       Patch("model.epoch", "STEPS", _wait_returns_at_once, key=PC_WAIT))
+       Patch("model.epoch", "STEPS", _wait_returns_at_once, key=PC_WAIT),
+       seen_by_one="only a sweeper that arrives while another holds MOVING shows it: the "
+       "explorer interleaves the model's steps there; the scenarios' ops do not interleave two "
+       "sweepers' advances, the "
+       "C reference has no switch for it, and the weak explorer and Relacy run encodings of "
+       "their own (proofs/weak, protocol.h) that this patch of the model does not touch")
 
 
 # -- the rare paths of the advance, reached by the ops fork_at and clock_at (issue 20) ---------

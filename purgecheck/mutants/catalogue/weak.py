@@ -40,7 +40,9 @@ mutant("weak-store-start-relaxed", "the advance stores the new epoch's start rel
 # cannot copy it): the weak explorer alone kills this one.
 mutant("weak-fetch-add-acquire", "the advance increments the epoch with acquire only, not "
        "acq_rel: a fork's child may copy the new epoch and the start before the claim",
-       ("EP-NO-SHORT-EPOCH",), _weaken("fetch_add", ACQ), needs_concurrency=True)
+       ("EP-NO-SHORT-EPOCH",), _weaken("fetch_add", ACQ), needs_concurrency=True,
+       seen_by_one="only a fork's copy of memory shows it, and Relacy's threads share one "
+       "memory; the other engines run sequentially consistent memory")
 mutant("weak-spin-load-relaxed", "the MOVING spin loads the start relaxed, not acquire",
        ("EP-SEES-STARTED",), _weaken("spin_load", RLX), needs_concurrency=True)
 mutant("weak-unpark-cas-release", "the owner leaves the park with a CAS that is release only, "
