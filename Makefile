@@ -50,7 +50,7 @@ nightly: setup
 	PURGECHECK_CAMPAIGN_SECONDS=600 $(BIN)/purgecheck check  # the differential campaign 600 s, not make check's 30
 	$(BIN)/purgecheck mutants --quick
 	$(BIN)/purgecheck docs
-	$(BIN)/python -m pytest --no-header -q -m slow tests/test_replay.py  # real programs, full scale (docs/record.md)
+	$(BIN)/python -m pytest --no-header -q -rfE -n auto --dist loadfile -m slow  # the suite's slow tiers (README, "What runs where")
 
 test: setup
 	$(BIN)/python -m pytest --no-header -rfE -n auto --dist loadfile  # a process per core, each module's tests in one of them (its fixtures, e.g. a Dask cluster, shared); failures listed at the end

@@ -1,7 +1,14 @@
 """The Z3 proofs hold, their broken twins are refuted with readable counterexamples, and a
-proof whose hypotheses contradict each other is reported as vacuous, never as proved."""
+proof whose hypotheses contradict each other is reported as vacuous, never as proved.
+
+The bounded model checks of the two broken advances (advance_z3.bmc, the costliest queries
+here) are run once for the module: the twins' refutation and the tests of their traces read
+the same run (bmc is deterministic: Z3 bounded by resource counts, docs/proofs.md).
+"""
 
 from __future__ import annotations
+
+import functools
 
 import pytest
 import z3
@@ -11,6 +18,7 @@ from proofs.core import DIFFERS, PROVED, REFUTED, VACUOUS, Claim, check_claim
 from purgecheck.mutants import MUTANTS, applied
 
 MODULES = [unit_z3, walk_z3, age_z3, advance_z3, hold_z3]
+BMC = functools.cache(advance_z3.bmc)  # unmutated runs only: a mutant's must not be kept
 
 
 @pytest.mark.parametrize("mod", MODULES, ids=lambda m: m.PROOF.name)
@@ -21,11 +29,12 @@ def test_proof_is_proved(mod):
 
 
 @pytest.mark.parametrize("twin", [t for m in MODULES for t in m.TWINS], ids=lambda t: t.name)
-def test_broken_twin_is_refuted_with_a_counterexample(twin):
+def test_broken_twin_is_refuted_with_a_counterexample(twin, monkeypatch):
     if twin.mutant:
         with applied(MUTANTS[twin.mutant]):
             out = twin.run(True)
     else:
+        monkeypatch.setattr(advance_z3, "bmc", BMC)
         out = twin.run(True)
     if out.status == DIFFERS:  # a mutant of the model's function the proof encodes a copy of
         assert twin.mutant and "the model" in out.detail, out.detail
@@ -53,7 +62,7 @@ def test_advance_twins_are_refuted_by_induction_too():
 
 
 def test_no_cas_trace_shows_two_increments_in_one_epoch():
-    depth, trace, epoch = advance_z3.bmc(2, advance_z3.NO_CAS)
+    depth, trace, epoch = BMC(2, advance_z3.NO_CAS)
     increments = [s for s in trace if s.action == "increment"]
     assert len(increments) == 2 and epoch == 2
     assert {s.actor for s in increments} == {"sweeper 0", "sweeper 1"}
@@ -62,7 +71,7 @@ def test_no_cas_trace_shows_two_increments_in_one_epoch():
 
 
 def test_start_before_increment_trace_records_a_start_before_the_increment():
-    depth, trace, epoch = advance_z3.bmc(2, advance_z3.START_BEFORE)
+    depth, trace, epoch = BMC(2, advance_z3.START_BEFORE)
     last = trace[-1].values
     assert trace[-1].action == "store_start"
     assert last["recorded(epoch)"] < last["began(epoch)"]

@@ -41,7 +41,7 @@ def relacy_figure(tiny: bool) -> Figure:
     from purgecheck.engines.relacy import binary
 
     name = "relacy: park at the reference, iterations per second"
-    path, n = binary(None, ""), RELACY_ITERATIONS[tiny]
+    path, n = binary(""), RELACY_ITERATIONS[tiny]
     if not path.exists():
         return not_measured(BENCH, name, "iterations/s",
                             "not measured: reference_c/build/relacy_check is not built "

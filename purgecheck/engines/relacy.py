@@ -8,10 +8,11 @@ weak explorer's scenarios: the advance with two and three sweepers, the park han
 reference's orderings and from the acquire/release baseline, and a fork beside the advance. A
 failed check names its property (the CHECK lines of check.cpp); a data race on the page's plain
 fields is PK-HANDOFF-FRESH. When the kill matrix judges a weak mutant (purgecheck/mutants/
-catalogue/weak.py), the builds are the ones with its -DMI_WEAKEN_<ACCESS> switch; a mutant with
-a run-time switch of the C reference (`c_switch`) runs with it (protocol.h's MI_MUTANT: the
-forked-child rule, the advance's and the park's switches); any other runs the reference
-unmutated. Relacy's random scheduler is seeded by the
+catalogue/weak.py), each run weakens its access at run time (`--weaken ACCESS`: the same
+orderings as a build with its -DMI_WEAKEN_<ACCESS> switch, so the two builds made by
+`make setup` judge every weakening); a mutant with a run-time switch of the C reference
+(`c_switch`) runs with it (protocol.h's MI_MUTANT: the forked-child rule, the advance's and the
+park's switches); any other runs the reference unmutated. Relacy's random scheduler is seeded by the
 iteration number, so a run's verdict is the same on every machine.
 """
 
@@ -39,9 +40,9 @@ DETAIL_LINES = 16
 SETUP_LINES = ("[CTOR ", "[BEFORE ", "in world_init")
 
 
-def binary(access: str | None, suffix: str) -> Path:
-    name = f"relacy_weaken_{access}" if access else "relacy_check"
-    return BUILD / f"{name}{suffix}"
+def binary(suffix: str) -> Path:
+    """The Relacy build: the reference's orderings ('') or the acquire/release baseline."""
+    return BUILD / f"relacy_check{suffix}"
 
 
 def weakening_of(mutant: str | None) -> str | None:
@@ -69,11 +70,14 @@ def property_of(output: str, default: str) -> str:
 
 
 def run_relacy(path: Path, scenario: str, iterations: int, headline: str,
-               switch: str = "") -> Result:
+               switch: str = "", weakened: str | None = None) -> Result:
+    """One run of a Relacy build; `switch` a run-time mutant of protocol.h, `weakened` an
+    access run at its weaker ordering (atomics.h's MI_WEAKER_<ACCESS>)."""
     import proofs.weak.registry  # noqa: F401  the ids the results name
     from purgecheck.cbuild import BuildError, ensure_current
 
-    args = [scenario, str(iterations)] + ([switch] if switch else [])
+    args = [scenario, str(iterations)] + ([switch] if switch else []) + \
+        (["--weaken", weakened] if weakened else [])
     command = f"reference_c/build/{path.name} {' '.join(args)}"
     t0 = time.perf_counter()
     try:
@@ -101,8 +105,8 @@ def run_relacy_engine(budget: Budget) -> list[Result]:
     access, switch = weakening_of(budget.mutant), switch_of(budget.mutant)
     out = []
     for scenario, suffix, headline in RUNS:
-        out.append(run_relacy(binary(access, suffix), scenario, ITERATIONS[budget.quick],
-                              headline, switch))
+        out.append(run_relacy(binary(suffix), scenario, ITERATIONS[budget.quick], headline,
+                              switch, access))
         if budget.first_failure and not out[-1].ok:
             break
     return out

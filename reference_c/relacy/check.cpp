@@ -17,10 +17,13 @@
 // The clock is virtual: a plain counter (physical time, outside Relacy's memory) that each
 // reading may move on by 0 to 2 ms (rl::rand), up to CLOCK_BOUND_MS.
 //
-// Usage: relacy_check SCENARIO [ITERATIONS [MUTANT]]    exit 0: every iteration held; 1: a
-// failure (Relacy prints the execution history). MUTANT: one of protocol.h's run-time switches
-// (the C reference's --mutant names, e.g. fork_child_keeps_moving). Build: reference_c/Makefile
-// (relacy targets).
+// Usage: relacy_check SCENARIO [ITERATIONS [MUTANT]] [--weaken ACCESS]    exit 0: every
+// iteration held; 1: a failure (Relacy prints the execution history). MUTANT: one of
+// protocol.h's run-time switches (the C reference's --mutant names, e.g.
+// fork_child_keeps_moving). ACCESS: an access of atomics.h with an unsafe weakening (e.g.
+// unpark_cas), run at its weaker ordering MI_WEAKER_<ACCESS>, as a build with
+// -DMI_WEAKEN_<ACCESS> would run it: one build judges every weakening (a Relacy build takes a
+// minute of g++). Build: reference_c/Makefile (relacy targets).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +32,13 @@
 // The run-time mutant (argv[3]): MI_MUTANT(NAME) is on when its name, lowercased, is it.
 static const char *relacy_mutant = "";
 #define MI_MUTANT(name) (!strcasecmp(#name, relacy_mutant))
+// The run-time weakening (--weaken ACCESS): atomics.h's MI_WEAKENABLE accesses read it.
+// WEAKENABLE: the accesses atomics.h gives a MI_WEAKER_<ACCESS> (tests/test_weak_engines.py
+// checks the two lists are one), so that a misspelt ACCESS is refused, not run unweakened.
+static const char *relacy_weakened = "";
+#define MI_WEAKENED(access) (!strcasecmp(#access, relacy_weakened))
+static const char *const WEAKENABLE[] = {"load_start", "fetch_add", "store_start", "spin_load",
+                                         "park_cas", "unpark_cas", "claim_cas", "release_state"};
 
 #define MI_EPOCH_SPIN_MAX 1   // the spin's bound, as the weak explorer's spin_max
 #include "../protocol.h"   // its constants; its functions once the hooks below are defined
@@ -297,9 +307,20 @@ static bool run(unsigned iterations) {
 }
 
 int main(int argc, char **argv) {
+    if (argc >= 3 && !strcmp(argv[argc - 2], "--weaken")) {
+        relacy_weakened = argv[argc - 1];
+        argc -= 2;
+        bool known = false;
+        for (const char *access : WEAKENABLE) known |= !strcasecmp(access, relacy_weakened);
+        if (!known) {
+            fprintf(stderr, "%s: --weaken %s: no such access (one of atomics.h's "
+                    "MI_WEAKER_<ACCESS>, lowercased)\n", argv[0], relacy_weakened);
+            return 2;
+        }
+    }
     if (argc < 2) {
-        fprintf(stderr, "usage: %s advance-2|advance-3|park|fork [ITERATIONS [MUTANT]]\n",
-                argv[0]);
+        fprintf(stderr, "usage: %s advance-2|advance-3|park|fork [ITERATIONS [MUTANT]] "
+                "[--weaken ACCESS]\n", argv[0]);
         return 2;
     }
     unsigned iterations = argc > 2 ? (unsigned)atoi(argv[2]) : 20000;

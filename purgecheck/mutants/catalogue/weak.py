@@ -3,8 +3,8 @@
 Each mutant gives one atomic access a weaker C11 ordering than the C reference's, where
 docs/proofs.md ("Minimal orderings") finds a counterexample: in the weak explorer its entry of
 proofs.weak.configs.WEAKENED (every configuration the weak engine runs takes it), and in the C
-reference the compile-time switch -DMI_WEAKEN_<ACCESS> of reference_c/atomics.h, which the
-relacy engine builds protocol.h with. The sequential engines run sequentially consistent
+reference the switch -DMI_WEAKEN_<ACCESS> of reference_c/atomics.h, which the relacy engine
+sets at run time (relacy_check's --weaken ACCESS, the same orderings). The sequential engines run sequentially consistent
 memory and cannot see any of them; the weak and relacy engines must both kill each one, but
 for the one that only a fork shows (Relacy has no fork: RELACY_BLIND).
 `WEAKENINGS` gives each mutant's (access, weaker ordering).
