@@ -122,7 +122,8 @@ def neighbours_in_address_order(seg, c):
 
 def shortcuts_hold(op, p) -> None:
     """next_chunk by the chunk's end, the free chunk below by its footer (the chunk below in
-    address order when that one is binned, else none), have_fastchunks."""
+    address order when that one is binned, else none), have_fastchunks, and the bins' count
+    (int_malloc skips the scan and the search of bins that count no chunk)."""
     for av in p.arenas:
         for seg in av.segments:
             for c in seg.in_order():
@@ -131,6 +132,7 @@ def shortcuts_hold(op, p) -> None:
                 binned = lower if lower is not None and lower.bin is not None else None
                 assert av.bins.ending_at(c.addr) is binned, op.render()
         assert av.have_fastchunks == any(av.fastbins.values()), op.render()
+        assert len(av.bins) == len(av.bins.chunks()), op.render()
 
 
 # a fastbin filled and emptied again (2.21 has no tcache in front of it)
@@ -190,6 +192,19 @@ def test_a_fastbin_left_empty_is_caught(monkeypatch):
     monkeypatch.setattr(malloc, "int_malloc", leaves_empty_lists)
     with pytest.raises(AssertionError):
         run_checked("2.21", FASTBIN_REUSE)
+
+
+def test_bins_that_miscount_are_caught(monkeypatch):
+    """Broken variant: a chunk sorted into its bin from the unsorted bin is not counted, so
+    bins holding chunks can count none and int_malloc would skip them for the top."""
+    kept = arena.Bins.place
+
+    def uncounted(self, c):
+        kept(self, c)
+        self.count -= 1
+    monkeypatch.setattr(arena.Bins, "place", uncounted)
+    with pytest.raises(AssertionError):
+        run_checked("2.23+")
 
 
 def test_the_tcache_size_bound_is_the_last_tcache_bin():

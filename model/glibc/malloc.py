@@ -53,22 +53,27 @@ def int_malloc(p: "Process", av: Arena, nb: int, t: "Thread | None") -> Chunk:
         if not fastbin:
             del av.fastbins[nb]
         return c
+    bins = av.bins
     if nb < MIN_LARGE_SIZE:
-        c = av.bins.oldest_small(nb)
+        c = bins.oldest_small(nb) if bins.count else None
         if c is not None:
-            av.bins.remove(c)
+            bins.remove(c)
             c.state = INUSE
             av.write(c.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset (victim, nb)
-            while (s := av.bins.oldest_small(nb)) is not None and tcache_has_room(t, nb):
-                av.bins.remove(s)
+            while (s := bins.oldest_small(nb)) is not None and tcache_has_room(t, nb):
+                bins.remove(s)
                 tcache_put(t, s)
             return c
     elif av.have_fastchunks:
         malloc_consolidate(av)
     while True:
-        c = take_from_bins(p, av, nb, t)
-        if c is not None:
-            return c
+        # bins that hold no chunk have nothing to scan or search: glibc's unsorted loop does
+        # not start and its binmap search finds no bit (a heap growing from its top, as a
+        # program filling a table does, skips the calls)
+        if bins.count:
+            c = take_from_bins(p, av, nb, t)
+            if c is not None:
+                return c
         if av.top is not None and av.top.size >= nb + MINSIZE:
             return split_top(av, nb)
         if av.have_fastchunks:
