@@ -378,3 +378,19 @@ def test_a_large_group_that_takes_a_new_chunk_first_is_caught(monkeypatch):
     monkeypatch.setattr(Bins, "place", in_front)
     with pytest.raises(AssertionError):
         run_model(parse_script(SAME_SIZES), VERSIONS["2.23+"], after_step=addresses_in_order)
+
+
+# -- the prediction hashes (purgecheck/bench/predictions.py) ---------------------------------
+
+def test_the_prediction_hash_is_stable_and_sees_a_changed_rule(monkeypatch):
+    """The hash a speed change is judged by: the same run gives the same hash, and a rule
+    changed (a tcache bin holding 6 chunks, not 7) gives another."""
+    from purgecheck.bench.predictions import prediction_hash
+    from purgecheck.formats.glibc_ops import expand
+
+    ops = list(expand(parse_script(SAME_SIZES)))  # 50 frees of one tcache size
+    first = prediction_hash(ops, "2.23+")
+    assert prediction_hash(ops, "2.23+") == first
+    assert prediction_hash(ops, "2.21") != first
+    monkeypatch.setattr(malloc, "TCACHE_FILL_COUNT", 6)
+    assert prediction_hash(ops, "2.23+") != first

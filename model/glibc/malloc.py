@@ -136,10 +136,13 @@ def start_new_heap(p: "Process", av: Arena, new, t: "Thread | None") -> None:
 def int_free(p: "Process", av: Arena, c: Chunk, t: "Thread | None") -> None:
     """_int_free: to the thread's tcache if it has room, else a fastbin for a small chunk,
     else merge and, when the merged chunk reaches 64 KiB, consider a trim."""
-    if c.size <= MAX_TCACHE_CHUNK and tcache_has_room(t, c.size):
+    size = c.size
+    # tcache_has_room, inline: half of a program's calls are frees, most of them small
+    if size <= MAX_TCACHE_CHUNK and t is not None and (tcache := t.tcache) is not None \
+            and len(tcache[csize2tidx(size)]) < TCACHE_FILL_COUNT:
         tcache_put(t, c)
         return
-    if c.size <= MAX_FAST_CHUNK:
+    if size <= MAX_FAST_CHUNK:
         push_fastbin(av, c)
         return
     merged = coalesce(av, c)
