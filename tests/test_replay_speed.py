@@ -394,3 +394,35 @@ def test_the_prediction_hash_is_stable_and_sees_a_changed_rule(monkeypatch):
     assert prediction_hash(ops, "2.21") != first
     monkeypatch.setattr(malloc, "TCACHE_FILL_COUNT", 6)
     assert prediction_hash(ops, "2.23+") != first
+
+
+def test_a_replay_pauses_the_collector_and_restores_it():
+    """run_model turns Python's cyclic collector off while it replays (its full passes walk
+    every live chunk) and leaves it as it found it, on, or off, and after an error."""
+    import gc
+    from pathlib import Path
+
+    from purgecheck.glibc import replay
+
+    img, _ = replay.load_stream(Path(__file__).parent / "data" / "xz-T2.rec")
+    seen = []
+
+    def during(i, op, p):
+        seen.append(gc.isenabled())
+        return False
+
+    assert gc.isenabled()
+    replay.run_model(img, VERSIONS["2.23+"], {}, False, after_op=during)
+    assert seen and not any(seen) and gc.isenabled()
+    gc.disable()
+    try:
+        replay.run_model(img, VERSIONS["2.23+"], {}, False)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+    def fails(i, op, p):
+        raise replay.ScriptError("a broken op")
+    with pytest.raises(replay.ReplayError):
+        replay.run_model(img, VERSIONS["2.23+"], {}, False, after_op=fails)
+    assert gc.isenabled()

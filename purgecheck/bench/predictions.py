@@ -95,8 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("traces", nargs="*", help="recorded traces (purgecheck record), heaptrack")
     ap.add_argument("--no-workloads", action="store_true", help="only the traces")
+    ap.add_argument("--version", action="append", choices=sorted(VERSIONS),
+                    help="only this version (repeatable; default: every version)")
     a = ap.parse_args(argv)
-    for what, digest in lines(a.traces, not a.no_workloads):
+    for what, digest in lines(a.traces, not a.no_workloads, a.version):
         print(what, digest, flush=True)
     return 0
 
