@@ -122,7 +122,8 @@ def neighbours_in_address_order(seg, c):
 
 def shortcuts_hold(op, p) -> None:
     """next_chunk by the chunk's end, the free chunk below by its footer (the chunk below in
-    address order when that one is binned, else none), have_fastchunks."""
+    address order when that one is binned, else none), have_fastchunks, and the bins' count
+    (int_malloc skips the scan and the search of bins that count no chunk)."""
     for av in p.arenas:
         for seg in av.segments:
             for c in seg.in_order():
@@ -131,6 +132,7 @@ def shortcuts_hold(op, p) -> None:
                 binned = lower if lower is not None and lower.bin is not None else None
                 assert av.bins.ending_at(c.addr) is binned, op.render()
         assert av.have_fastchunks == any(av.fastbins.values()), op.render()
+        assert len(av.bins) == len(av.bins.chunks()), op.render()
 
 
 # a fastbin filled and emptied again (2.21 has no tcache in front of it)
@@ -190,6 +192,19 @@ def test_a_fastbin_left_empty_is_caught(monkeypatch):
     monkeypatch.setattr(malloc, "int_malloc", leaves_empty_lists)
     with pytest.raises(AssertionError):
         run_checked("2.21", FASTBIN_REUSE)
+
+
+def test_bins_that_miscount_are_caught(monkeypatch):
+    """Broken variant: a chunk sorted into its bin from the unsorted bin is not counted, so
+    bins holding chunks can count none and int_malloc would skip them for the top."""
+    kept = arena.Bins.place
+
+    def uncounted(self, c):
+        kept(self, c)
+        self.count -= 1
+    monkeypatch.setattr(arena.Bins, "place", uncounted)
+    with pytest.raises(AssertionError):
+        run_checked("2.23+")
 
 
 def test_the_tcache_size_bound_is_the_last_tcache_bin():
@@ -363,3 +378,51 @@ def test_a_large_group_that_takes_a_new_chunk_first_is_caught(monkeypatch):
     monkeypatch.setattr(Bins, "place", in_front)
     with pytest.raises(AssertionError):
         run_model(parse_script(SAME_SIZES), VERSIONS["2.23+"], after_step=addresses_in_order)
+
+
+# -- the prediction hashes (purgecheck/bench/predictions.py) ---------------------------------
+
+def test_the_prediction_hash_is_stable_and_sees_a_changed_rule(monkeypatch):
+    """The hash a speed change is judged by: the same run gives the same hash, and a rule
+    changed (a tcache bin holding 6 chunks, not 7) gives another."""
+    from purgecheck.bench.predictions import prediction_hash
+    from purgecheck.formats.glibc_ops import expand
+
+    ops = list(expand(parse_script(SAME_SIZES)))  # 50 frees of one tcache size
+    first = prediction_hash(ops, "2.23+")
+    assert prediction_hash(ops, "2.23+") == first
+    assert prediction_hash(ops, "2.21") != first
+    monkeypatch.setattr(malloc, "TCACHE_FILL_COUNT", 6)
+    assert prediction_hash(ops, "2.23+") != first
+
+
+def test_a_replay_pauses_the_collector_and_restores_it():
+    """run_model turns Python's cyclic collector off while it replays (its full passes walk
+    every live chunk) and leaves it as it found it, on, or off, and after an error."""
+    import gc
+    from pathlib import Path
+
+    from purgecheck.glibc import replay
+
+    img, _ = replay.load_stream(Path(__file__).parent / "data" / "xz-T2.rec")
+    seen = []
+
+    def during(i, op, p):
+        seen.append(gc.isenabled())
+        return False
+
+    assert gc.isenabled()
+    replay.run_model(img, VERSIONS["2.23+"], {}, False, after_op=during)
+    assert seen and not any(seen) and gc.isenabled()
+    gc.disable()
+    try:
+        replay.run_model(img, VERSIONS["2.23+"], {}, False)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+    def fails(i, op, p):
+        raise replay.ScriptError("a broken op")
+    with pytest.raises(replay.ReplayError):
+        replay.run_model(img, VERSIONS["2.23+"], {}, False, after_op=fails)
+    assert gc.isenabled()

@@ -299,13 +299,18 @@ def split_top(av: Arena, nb: int) -> Chunk:
     """use_top: the request is cut from the low end of the top chunk."""
     top = av.top
     seg = top.segment
-    victim = Chunk(top.addr, nb, INUSE)
-    seg.insert(victim)  # the victim takes the top's address, the top moves up
-    top.addr += nb
+    addr = top.addr
+    victim = Chunk(addr, nb, INUSE, seg)
+    # Segment.insert twice, inline (most mallocs of a growing heap end here): the victim
+    # takes the top's address, the top moves up
+    chunks = seg.chunks
+    chunks[addr] = victim
+    top.addr = addr = addr + nb
     top.size -= nb
-    seg.insert(top)
-    av.write(victim.addr + SIZE_SZ, SIZE_SZ)  # set_head (victim)
-    av.write(top.addr + SIZE_SZ, SIZE_SZ)  # set_head (remainder), the new top
+    chunks[addr] = top
+    write = av.write
+    write(victim.addr + SIZE_SZ, SIZE_SZ)  # set_head (victim)
+    write(addr + SIZE_SZ, SIZE_SZ)  # set_head (remainder), the new top
     return victim
 
 

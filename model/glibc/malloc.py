@@ -53,22 +53,27 @@ def int_malloc(p: "Process", av: Arena, nb: int, t: "Thread | None") -> Chunk:
         if not fastbin:
             del av.fastbins[nb]
         return c
+    bins = av.bins
     if nb < MIN_LARGE_SIZE:
-        c = av.bins.oldest_small(nb)
+        c = bins.oldest_small(nb) if bins.count else None
         if c is not None:
-            av.bins.remove(c)
+            bins.remove(c)
             c.state = INUSE
             av.write(c.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset (victim, nb)
-            while (s := av.bins.oldest_small(nb)) is not None and tcache_has_room(t, nb):
-                av.bins.remove(s)
+            while (s := bins.oldest_small(nb)) is not None and tcache_has_room(t, nb):
+                bins.remove(s)
                 tcache_put(t, s)
             return c
     elif av.have_fastchunks:
         malloc_consolidate(av)
     while True:
-        c = take_from_bins(p, av, nb, t)
-        if c is not None:
-            return c
+        # bins that hold no chunk have nothing to scan or search: glibc's unsorted loop does
+        # not start and its binmap search finds no bit (a heap growing from its top, as a
+        # program filling a table does, skips the calls)
+        if bins.count:
+            c = take_from_bins(p, av, nb, t)
+            if c is not None:
+                return c
         if av.top is not None and av.top.size >= nb + MINSIZE:
             return split_top(av, nb)
         if av.have_fastchunks:
@@ -131,10 +136,13 @@ def start_new_heap(p: "Process", av: Arena, new, t: "Thread | None") -> None:
 def int_free(p: "Process", av: Arena, c: Chunk, t: "Thread | None") -> None:
     """_int_free: to the thread's tcache if it has room, else a fastbin for a small chunk,
     else merge and, when the merged chunk reaches 64 KiB, consider a trim."""
-    if c.size <= MAX_TCACHE_CHUNK and tcache_has_room(t, c.size):
+    size = c.size
+    # tcache_has_room, inline: half of a program's calls are frees, most of them small
+    if size <= MAX_TCACHE_CHUNK and t is not None and (tcache := t.tcache) is not None \
+            and len(tcache[csize2tidx(size)]) < TCACHE_FILL_COUNT:
         tcache_put(t, c)
         return
-    if c.size <= MAX_FAST_CHUNK:
+    if size <= MAX_FAST_CHUNK:
         push_fastbin(av, c)
         return
     merged = coalesce(av, c)

@@ -22,6 +22,12 @@ import re
 from model.glibc.constants import HEAP_MAX_SIZE, PAGESIZE
 
 REGION_PAGES = HEAP_MAX_SIZE // PAGESIZE  # pages per state array: one 64 MiB heap
+# the same divisions as shifts and a mask, for the one-page write (the model's most frequent
+# call): an address's page is addr >> PAGE_SHIFT, a page's region page >> REGION_SHIFT
+PAGE_SHIFT = PAGESIZE.bit_length() - 1
+REGION_SHIFT = REGION_PAGES.bit_length() - 1
+REGION_MASK = REGION_PAGES - 1
+assert 1 << PAGE_SHIFT == PAGESIZE and 1 << REGION_SHIFT == REGION_PAGES
 # The most one write may make resident: 1 TiB, 16,384 arrays of 16 KiB. A recorded size past
 # it (a calloc of 2^62 bytes from the heap, with mmap turned off) is refused, not written a
 # region at a time for hours.
@@ -108,22 +114,14 @@ class ResidentPages:
 
     def write(self, addr: int, length: int) -> int:
         """The program or malloc writes [addr, addr + length); returns the pages that fault."""
-        lo = addr // PAGESIZE
         if length <= 0:
             return 0
-        region, first = divmod(lo, REGION_PAGES)
-        if (addr + length - 1) // PAGESIZE == lo:  # within one page: most of malloc's writes
-            states = self.regions.get(region)
-            if states is None:
-                states = self.regions[region] = bytearray(REGION_PAGES)
-            state = states[first]
-            if state == RESIDENT:
-                return 0
-            states[first] = RESIDENT
-            self.pages += 1
-            self.faults += 1
-            self.refaults += state == GIVEN_BACK
-            return 1
+        lo = addr >> PAGE_SHIFT
+        if (addr + length - 1) >> PAGE_SHIFT == lo:  # within one page: most of malloc's writes
+            states = self.regions.get(lo >> REGION_SHIFT)
+            if states is not None and states[lo & REGION_MASK] == RESIDENT:
+                return 0  # already resident: most writes (metadata on pages in use)
+            return self.fault_page(lo)
         if length > MAX_WRITE_BYTES:
             raise ResidentLimit(f"a write of {length:,} bytes: more than the resident-page "
                                 f"model takes at once ({MAX_WRITE_BYTES:,} bytes, 1 TiB)")
@@ -142,6 +140,19 @@ class ResidentPages:
         self.pages += faulted
         self.faults += faulted
         return faulted
+
+    def fault_page(self, page: int) -> int:
+        """A write within `page`, which is not resident: it faults (and refaults when the
+        allocator had given it back)."""
+        states = self.regions.get(page >> REGION_SHIFT)
+        if states is None:
+            states = self.regions[page >> REGION_SHIFT] = bytearray(REGION_PAGES)
+        state = states[page & REGION_MASK]
+        states[page & REGION_MASK] = RESIDENT
+        self.pages += 1
+        self.faults += 1
+        self.refaults += state == GIVEN_BACK
+        return 1
 
     def drop(self, category: str, addr: int, length: int) -> int:
         """A system call of `category` gave [addr, addr + length) back; returns the resident

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 # The benchmarks, in the order `python -m purgecheck.bench` runs them: the modules of this
 # package, by name (adding a benchmark is adding a module with `figures(tiny)`), except the
-# tools that run them (compare: `make bench-compare`).
-TOOLS = frozenset({"compare"})
+# tools that run them (compare: `make bench-compare`; predictions: the model's predictions
+# hashed, to show a change for speed left them as they were).
+TOOLS = frozenset({"compare", "predictions"})
 BENCHMARKS = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)
                           if not m.name.startswith("_") and m.name not in TOOLS))
 
