@@ -97,8 +97,14 @@ def test_applied_undoes_modules_imported_inside_the_block():
             assert fresh.mi_page_malloc is patch.replacement
         assert fresh.mi_page_malloc is original
     finally:
+        # the package's attribute too: the fresh import rebound `model.heap` to the fresh
+        # module, and a later `import model.heap; model.heap.X = ...` (tests/test_full_pages.py
+        # patches so) would patch that one, not the module the other tests' functions live in
         sys.modules["model.heap"] = saved
+        sys.modules["model"].heap = saved
     assert importlib.import_module("model.heap").mi_page_malloc is original
+    import model.heap
+    assert model.heap is saved
 
 
 def test_applied_undoes_on_an_exception():
