@@ -177,3 +177,11 @@ def test_the_real_tests_scenarios_are_registered_with_the_named_ones():
     from purgecheck.scenarios import SCENARIOS
     named = {c.scenario for c in CASES if c.scenario}
     assert named and named <= set(SCENARIOS)
+
+
+def test_the_suite_keeps_its_state_out_of_the_project():
+    """tests/conftest.py: a command run by a test saves under a folder of the session's, not
+    under the project's .purgecheck/ (which `purgecheck docs` publishes)."""
+    from purgecheck.reports import store
+    assert store.state_dir() != store.project_root() / ".purgecheck"
+    assert store.state_dir().is_dir()
