@@ -172,6 +172,7 @@ def mi_page_retire(world, page: Page) -> None:
     page.handed_out.clear()
     page.written.clear()
     page.free, page.local_free, page.xthread_free = [], [], []
+    page.on_lists.clear()
     page.capacity = page.used = 0
     page.retired = True
     g = page.geom

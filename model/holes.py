@@ -67,6 +67,7 @@ def rebuild_free_list(page: Page, todo: set[int]) -> list[int]:
         else:
             kept.insert(0, i)
     page.free = kept
+    page.on_lists.difference_update(dropped)
     page.free_is_zero = False
     page.ever_purged = True
     return dropped
@@ -143,6 +144,7 @@ def mi_page_unpurge_range(page: Page, k0: int, k1: int, reuse: bool = True) -> i
     back = sorted((i for i in before if not page.is_block_purged(i)), reverse=True)
     for i in back:
         page.free.insert(0, i)
+        page.on_lists.add(i)
         page.mem.touch(page.geom.block_addr(i), 1)  # the link in the block's first word
     count_discarded(page, -bin(cleared).count("1"), -len(back))
     if reuse:

@@ -51,6 +51,10 @@ class Page:
     free: list[int] = field(default_factory=list)
     local_free: list[int] = field(default_factory=list)
     xthread_free: list[int] = field(default_factory=list)
+    # The blocks on the three lists, as a set beside them, so that a free's double-free check
+    # is one lookup (perl's pages list thousands of blocks). Every change to a list changes it
+    # with it; `relist` rebuilds it after a list is assigned whole (issue 29, 4).
+    on_lists: set[int] = field(default_factory=set, repr=False)
     purged: int = 0  # bit k set: unit k is discarded
     unformed_purged_lo: int = 0  # byte range of the discarded unformed tail
     unformed_purged_hi: int = 0
@@ -79,6 +83,11 @@ class Page:
 
     def __post_init__(self) -> None:
         self.units = UnitMap.of(self.geom)
+        self.relist()
+
+    def relist(self) -> None:
+        """Rebuild `on_lists` from the three lists (after one of them was assigned whole)."""
+        self.on_lists = {*self.free, *self.local_free, *self.xthread_free}
 
     # -- derived views -------------------------------------------------------------------
 

@@ -221,6 +221,7 @@ def walk_agrees() -> Outcome | None:
                 for held in (held1, held2):
                     page.free += [i for i in range(WALK_CAPACITY) if not held >> i & 1
                                   and i not in page.free and not page.is_block_purged(i)]
+                    page.relist()
                     page.handed_out = {i for i in range(WALK_CAPACITY) if held >> i & 1}
                     page.used = len(page.handed_out)
                     want = _steps_on(page)

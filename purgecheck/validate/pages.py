@@ -79,6 +79,7 @@ class PageReplay:
                                 f"the lowest run of them first")
             self.unsettled.discard(page.id)
             page.free.extend(range(want[0], want[0] + want[1]))
+            page.on_lists.update(range(want[0], want[0] + want[1]))
         page.capacity += want[1]
 
     def block(self, page: Page, ev: Event) -> int:
@@ -103,6 +104,7 @@ class PageReplay:
             free = page.free
             if ev.src == "free" and free and free[0] == i:  # the common case, checked
                 del free[0]
+                page.on_lists.discard(i)
                 self.blocks_checked += 1
                 if self.unsettled:
                     self.unsettled.discard(page.id)
@@ -141,6 +143,7 @@ class PageReplay:
                             f"model takes the head of its free list: "
                             f"{describe_blocks(page.free)}")
         del page.free[0]
+        page.on_lists.discard(ev.block)
         self.unsettled.discard(pid)  # the owner's event: every push so far came before it
         self.blocks_checked += 1
 
@@ -155,6 +158,7 @@ class PageReplay:
                 self.settle_collect(page)
             if page.id in self.listed:  # mi_free_local: pushed on local_free
                 page.local_free.insert(0, i)
+                page.on_lists.add(i)
                 if self.unsettled:
                     self.unsettled.discard(page.id)
             return  # the owner's free (the common case), all checked
@@ -173,9 +177,11 @@ class PageReplay:
         if page.id in self.listed:
             if ev.thread == "owner":
                 page.local_free.insert(0, i)
+                page.on_lists.add(i)
                 self.unsettled.discard(page.id)
             else:  # mi_free_xthread: pushed on xthread_free, under lin_lock with this event
                 page.xthread_free.insert(0, i)
+                page.on_lists.add(i)
                 if self.linearized:  # else nothing races: the trace's order is the order
                     self.newest_push[page.id] = ev.lin
                     self.unsettled.add(page.id)
@@ -242,6 +248,7 @@ class PageReplay:
             self.model_runs[key] = known
         events, free, page.purged = known
         page.free = list(free)
+        page.relist()
         return list(events)
 
     def follow_walk(self, page: Page, ev: Event) -> None:

@@ -125,6 +125,7 @@ def _malloc_head_kept(page, zero=False):
     i = _original_mi_page_malloc(page, zero)
     if i is not None:
         page.free.insert(0, i)
+        page.on_lists.add(i)
     return i
 
 
