@@ -310,3 +310,57 @@ def test_a_mimalloc_workload_runs_on_glibc_too(capsys):
     assert runs[0]["counters"]["allocations"] == runs[1]["counters"]["allocations"] == 400
     assert runs[0]["counters"]["brk_grow"] >= 1  # the main thread's arena grows by brk
     assert runs[0]["counters"]["page_faults"] >= 400 * 256 * 1024 // PAGESIZE // 10
+
+
+# -- the sample's live pages (issue 29, 4) -----------------------------------------------------
+
+def live_resident_pages_simply(sim: GlibcSimulation) -> int:
+    """The resident pages any live block touches, page by page."""
+    pages = set()
+    for c in sim.p.blocks.values():
+        pages.update(range(c.addr // PAGESIZE, -(-c.end // PAGESIZE)))
+    return sum(sim.p.resident.resident_in_pages(pg, pg + 1) for pg in pages)
+
+
+def sampled_against_the_simple_count(monkeypatch) -> list[int]:
+    seen: list[int] = []
+    fast = GlibcSimulation.live_resident_bytes
+
+    def checked(self):
+        got = fast(self)
+        assert got == live_resident_pages_simply(self) * PAGESIZE, f"sample {len(seen)}"
+        seen.append(got)
+        return got
+    monkeypatch.setattr(GlibcSimulation, "live_resident_bytes", checked)
+    return seen
+
+
+def run_every_call():
+    """tests/data/glibc_calls.ops (reallocs in place, to mmap, mremap up and down, memalign,
+    trims on both arenas), one op a millisecond, a sample after each, on every version."""
+    from pathlib import Path
+
+    from purgecheck.formats.glibc_ops import expand, parse_script
+    from purgecheck.simulate.glibc import simulate_ops
+    ops = list(expand(parse_script((Path(__file__).parent / "data" / "glibc_calls.ops")
+                                   .read_text())))
+    simulate_ops("calls", lambda: ((float(n), op) for n, op in enumerate(ops)), idle_ms=0,
+                 sample_ms=1.0)
+
+
+def test_a_sample_counts_the_live_blocks_pages_as_a_page_by_page_count_does(monkeypatch):
+    seen = sampled_against_the_simple_count(monkeypatch)
+    run_every_call()
+    simulate_glibc("bench-free", versions=["2.23+"])
+    simulate_glibc("ebizzy", versions=["2.23+"], **SMALL_EBIZZY)
+    assert len(seen) > 100 and len(set(seen)) > 10
+
+
+def test_a_sample_that_merges_the_blocks_out_of_address_order_is_caught(monkeypatch):
+    import operator
+
+    import purgecheck.simulate.glibc as glibc_sim
+    sampled_against_the_simple_count(monkeypatch)
+    monkeypatch.setattr(glibc_sim, "_ADDR", operator.attrgetter("size"))
+    with pytest.raises(AssertionError, match="sample"):
+        run_every_call()

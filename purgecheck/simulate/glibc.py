@@ -23,11 +23,13 @@ from __future__ import annotations
 import heapq
 import inspect
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Callable, Iterable, Iterator, NamedTuple
 
 from model.glibc.constants import PAGESIZE
 from model.glibc.malloc import OutOfMemory
 from model.glibc.process import Process, ScriptError
+from model.glibc.resident import PAGE_SHIFT
 from model.glibc.versions import VERSIONS
 from purgecheck.formats.glibc_ops import GlibcOp, expand, parse_script
 from purgecheck.glibc import workloads as glibc_workloads
@@ -35,6 +37,7 @@ from purgecheck.simulate.result import DesignRun, Sample
 
 KiB = 1024
 ALLOCATING = frozenset({"malloc", "calloc", "memalign", "valloc", "pvalloc"})
+_ADDR = attrgetter("addr")
 MAX_SAMPLES = 4000  # the series of a run is thinned past this many samples
 
 # The calls that give memory back (page-table teardown and a TLB flush each, seed 001) and
@@ -269,18 +272,23 @@ class GlibcSimulation:
     # -- what it costs ----------------------------------------------------------------------
 
     def live_resident_bytes(self) -> int:
-        """Resident bytes of the pages holding the program's live blocks."""
+        """Resident bytes of the pages holding the program's live blocks: the blocks in address
+        order (live chunks do not overlap), their pages merged into runs, each run counted once.
+        The loop reads the chunks' fields itself: at each sample it visits every live block
+        (issue 29, 4: per-block tuples and the `end` property were most of a sample)."""
         res = self.p.resident
-        runs = sorted((c.addr // PAGESIZE, -(-c.end // PAGESIZE)) for c in self.p.blocks.values())
-        total, lo, hi = 0, None, None
-        for a, b in runs:
-            if hi is not None and a <= hi:
-                hi = max(hi, b)
+        total, lo, hi = 0, 0, -1
+        for c in sorted(self.p.blocks.values(), key=_ADDR):
+            a = c.addr >> PAGE_SHIFT
+            b = -(-(c.addr + c.size) >> PAGE_SHIFT)  # the page past the last byte
+            if a <= hi:
+                if b > hi:
+                    hi = b
                 continue
-            if hi is not None:
+            if hi > lo:
                 total += res.resident_in_pages(lo, hi)
             lo, hi = a, b
-        if hi is not None:
+        if hi > lo:
             total += res.resident_in_pages(lo, hi)
         return total * PAGESIZE
 
