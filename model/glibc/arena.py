@@ -125,8 +125,9 @@ class Bins:
             groups = self.bins[i] = {}
             bisect.insort(self.nonempty, i)
         group = groups.get(size)
-        if group is None:
-            groups[size] = OrderedDict(((c.addr, c),))  # a new size starts its group
+        if group is None:  # a new size starts its group (empty, then set: half the time
+            group = groups[size] = OrderedDict()  # of OrderedDict's constructor with an item)
+            group[c.addr] = c
         elif size < MIN_LARGE_SIZE:
             group[c.addr] = c  # a small bin is FIFO
         else:  # "Always insert in the second position": after the group's first chunk
