@@ -147,10 +147,17 @@ def run_checked(version: str, script: str | None = None) -> None:
     run_model(parse_script(text), VERSIONS[version], after_step=shortcuts_hold)
 
 
+# the unsorted scan's two ways out with the chunk it unlinked: an exact fit returned (a large
+# size: no tcache), and a small request split from the last remainder, the only unsorted chunk
+UNSORTED_EXITS = "0 malloc 0 2000\n0 malloc 1 24\n0 free 0\n0 malloc 2 2000\n0 free 2\n" \
+    "0 malloc 3 100\n0 malloc 4 100\n"
+
+
 @pytest.mark.parametrize("version", ["2.21", "2.23+"])  # fastbins, and tcache in front of them
 def test_the_models_shortcuts_give_what_they_stand_for(version):
     run_checked(version)
     run_checked(version, FASTBIN_REUSE)
+    run_checked(version, UNSORTED_EXITS)
 
 
 def test_a_next_chunk_past_a_gap_is_caught(monkeypatch):
@@ -174,6 +181,19 @@ def test_a_footer_left_behind_is_caught(monkeypatch):
     monkeypatch.setattr(arena.Bins, "remove", keeps_footer)
     with pytest.raises(AssertionError):
         run_checked("2.23+")
+
+
+def test_a_footer_left_by_the_unsorted_scan_is_caught(monkeypatch):
+    """Broken variant: the scan's unlink of the oldest unsorted chunk leaves its footer."""
+    def keeps_footer(self):
+        _, c = self.unsorted.popitem(last=False)
+        c.bin = None
+        self.count -= 1
+        return c
+    run_checked("2.23+", UNSORTED_EXITS)
+    monkeypatch.setattr(arena.Bins, "pop_oldest_unsorted", keeps_footer)
+    with pytest.raises(AssertionError):
+        run_checked("2.23+", UNSORTED_EXITS)
 
 
 def test_a_fastbin_left_empty_is_caught(monkeypatch):
@@ -310,9 +330,11 @@ class MirroredBins(Bins):
         self.ref.remove(c)
         self._agree()
 
-    def oldest_unsorted(self):
-        got = super().oldest_unsorted()
+    def pop_oldest_unsorted(self):
+        got = super().pop_oldest_unsorted()
         assert got is self.ref.oldest_unsorted()
+        self.ref.remove(got)
+        self._agree()
         return got
 
     def oldest_small(self, size):

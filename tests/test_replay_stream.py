@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import tracemalloc
 
+import numpy as np
 import pytest
 
-from purgecheck.formats.alloc_stream import StreamImage, image_spans
+from purgecheck.formats.alloc_stream import SEQ_MASK, StreamImage, image_spans, merge_runs
 from purgecheck.formats.alloc_trace import RECORD, read_trace
 from purgecheck.glibc.fromtrace import Conversion, to_ops
 from purgecheck.glibc.replay import load_stream, replay
@@ -152,3 +153,44 @@ def test_the_long_replays_peak_is_its_own_not_its_parents():
     assert own < 100 << 10  # a bare interpreter: some 10 to 30 MB
     if maxrss >= 160 << 10:  # the parent's peak leaked into ru_maxrss (vfork on Linux)
         assert own < maxrss
+
+
+def sorted_runs(tmp_path, rng, runs: int, rows: int) -> tuple[list, np.ndarray]:
+    """Runs of 5-word records as the external sort writes them (each in key order: call
+    number, then record number), many call numbers written more than once across runs and
+    within one, some runs empty; and every row, for the reference sort."""
+    out, every = [], []
+    for k in range(runs):
+        n = 0 if k % 5 == 3 else int(rng.integers(1, rows))
+        w = np.zeros((n, 5), dtype="<u8")
+        w[:, 0] = rng.integers(0, rows // 3, n).astype(np.uint64) | (np.uint64(7) << np.uint64(56))
+        w[:, 1:4] = rng.integers(0, 1 << 60, (n, 3)).astype(np.uint64)
+        w[:, 4] = rng.choice(1 << 20, n, replace=False).astype(np.uint64)
+        w = w[np.lexsort((w[:, 4], w[:, 0] & np.uint64(SEQ_MASK)))]
+        w.tofile(tmp_path / f"r{k}")
+        out.append((tmp_path / f"r{k}", n))
+        every.append(w)
+    return out, np.concatenate(every)
+
+
+def in_key_order(rows: np.ndarray) -> np.ndarray:
+    return rows[np.lexsort((rows[:, 4], rows[:, 0] & np.uint64(SEQ_MASK)))]
+
+
+@pytest.mark.parametrize("block", [1, 3, 64, 10_000])
+def test_the_merge_writes_every_row_in_key_order(tmp_path, block):
+    rng = np.random.default_rng(block)
+    runs, every = sorted_runs(tmp_path, rng, 9, 300)
+    merge_runs(runs, tmp_path / "out", block)
+    got = np.fromfile(tmp_path / "out", dtype="<u8").reshape(-1, 5)
+    assert np.array_equal(got, in_key_order(every)) and len(got) > 600
+
+
+def test_a_merge_without_the_bound_is_caught(tmp_path):
+    """The broken variant: each step sorts the blocks held and writes them all, with no
+    bound; a run's next block can then hold a lower key than one already written."""
+    runs, every = sorted_runs(tmp_path, np.random.default_rng(1), 9, 300)
+    readers = [np.fromfile(p, dtype="<u8").reshape(-1, 5) for p, _ in runs]
+    got = np.concatenate([in_key_order(np.concatenate([r[k:k + 64] for r in readers]))
+                          for k in range(0, 300, 64)])
+    assert len(got) == len(every) and not np.array_equal(got, in_key_order(every))

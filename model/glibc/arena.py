@@ -106,10 +106,15 @@ class Bins:
         found by its footer (None: the chunk below is in use, PREV_INUSE set)."""
         return self.footers.get(addr)
 
-    def oldest_unsorted(self) -> Chunk:
-        """The unsorted bin's tail, where _int_malloc's scan takes from (`unsorted_chunks
-        (av)->bk`); the bin must not be empty."""
-        return next(iter(self.unsorted.values()))
+    def pop_oldest_unsorted(self) -> Chunk:
+        """The unsorted bin's tail, where _int_malloc's scan takes from (`victim =
+        unsorted_chunks (av)->bk`), unlinked (`remove`, in one call of the OrderedDict: the
+        scan unlinks every chunk it looks at); the bin must not be empty."""
+        _, c = self.unsorted.popitem(last=False)
+        c.bin = None
+        self.count -= 1
+        del self.footers[c.addr + c.size]
+        return c
 
     def place(self, c: Chunk) -> None:
         """_int_malloc's "place chunk in bin" (from the unsorted bin, which `remove` left)."""
@@ -120,8 +125,9 @@ class Bins:
             groups = self.bins[i] = {}
             bisect.insort(self.nonempty, i)
         group = groups.get(size)
-        if group is None:
-            groups[size] = OrderedDict(((c.addr, c),))  # a new size starts its group
+        if group is None:  # a new size starts its group (empty, then set: half the time
+            group = groups[size] = OrderedDict()  # of OrderedDict's constructor with an item)
+            group[c.addr] = c
         elif size < MIN_LARGE_SIZE:
             group[c.addr] = c  # a small bin is FIFO
         else:  # "Always insert in the second position": after the group's first chunk
@@ -235,15 +241,14 @@ def take_from_bins(p, av: Arena, nb: int, t) -> Chunk | None:
     small = nb < MIN_LARGE_SIZE
     cached = False
     while bins.unsorted:
-        victim = bins.oldest_unsorted()
-        if small and len(bins.unsorted) == 1 and victim.addr == av.last_remainder \
+        victim = bins.pop_oldest_unsorted()
+        # the last remainder is used when it was the only unsorted chunk (none left now)
+        if small and not bins.unsorted and victim.addr == av.last_remainder \
                 and victim.size > nb + MINSIZE:
-            bins.remove(victim)
             victim.state = INUSE
             split_chunk(av, victim, nb)
             av.last_remainder = victim.end
             return victim
-        bins.remove(victim)
         if victim.size == nb:
             av.write(victim.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset
             if nb <= MAX_TCACHE_CHUNK and malloc.tcache_has_room(t, nb):

@@ -11,8 +11,8 @@ than a chunk of records:
   filled in order) is read as it is;
 - otherwise its records are put in call order by an external sort: each chunk of RUN records
   is sorted by call number into a temporary file (a sorted run), and the runs are merged
-  (heapq.merge, a block of each run in memory), FAN_IN at a time, in rounds, until one
-  temporary file holds the image in call order;
+  (a block of each run in memory, merged in numpy: `_merge`), FAN_IN at a time, in rounds,
+  until one temporary file holds the image in call order;
 - one pass over the records in call order finds what the conversion needs first: the cut at
   the first missing call number, a number written twice, each thread's last record.
 
@@ -22,7 +22,6 @@ The conversion (purgecheck/glibc/fromtrace.py) reads a StreamImage as it reads a
 
 from __future__ import annotations
 
-import heapq
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -34,10 +33,12 @@ from purgecheck.formats.alloc_trace import (KIND, KINDS, MAGIC, RECORD, AllocTra
 
 CHUNK = 1 << 16  # records read from a file at a time
 RUN = 1 << 18  # records sorted in memory at a time (one sorted run of the external sort)
-MERGE_BLOCK = 1 << 9  # records of each run held during a merge (and of its output)
+# records of each run held during a merge: 64 x 4,096 x 40 bytes, 10 MB (a merge step is
+# a few numpy calls a run, so a block of 512 made the steps' own cost show)
+MERGE_BLOCK = 1 << 12
 # runs merged at once (more are merged in rounds): a trace of up to 16 M calls in one round,
-# each record merged once (a round is a Python loop over every record: at 16, a 10 M-call
-# trace took two); held in memory, a block of each: 64 x MERGE_BLOCK records
+# each record merged once (a round reads and writes every record); held in memory, a block
+# of each: 64 x MERGE_BLOCK records
 FAN_IN = 64
 SEQ_MASK = (1 << 40) - 1
 
@@ -87,6 +88,46 @@ def image_spans(path: str | Path, chunk: int = CHUNK) -> list[tuple[int, int]]:
     if not starts or starts[0] != 0:
         raise AllocTraceError(source, 0, f"expected a START record, got {KINDS[first_kind]}")
     return list(zip(starts, starts[1:] + [n]))
+
+
+def merge_runs(runs: list[tuple[Path, int]], out: Path, block: int = MERGE_BLOCK) -> None:
+    """Sorted runs of 5-word records (call number in word 0's low 40 bits, record number in
+    word 4), each in key order (call number, then record number), merged into `out` in key
+    order, `block` rows of each run at a time and in numpy, never a Python step per record
+    (a heapq.merge of the rows took 1.7 us a record: 17 s of a 10 M-call replay).
+
+    Each step finds the bound: the lowest key any run's unread blocks can still hold, the
+    least of the last held keys of the runs with more to read (a run is in key order). Every
+    held row up to the bound is written, sorted; the run that set the bound is left with
+    none and reads its next block, so every step reads at least one block.
+    tests/test_replay_stream.py checks the order against a sort of all the rows."""
+    runs = [(p, n) for p, n in runs if n]
+    readers = [_blocks(p, 0, n, 5, block) for p, n in runs]
+    held = [next(r) for r in readers]  # a run's rows read and not yet written
+    left = [n - len(h) for (_, n), h in zip(runs, held)]  # a run's rows not yet read
+    mask = np.uint64(SEQ_MASK)
+    with open(out, "wb") as f:
+        while held:
+            ends = [(int(h[-1, 0] & mask), int(h[-1, 4]))
+                    for h, rest in zip(held, left) if rest]
+            bseq, brec = min(ends) if ends else (SEQ_MASK + 1, 0)  # none: write all
+            parts = []
+            for j, h in enumerate(held):
+                # a run is in key order: its rows up to the bound are a prefix
+                seq = h[:, 0] & mask
+                k = int(np.count_nonzero((seq < bseq) | ((seq == bseq) & (h[:, 4] <= brec))))
+                parts.append(h[:k])
+                held[j] = h[k:]
+            rows = np.concatenate(parts)
+            rows[np.lexsort((rows[:, 4], rows[:, 0] & mask))].tofile(f)
+            for j in range(len(held) - 1, -1, -1):
+                if len(held[j]):
+                    continue
+                if left[j]:
+                    held[j] = next(readers[j])
+                    left[j] -= len(held[j])
+                else:
+                    del held[j], readers[j], left[j]
 
 
 class StreamImage:
@@ -156,25 +197,10 @@ class StreamImage:
         """Sorted runs merged into one (by call number, then record number)."""
         if len(runs) == 1:
             return runs[0]
-        with open(out, "wb") as f:
-            block: list[tuple] = []
-            for row in heapq.merge(*(self._run_rows(p, n) for p, n in runs)):
-                block.append(row[2:])
-                if len(block) == self.merge_block:
-                    np.array(block, dtype="<u8").tofile(f)
-                    block.clear()
-            if block:
-                np.array(block, dtype="<u8").tofile(f)
+        merge_runs(runs, out, self.merge_block)
         for p, _ in runs:
             p.unlink()
         return out, sum(n for _, n in runs)
-
-    def _run_rows(self, path: Path, n: int) -> Iterator[tuple]:
-        """(seq, record number, w0, w1, w2, w3, record number) of a sorted run, in order."""
-        for w in _blocks(path, 0, n, 5, self.merge_block):
-            seq = (w[:, 0] & np.uint64(SEQ_MASK)).tolist()
-            recno = w[:, 4].tolist()
-            yield from zip(seq, recno, *(w[:, k].tolist() for k in range(5)))
 
     def _blocks_in_order(self) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """(index of the first, its records (n, 4), their record numbers) in call order."""
