@@ -1,8 +1,9 @@
 """The model beside the real Bun: the simulator run on the workload that was measured, with
 the measured run's parameters and pace, and each figure compared within a stated band.
 
-The model holds the large-page heap of seed 000 only; the real process also has JSC's heap,
-its arena purges and its start-up. So every figure is compared as its excess over the design
+The model holds the large-page heap of seed 000 and, on the servers, a request's small
+objects in small and medium pages (SMALL_OBJECTS) with the arena's purges of them; the real
+process also has the rest of JSC's heap and its start-up. So every figure is compared as its excess over the design
 without hole purging: the real `before` (MIMALLOC_PURGE_HOLES=0) against the model's `off`.
 
 | figure | real | model | band |
