@@ -14,6 +14,7 @@ from model.floor import mi_holes_floor_release, resolve_floor
 from model.epoch import (AdvanceFrame, compute_interval, mi_holes_epoch_advance,
                          mi_holes_epoch_advance_interleaved)
 from model.page import Page
+from model.retire import mi_theap_collect_retired
 from model.sweep import mi_page_purge_holes, mi_page_purge_holes_now
 from model.thread import ThreadState
 from model.variants import SweepContext
@@ -88,6 +89,8 @@ def sweep_pages(world, thread: ThreadState, pages: list[Page], ctx: SweepContext
             continue
         mi_page_free_collect(page)
         if page.is_all_free() and page.capacity:
+            if page.retire_expire and not world.options.purge_holes:
+                continue  # the normal collect leaves a kept page (model.retire)
             if is_free_page_kept(world, page, thread, ctx):
                 summary.outcomes[page.id] = "kept-free"
                 continue
@@ -144,6 +147,8 @@ def mi_on_thread_idle(world, tid: int, in_handoff: bool = False,
     if floor:
         mi_holes_floor_release(world, thread)
         world.floor_pending = []
+    if world.options.retire_cycles and tid in world.heaps:
+        mi_theap_collect_retired(world, world.heaps[tid])  # mi_theap_collect's, not forced
     sweep_pages(world, thread, world.heap_pages(tid), ctx, summary)
     if floor:
         resolve_floor_pass(world, thread, ctx, summary)

@@ -18,6 +18,7 @@ from model.full_pages import (is_abandoned_when_full, mi_arenas_page_try_find_ab
                               mi_free_try_collect_mt, mi_page_to_full)
 from model.holes import mi_page_unpurge_all
 from model.page import Page
+from model.retire import mi_page_try_keep, mi_theap_collect_retired
 
 
 class Ptr(NamedTuple):
@@ -43,7 +44,8 @@ class Arena:
     which the simulator does `purge_delay` ms after the retire). Without it every page gets
     fresh addresses, which the op scripts and the C reference's traces rely on."""
 
-    def __init__(self, reuse: bool = False) -> None:
+    def __init__(self, reuse: bool = False, align: int = 4 * 1024 * 1024) -> None:
+        self.align = align  # fresh pages start on this boundary (the arena's slice: adjacent)
         self.next_id = 1
         self.next_addr = 1 << 32  # 4 MiB aligned, away from address 0
         self.reuse = reuse
@@ -59,7 +61,7 @@ class Arena:
     def take_range(self, size: int) -> int:
         """The address of a new page: a freed range of that size (the last freed first) with
         reuse, else fresh address space."""
-        align = 4 * 1024 * 1024
+        align = self.align
         for i in range(len(self.free_ranges) - 1, -1, -1):
             if self.free_ranges[i][1] == size:
                 return self.free_ranges.pop(i)[0]
@@ -97,6 +99,8 @@ def mi_heap_malloc(world, heap: Heap, size: int, zero: bool = False,
         page = mi_arenas_page_try_find_abandoned(world, heap, bs)
         if page is not None:
             mi_page_reclaim(world, page, heap)
+    if page is None and world.options.retire_cycles:
+        mi_theap_collect_retired(world, heap)  # before a fresh page: the kept ones count down
     if page is None:
         page = world.new_page(heap, bs)
     i = mi_page_malloc(page, zero=zero)
@@ -136,7 +140,8 @@ def mi_free(world, ptr: Ptr, thread: int) -> None:
         if was_full:
             requeue_at_end(world.heaps[page.heap], page)
         if page.used == 0 and not page.xthread_free and \
-                not is_free_page_kept_at_free(world, page, world.threads.get(thread)):
+                not is_free_page_kept_at_free(world, page, world.threads.get(thread)) and \
+                not mi_page_try_keep(world, page):
             mi_page_retire(world, page)
     else:
         mi_free_xthread(page, ptr.block)
@@ -175,6 +180,7 @@ def mi_page_retire(world, page: Page) -> None:
     page.on_lists.clear()
     page.capacity = page.used = 0
     page.retired = True
+    page.retire_expire = 0
     g = page.geom
     world.arena.release(g.slice_start, g.area_size)
     page.emit("retire")

@@ -61,6 +61,9 @@ class ResidentMask:
             b[lo:hi] = _ZEROS[:hi - lo]
 
 
+LARGE_DISCARD = 64 * 1024  # purgecheck/measure/run.py's SMALL_DISCARD: below, a small page's hole
+
+
 @dataclass
 class Memory:
     os_page_size: int
@@ -71,6 +74,9 @@ class Memory:
     # it dropped, and the OS pages dropped while resident that a write brings back (each a
     # page fault and a page of kernel zeroing).
     discarded_bytes: int = 0
+    # the calls of at least LARGE_DISCARD bytes: what `purgecheck measure` counts apart from
+    # the holes of small and medium pages (discards_load_large)
+    discard_calls_large: int = 0
     refaults: int = 0
     dropped: set[int] = field(default_factory=set)  # discarded while resident, not written since
     holes: HoleStats = field(default_factory=HoleStats)  # the process-wide counters
@@ -106,6 +112,7 @@ class Memory:
     def discard(self, addr: int, size: int) -> bool:
         """_mi_os_discard: drop the pages' contents; False when the call fails."""
         self.discard_calls += 1
+        self.discard_calls_large += size >= LARGE_DISCARD
         if self.fail_next_discards > 0:
             self.fail_next_discards -= 1
             return False

@@ -67,6 +67,7 @@ class Page:
     heap: int = 0
     abandoned: bool = False
     retired: bool = False  # gone back to the arena
+    retire_expire: int = 0  # all free, kept in its queue for so many collects (model.retire)
     double_frees: int = 0  # frees the page reported as double (never absorbed)
     log: list = field(default_factory=list, repr=False)  # events, shared with the world
     # Ghost state: what the program did, kept only so that invariants can judge the rules.

@@ -45,6 +45,13 @@ class Options:
     # a full page of blocks above the small maximum is abandoned, and comes back through the
     # arena's abandoned map (model.full_pages); off: full pages stay in their heap's queue
     abandon_full_pages: bool = False
+    # an all-free small or medium page stays in its queue for a few collects before it goes
+    # back to the arena (model.retire, mimalloc's retire_expire); off: it goes at once
+    retire_cycles: bool = False
+    # the arena's purge as mimalloc v3's arena.c does it (purgecheck/simulate/mimalloc.py): one
+    # expiry for the arena, and each run of adjacent retired pages purged with one call; pages
+    # are laid out slice after slice. Off: each retired page purged on its own, 4 MiB apart.
+    arena_purge_runs: bool = False
     clock_monotone: bool = True
     clock_start_ms: int = 1_000
 
@@ -80,7 +87,8 @@ class World:
             raise ValueError(f"unknown variant {self.options.variant!r}; expected one of "
                              f"{', '.join(VARIANTS)}")
         self.mem = Memory(self.options.os_page_size)
-        self.arena = Arena(reuse=self.options.arena_reuse)
+        self.arena = Arena(reuse=self.options.arena_reuse) if not self.options.arena_purge_runs \
+            else Arena(reuse=self.options.arena_reuse, align=self.options.arch.arena_slice_size)
         self.clock = VirtualClock(self.options.clock_start_ms, self.options.clock_monotone)
 
     def thread(self, tid: int) -> ThreadState:

@@ -293,11 +293,11 @@ def test_a_comparison_judges_the_excess_over_before_against_the_model():
         "before": _figs([4000, 4100], [20, 22], [30, 31], [1.0, 1.1], [30, 31]),
         "no-hold": _figs([3000, 3100], [1500, 1600], [800, 900], [20, 22], [10, 11]),
         "epoch": _figs([4000, 4100], [21, 23], [30, 32], [1.0, 1.2], [12, 13])})
-    model = {"before": {"all_discards_load": 0, "all_discarded_bytes_load": 0,
+    model = {"before": {"all_large_discards_load": 0, "all_discarded_bytes_load": 0,
                         "refaults_per_request": 0, "rss_end": 20 << 20},
-             "no-hold": {"all_discards_load": 100, "all_discarded_bytes_load": 60 << 20,
+             "no-hold": {"all_large_discards_load": 100, "all_discarded_bytes_load": 60 << 20,
                          "refaults_per_request": 15.0, "rss_end": 1 << 20},
-             "epoch": {"all_discards_load": 0, "all_discarded_bytes_load": 0,
+             "epoch": {"all_large_discards_load": 0, "all_discarded_bytes_load": 0,
                        "refaults_per_request": 0.0, "rss_end": 2 << 20}}
     params = {"body": 262144, "kept": 0, "keep_every": 1000, "connections": 16, "idle_s": 1}
     c = compare("bun-serve", params, summary, model)
@@ -316,10 +316,10 @@ def test_designs_in_another_order_on_the_model_are_reported():
         "before": _figs([4000] * 2, [20] * 2, [30] * 2, [1.0] * 2, [30] * 2),
         "no-hold": _figs([3000] * 2, [1500] * 2, [800] * 2, [20] * 2, [10] * 2),
         "epoch": _figs([4000] * 2, [200] * 2, [90] * 2, [2.0] * 2, [12] * 2)})
-    zero = {"all_discards_load": 0, "all_discarded_bytes_load": 0, "refaults_per_request": 0,
+    zero = {"all_large_discards_load": 0, "all_discarded_bytes_load": 0, "refaults_per_request": 0,
             "rss_end": 0}
-    model = {"before": zero, "no-hold": {**zero, "all_discards_load": 10},
-             "epoch": {**zero, "all_discards_load": 50}}
+    model = {"before": zero, "no-hold": {**zero, "all_large_discards_load": 10},
+             "epoch": {**zero, "all_large_discards_load": 50}}
     c = compare("bun-serve", {"body": 1, "kept": 0, "keep_every": 1, "connections": 1,
                               "idle_s": 1}, summary, model)
     assert not c.order["discards_load"]["same"]

@@ -42,13 +42,14 @@ rule. On the measured inputs of bun-serve (`load-epoch-vs-clock` of `purgecheck 
 --seeds`, which takes them from this recording) neither rule discards anything under load in
 the model: the event loop parks every few requests, about half of the parks are swept, and
 a page that is allocated from at every turn keeps its stamp young under both rules, so there
-is no difference to see; the real epoch rule discards 24 calls of 64 KiB or more over
+is no difference to see; the real epoch rule discards 45 calls of 64 KiB or more over
 before's, none of them large pages' holes that the model holds (docs/measure.md). The model
-tells the two rules apart where sweeps fall off the epoch grid and pages are left for one to
-two intervals: with four sweeping threads and 150 ms stalls every 400 requests on the same
-measured inputs (`load-epoch-vs-clock-stalls`) the epoch rule discards 0.41 of what the clock
-rule does, inside the seed's "a quarter to a half"; with a scavenger 60 ms late and another
-sweeper every 50 ms (`load-epoch-vs-clock-busy`) 0.18. The stalls, the threads and the
+told the two rules apart where sweeps fall off the epoch grid and pages are left for one to
+two intervals: with four sweeping threads and 150 ms stalls every 400 requests
+(`load-epoch-vs-clock-stalls`) the epoch rule discarded 0.41 of what the clock rule did on
+the inputs of the recording of 14:53, inside the seed's "a quarter to a half", and 0.84 on
+this recording's, outside; with a scavenger 60 ms late and another sweeper every 50 ms
+(`load-epoch-vs-clock-busy`) 0.18. The stalls, the threads and the
 lateness are hypotheses for the seed's machine (64 cores at load 50 to 110), not measurements
 here: neither the real Bun nor the model shows a difference between the two rules for these
 workloads on this machine, the real one because it cannot run the clock rule, the model

@@ -128,6 +128,8 @@ class Simulation:
         self.arena_purges = 0
         self.arena_purged_bytes = 0
         self.retired_seen: set[int] = set()
+        self.purge_pending: list[int] = []  # retired pages the next arena purge looks at
+        self.purge_due: float | None = None  # the arena's expiry (arena_purge_runs)
         # page id -> how many OS pages of its live blocks are resident, counted again at a
         # sample only for the pages whose blocks changed since the one before or that a
         # sweep discarded in (`dirty`): nothing else changes them (pages never share an OS
@@ -199,6 +201,8 @@ class Simulation:
                 mi_on_thread_idle_end(world, th)
             self.ptrs[c.name] = ptr = mi_heap_malloc(world, world.heap(th), c.size)
             self.dirty.add(ptr.page)
+            if self.opts.retire_cycles:
+                self._note_sweep()  # the kept pages it counted down and retired (model.retire)
             self.allocations += 1
             self.load_end = self.t
         elif op == "free":
@@ -337,7 +341,13 @@ class Simulation:
         page = self.world.pages[pid]
         if page.retired and pid not in self.retired_seen:
             self.retired_seen.add(pid)
-            self._timer(self.t + self.opts.purge_delay, "purge", pid)
+            if not self.opts.arena_purge_runs:
+                self._timer(self.t + self.opts.purge_delay, "purge", pid)
+                return
+            self.purge_pending.append(pid)
+            if self.purge_due is None:  # mi_arena_schedule_purge: an expiry only when none is set
+                self.purge_due = self.t + self.opts.purge_delay
+                self._timer(self.purge_due, "purge", 0)
 
     def _note_sweep(self) -> None:
         """After a sweep, read off the model's event log before it is cleared: the pages it
@@ -355,7 +365,12 @@ class Simulation:
     def _on_purge(self, pid: int) -> None:
         """The arena gives a retired page's memory back (the same for every design), unless a
         new page took its addresses since (arena_reuse); what it drops faults in again when
-        a later page of the arena writes there."""
+        a later page of the arena writes there. With `arena_purge_runs`, every page retired
+        since the last purge goes at once, a call per run of adjacent pages
+        (purge_retired_runs)."""
+        if self.opts.arena_purge_runs:
+            self.purge_retired_runs()
+            return
         g = self.world.pages[pid].geom
         if g.slice_start in self.world.arena.in_use:
             return
@@ -367,6 +382,36 @@ class Simulation:
             resident = len(resident)
             self.arena_purges += 1
             self.arena_purged_bytes += resident * mem.os_page_size
+
+    def purge_retired_runs(self) -> None:
+        """mimalloc v3's arena purge (arena.c: mi_arena_schedule_purge, mi_arena_try_purge and
+        its visitor): the arena has one expiry, set `purge_delay` after the first slices
+        scheduled since the last purge; when it passes, the scheduled slices that no page took
+        again are purged, each maximal run of adjacent ones with one call (the real calls of
+        0.8 to 1.4 MiB, docs/measure.md). A call's length is the run's, as strace counts it;
+        one whose memory is no longer resident at all is not made (nothing was written there
+        since an earlier purge)."""
+        self.purge_due = None
+        pages, in_use = self.world.pages, self.world.arena.in_use
+        ranges = sorted((pages[pid].geom.slice_start, pages[pid].geom.area_size)
+                        for pid in self.purge_pending if pages[pid].geom.slice_start not in in_use)
+        self.purge_pending = []
+        mem = self.world.mem
+        start = end = None
+        dropped: set[int] = set()
+        for addr, size in [*ranges, (None, 0)]:
+            if addr is not None and addr == end:
+                end += size
+            else:
+                if start is not None:
+                    resident = mem.release(start, end - start)
+                    if resident:
+                        dropped |= resident
+                        self.arena_purges += 1
+                        self.arena_purged_bytes += end - start
+                start, end = addr, (addr or 0) + size
+        if self.opts.arena_reuse:
+            mem.dropped.update(dropped)
 
     # -- what it costs -----------------------------------------------------------------------
 
@@ -417,6 +462,7 @@ class Simulation:
         self._sample()
         self.events += 1  # the threads park below
         self.at_load_end = {"t": self.t, "discards": mem.discard_calls,
+                            "discards_large": mem.discard_calls_large,
                             "arena_purges": self.arena_purges,
                             "arena_bytes": self.arena_purged_bytes,
                             "bytes": mem.discarded_bytes, "refaults": mem.refaults,
@@ -441,6 +487,7 @@ class Simulation:
             "allocations": self.allocations,
             "requests": self.requests,
             "discards_load": load["discards"],
+            "discards_load_large": load["discards_large"],
             "discarded_bytes_load": load["bytes"],
             "discards_idle": mem.discard_calls - load["discards"],
             "discarded_bytes_idle": mem.discarded_bytes - load["bytes"],

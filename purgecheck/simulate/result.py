@@ -47,6 +47,8 @@ COUNTERS = {
     "allocations": "allocations the workload made (malloc, calloc, realloc that moved)",
     "requests": "requests of the workload (where it has requests)",
     "discards_load": "discard calls (madvise) before the last allocation",
+    "discards_load_large": "mimalloc: of those, the calls of 64 KiB or more (what "
+                           "`purgecheck measure` counts apart from small pages' holes)",
     "discarded_bytes_load": "bytes discarded before the last allocation",
     "discards_idle": "discard calls after the last allocation",
     "discarded_bytes_idle": "bytes discarded after the last allocation",

@@ -45,7 +45,8 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
               inflight: int = 16, think_ms: float = 0.36, threads: int = 1, seed: int = 0,
               pause_every: int = 0, pause_ms: float = 0.0, gc_every: int = 1,
               per_turn: float = 1, survivors: float = 0.0,
-              major_every: int = 0) -> Iterator[Call]:
+              major_every: int = 0, small: int = 0,
+              small_per_request: int = 0) -> Iterator[Call]:
     """Bun.serve with `body`-byte request bodies (seed: 256 KiB), `inflight` requests open at
     once (the seed's 16 connections), one request finished every `think_ms` (seed: 55 k
     requests in 20 s, 0.36 ms each); `kept` bodies (seed: 40) are kept to the end, spread
@@ -64,8 +65,15 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
     the body dropped last before it (`survivors` of them per collection, on average) and a
     fuller collection every `major_every` requests frees those: what js/collections.js counts
     of Bun's collector (the body after each run that a collection frees stays, up to a
-    thousand requests)."""
+    thousand requests). With `small` and `small_per_request`, each request also takes that
+    many objects of `small` bytes beside its body (the request and response objects, headers
+    and strings of Bun and JavaScriptCore, in small and medium pages), which the collection
+    that frees the request's body frees too, kept body or not (docs/measure.md derives them
+    from the measurement)."""
     rng = random.Random(seed)
+    def objects(i: int) -> list[int]:  # the small objects' names of request i
+        return [-1 - i * small_per_request - j for j in range(small_per_request if small else 0)]
+
     served = [0] * threads
     turns = [0] * threads
     finished = [0] * threads
@@ -74,13 +82,17 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
     open_: list[list[int]] = [[] for _ in range(threads)]
     garbage: list[list[int]] = [[] for _ in range(threads)]
     survived: list[list[int]] = [[] for _ in range(threads)]
+    loose: list[list[int]] = [[] for _ in range(threads)]  # small objects a collection frees
     owed = [0.0] * threads  # survivors due, a fraction carried from one collection to the next
     for i in range(requests):
         th = 1 + i % threads
         yield Call(t, th, "malloc", i, body)
+        for name in objects(i):
+            yield Call(t, th, "malloc", name, small)
         open_[th - 1].append(i)
         if len(open_[th - 1]) > max(1, inflight // threads):
             done = open_[th - 1].pop(0)
+            loose[th - 1].extend(objects(done))
             if done not in keep:
                 garbage[th - 1].append(done)
             if len(garbage[th - 1]) >= gc_every:
@@ -88,9 +100,10 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
                 if owed[th - 1] >= 1:
                     owed[th - 1] -= 1
                     survived[th - 1].append(garbage[th - 1].pop())
-                for name in garbage[th - 1]:
+                for name in [*garbage[th - 1], *loose[th - 1]]:
                     yield Call(t, th, "free", name)
                 garbage[th - 1].clear()
+                loose[th - 1].clear()
             served[th - 1] += 1
             finished[th - 1] += 1
             turns_due = int(finished[th - 1] / per_turn)  # turns ended by this request
@@ -108,6 +121,8 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
     for th, names in enumerate(open_, start=1):
         if served[th - 1]:
             yield Call(t, th, "loop", request=served[th - 1])
+        for name in [*loose[th - 1], *(o for name in names for o in objects(name))]:
+            yield Call(t, th, "free", name)
         for done in [*survived[th - 1], *garbage[th - 1], *names]:
             if done not in keep:
                 yield Call(t, th, "free", done)
@@ -238,7 +253,8 @@ PARAMETER_RANGES = {
     "kept": (0, 10_000_000, True), "inflight": (1, 100_000, True), "threads": (1, 1024, True),
     "batch": (1, 100_000, True), "gc_every": (1, 100_000, True), "per_turn": (1, 100_000, False), "free_late": (0, 1, True), "keep_every": (1, 1_000_000, True),
     "temp_every": (0, 1_000_000, True), "survivors": (0, 1_000, False),
-    "major_every": (0, 10_000_000, True),
+    "major_every": (0, 10_000_000, True), "small": (0, GiB, True),
+    "small_per_request": (0, 100_000, True),
     "lifetime": (0, 1_000_000, True), "pause_every": (0, 10_000_000, True),
     "seed": (-(1 << 63), (1 << 63) - 1, True),
     "body": (1, GiB, True), "size": (1, GiB, True), "lo": (1, GiB, True), "hi": (1, GiB, True),
