@@ -13,7 +13,14 @@ from proofs.explorer_configs import CONFIGS, QUICK, compare_with_manifest, load_
 from purgecheck.mutants import MUTANTS, applied
 
 
-@pytest.mark.parametrize("name", QUICK)
+# park-1-cap is the costliest quick configuration (16 s of a CI run, a third of the module):
+# its exploration is slow-tier here (and in `purgecheck prove --quick`, which `make check`
+# runs); the cap's own check stays fast on the stalled park below (PK-DONE-WITHIN-MAX from an
+# initial state under park-unbounded, and held by the real rule).
+FAST_QUICK = [pytest.param(n, marks=pytest.mark.slow) if n == "park-1-cap" else n for n in QUICK]
+
+
+@pytest.mark.parametrize("name", FAST_QUICK)
 def test_quick_configuration_matches_the_manifest_and_holds(name):
     rep = X.explore(CONFIGS[name])
     assert rep.ok, {k: v.reason for k, v in rep.violations.items()}
