@@ -65,6 +65,9 @@ static const char *USAGE =
     "                         the end of its work and reports a clock reading (the trace's\n"
     "                         bound for the end): sweep_last_before_work then sweeps a park\n"
     "                         early by a time validate sees (reference_c/linearize.c)\n"
+    "  --min-crossings N      sweepers: run on (--max-ms at the most) until N sweeps checked by\n"
+    "                         (b) saw the epoch move during them: a bound in chances to see a\n"
+    "                         young page discarded, not in time (default 0)\n"
     "  --until-violation      stop at the first failed check\n"
     "  --trace FILE           write the linearized trace there\n"
     "  --summary FILE         write the figures and verdicts as JSON there\n\n"
@@ -78,7 +81,7 @@ static const char *USAGE =
     "         --mutant sweep_last_before_work --trace run.jsonl\n"
     "  purgecheck validate run.jsonl   # rejected: \"its last park sweep ended at ...\"\n";
 
-stress_cfg_t cfg = {"sweepers", 10, 300, 10000, 0, 0, 4, 3, 2, 0, MI_DELAY_BEFORE_CAS, false, NULL, NULL, 3, 100};
+stress_cfg_t cfg = {"sweepers", 10, 300, 10000, 0, 0, 0, 4, 3, 2, 0, MI_DELAY_BEFORE_CAS, false, NULL, NULL, 3, 100};
 
 static const char *const DELAY_AT_NAMES[] = {"cas", "increment", "store"};   /* MI_DELAY_BEFORE_* */
 
@@ -188,6 +191,7 @@ static void parse_args(int argc, char **argv) {
         } else if (!strcmp(a, "--interval")) { cfg.interval = parse_int(a, v); interval_given = true; }
         else if (!strcmp(a, "--ms")) cfg.ms = parse_int(a, v);
         else if (!strcmp(a, "--max-ms")) cfg.max_ms = parse_int(a, v);
+        else if (!strcmp(a, "--min-crossings")) cfg.min_crossings = parse_int(a, v);
         else if (!strcmp(a, "--delay-us")) cfg.delay_us = parse_int(a, v);
         else if (!strcmp(a, "--park-work-us")) cfg.park_work_us = parse_int(a, v);
         else if (!strcmp(a, "--delay-at")) {
@@ -284,7 +288,8 @@ int main(int argc, char **argv) {
         moved = epoch_now() >= e0 + LIVENESS_EPOCHS;
         /* --until-violation runs until a check fails, --max-ms at the most */
         if (real) { sleep_ms(1); continue; }   /* its thread under test ends the run (by --max-ms) */
-        if ((ran >= cfg.ms && moved && !cfg.until_violation) || ran >= cfg.max_ms) break;
+        bool crossed = atomic_load(&crossed_b) >= cfg.min_crossings;
+        if ((ran >= cfg.ms && moved && crossed && !cfg.until_violation) || ran >= cfg.max_ms) break;
         sleep_ms(1);
     }
     if (park) {   /* the parkers end by themselves (or at --max-ms) */
@@ -328,7 +333,7 @@ int main(int argc, char **argv) {
         if (!f) { fprintf(stderr, "stress: cannot write %s\n", cfg.summary); return 2; }
         fprintf(f, "{\"scenario\":\"%s\",\"build\":\"%s\",\"mutant\":\"%s\",\"ms\":%lld,"
                 "\"interval_ms\":%lld,\"epochs\":%llu,\"sweeps\":%lld,\"observations\":%lld,"
-                "\"checked_b\":%lld,\"parks\":%lld,\"violations\":{\"a\":%lld,\"b\":%lld,\"c\":%lld,"
+                "\"checked_b\":%lld,\"crossed_b\":%lld,\"parks\":%lld,\"violations\":{\"a\":%lld,\"b\":%lld,\"c\":%lld,"
                 "\"d\":%lld,\"liveness\":%d,\"e\":%lld,\"f\":%lld,\"g\":%lld,\"h\":%lld,"
                 "\"i\":%lld,\"m\":%lld,\"n\":%lld,\"j\":%lld,\"k\":%lld},"
                 "\"real\":{\"ran_ms\":%lld,\"epoch_moves\":%lld,\"rounds\":%lld,\"checked\":%lld,"
@@ -338,6 +343,7 @@ int main(int argc, char **argv) {
                 cfg.scenario, BUILD_NAME, mi_mutant_names[cfg.mutant], (long long)ran,
                 (long long)cfg.interval, (unsigned long long)epochs, (long long)atomic_load(&sweeps),
                 (long long)atomic_load(&observations), (long long)atomic_load(&checked_b),
+                (long long)atomic_load(&crossed_b),
                 (long long)atomic_load(&parks), (long long)atomic_load(&violations_a),
                 (long long)atomic_load(&violations_b), (long long)atomic_load(&violations_c),
                 (long long)atomic_load(&violations_d), !live, (long long)atomic_load(&violations_e),

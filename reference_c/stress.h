@@ -16,6 +16,7 @@
 typedef struct {
     const char *scenario;
     int64_t interval, ms, max_ms, delay_us, park_work_us;
+    int64_t min_crossings;    /* sweepers: run on until this many checked sweeps crossed an epoch */
     int sweepers, parked, cycles, mutant, delay_at;
     bool until_violation;
     const char *trace, *summary;
@@ -37,7 +38,7 @@ static inline uint64_t epoch_now(void) {
 }
 
 /* stress_sweepers.c: (a), (b) */
-extern _Atomic int64_t violations_a, violations_b, observations, checked_b;
+extern _Atomic int64_t violations_a, violations_b, observations, checked_b, crossed_b;
 void *sweeper_main(void *arg);
 void *under_test_main(void *arg);
 void *watcher_main(void *arg);

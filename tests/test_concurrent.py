@@ -160,3 +160,19 @@ def test_validate_engine_kills_sweep_last_before_work_on_real_threads():
     assert cell.verdict == KILLED, cell.note
     failed = {f["invariant"]: f["detail"] for f in cell.failures}
     assert "its last park sweep ended at" in failed.get("PK-SPACING", ""), cell.failures
+
+
+def test_a_hold_one_epoch_short_is_caught_by_its_chances_not_by_the_time_it_ran(tmp_path):
+    """Regression (CI of 2026-12-03, `mutants --kills 2` on age-lt-1): the validate engine ran
+    the sweepers 80 ms, and on a loaded machine no checked sweep saw the epoch move in them, so
+    (b) had no chance to see a page one epoch old discarded and age_lt_1 survived. The run now
+    lasts until (b) had MIN_CROSSINGS such sweeps: a run of 1 ms is stretched to them, and the
+    mutant fails (b) at one of them, whatever the load."""
+    from purgecheck.engines.validate import MIN_CROSSINGS
+    need = MIN_CROSSINGS[True]
+    run = run_stress(tmp_path, ms=1, mutant="age_lt_1", min_crossings=need)
+    assert run.summary["crossed_b"] >= need, run.summary
+    assert run.returncode == 1 and "b" in run.failed_checks, (run.stderr, run.summary)
+    clean = run_stress(tmp_path, ms=1, min_crossings=need, name="clean")
+    assert clean.returncode == 0 and clean.summary["crossed_b"] >= need, clean.stderr
+    accepted(clean)

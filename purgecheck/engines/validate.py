@@ -31,6 +31,11 @@ STRESS = {"release": ROOT / "reference_c" / "build" / "stress",
 ENGINE = "validate"
 INTERVAL_MS = 10
 DELAY_US = 4000  # of a 10 ms interval: the race window of the broken variants
+# Check (b)'s power is its sweeps during which the epoch moved (a page aged by one epoch, which
+# a hold of one epoch too short discards: age_lt_1 fails at nearly every one). A run of 80 ms
+# had about 20 of them idle and none at times under a loaded CI, where age-lt-1 survived; so
+# the run goes on until it had this many (--max-ms at the most), not for a time alone.
+MIN_CROSSINGS = {True: 10, False: 40}  # by budget.quick
 # The park handoff with one parked thread whose park sweeps' work lasts an interval (the test
 # hook of reference_c/linearize.c): the end of a sweep taken before its work is an interval
 # early, which the due-time check of validate sees on the real clock (docs/validation.md).
@@ -75,7 +80,7 @@ def run_stress(out_dir: Path, scenario: str = "sweepers", ms: int = 150,
                interval: int = INTERVAL_MS, mutant: str | None = None, delay_us: int = 0,
                delay_at: str = "cas", until_violation: bool = False, build: str = "release",
                traced: bool = True, max_ms: int = 10_000, name: str = "run",
-               more: tuple[str, ...] = ()) -> StressRun:
+               more: tuple[str, ...] = (), min_crossings: int = 0) -> StressRun:
     """Run the stress program; the trace goes to out_dir/<name>.jsonl. `more`: further
     arguments (e.g. SLOW_PARKS)."""
     from purgecheck.cbuild import BuildError, ensure_current
@@ -95,6 +100,8 @@ def run_stress(out_dir: Path, scenario: str = "sweepers", ms: int = 150,
         cmd += ["--mutant", mutant]
     if delay_us:
         cmd += ["--delay-us", str(delay_us), "--delay-at", delay_at]
+    if min_crossings:
+        cmd += ["--min-crossings", str(min_crossings)]
     if until_violation:
         cmd.append("--until-violation")
     cmd += more
@@ -187,7 +194,8 @@ def run_validate(budget: Budget) -> list[Result]:
         broken = switch in BROKEN
         clean = run_stress(tmp, ms=ms, mutant=switch, name="sweepers",
                            delay_us=DELAY_US if broken else 0,
-                           delay_at=BROKEN.get(switch, "cas"), until_violation=broken)
+                           delay_at=BROKEN.get(switch, "cas"), until_violation=broken,
+                           min_crossings=MIN_CROSSINGS[budget.quick])
         verdict = validate_file(str(clean.trace))
         why = _what_failed(clean, verdict, with_stderr=True)
         broken_ok, broken_why = [], []
@@ -205,7 +213,8 @@ def run_validate(budget: Budget) -> list[Result]:
         out.append(_result("EP-NO-SHORT-EPOCH", not why and not broken_why, figure, dt,
                            "; ".join(why + broken_why), clean.replay()))
         out.append(_result("HD-YOUNG-KEPT", clean.returncode == 0 and verdict.accepted,
-                           f"{clean.summary.get('checked_b', 0):,} sweeps checked (b)", 0.0,
+                           f"{clean.summary.get('checked_b', 0):,} sweeps checked (b), "
+                           f"{clean.summary.get('crossed_b', 0):,} across an epoch's move", 0.0,
                            "; ".join(why), clean.replay()))
         if budget.first_failure and any(not r.ok for r in out):
             return out
