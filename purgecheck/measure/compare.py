@@ -55,6 +55,10 @@ class MachineModel:
     # the servers' small and medium pages beside the bodies (SMALL_OBJECTS), kept a while when
     # all free (model.retire), and the arena's purge in runs of adjacent slices
     small_pages: bool = True
+    # the fork's wake of the scavenger (scavenger_lateness): one pass for the parks that come
+    # while it is pending, late by what the measured passes say, sweeping a thread only if it
+    # is still parked; off: every pass counted is a sweep of a park (scavenger_reach)
+    coalesced_wakes: bool = True
 
 
 # The simulator as it was before the real Bun was measured: a scavenger at the instant of
@@ -162,6 +166,37 @@ def scavenger_reach(summary: dict, design: str,
     return min(1.0, max(0.0, passes) / turns)
 
 
+def scavenger_lateness(summary: dict, machine: MachineModel = MachineModel()) -> float | None:
+    """How late the real scavenger runs after a park wakes it (ms, the mean of an
+    exponential), from its passes per turn under no-hold (scavenger_reach, its timers' passes
+    taken off); None where not counted, or where it made no pass (a reach of 0 stays).
+
+    The fork's wake is coalesced (scavenger.c: `_mi_scavenger_wake` wakes the thread only
+    when its flag goes from clear to set, and a pass clears it as it begins), so a pass
+    answers every park that comes before it runs: with turns every `T` ms and a pass late by
+    an exponential of mean `m`, the passes per turn are `p = 1 - exp(-T / m)` (the turns
+    until the first park after the pass are geometric), and `m = -T / ln(1 - p)`. The passes
+    are counted where every park wakes the scavenger (no-hold); the lateness is the
+    machine's, and every design runs with it (simulate's `scavenger_coalesced`). A pass
+    sweeps only a thread still parked when it runs (theap.c, `_mi_theap_sweep_parked`), so
+    fewer parks are swept than passes are made: on the page's recording, with `T` 0.95 ms
+    and `p` 0.42 (bun-serve), `m` is 1.7 ms, and a park of the model (until its next call,
+    0.21 ms) is swept at 1 - exp(-0.21 / 1.7) = 0.12 of the turns, where the real scavenger's
+    sweeps that gave something back were 0.125 of them (docs/measure.md)."""
+    import math
+    if not machine.coalesced_wakes or "no-hold" not in summary:
+        return None
+    p = scavenger_reach(summary, "no-hold", machine)
+    run = summary["no-hold"]
+    turns = _measured(run, "loop_turns", machine)
+    if p is None or not turns or p <= 0:
+        return None
+    if p >= 1:
+        return 0.0
+    turn_ms = 1000 * run["load_s"]["median"] / turns
+    return -turn_ms / math.log(1 - p)
+
+
 def collector_survivors(run: dict, machine: MachineModel = MachineModel()) -> dict:
     """The bodies the real collector passes over and frees later (js/collections.js): per
     collection, and a fuller collection every so many requests frees them; nothing where not
@@ -229,6 +264,10 @@ def run_model(workload: str, params: dict, summary: dict, designs: list[str],
     from model.world import Options
     from purgecheck.simulate.mimalloc import DESIGN_NAMES, simulate
 
+    late = scavenger_lateness(summary, machine)
+    scavenger = dict(scavenger_late_ms=late, scavenger_coalesced=True) if late is not None \
+        else None
+
     def counters(w, md: str, d: str) -> dict[str, float]:
         extra = DESIGN_OPTIONS.get(d, {}) if machine.design_options else {}
         opts = Options(arena_reuse=machine.arena_reuse, page_queue_order=machine.page_queue_order,
@@ -236,8 +275,9 @@ def run_model(workload: str, params: dict, summary: dict, designs: list[str],
                        retire_cycles=machine.small_pages, arena_purge_runs=machine.small_pages,
                        **extra)
         c = dict(simulate(w, md, opts, sample_ms=sample_ms, seed=machine.seed,
-                          scavenger_late_ms=machine.scavenger_late_ms,
-                          scavenger_reach=scavenger_reach(summary, d, machine)).counters)
+                          **(scavenger or dict(
+                              scavenger_late_ms=machine.scavenger_late_ms,
+                              scavenger_reach=scavenger_reach(summary, d, machine)))).counters)
         c["all_discards_load"] = c["discards_load"] + c["arena_purges_load"]
         # a purge of the arena is a slice or more: 64 KiB at least, as every call counted here
         c["all_large_discards_load"] = c["discards_load_large"] + c["arena_purges_load"]

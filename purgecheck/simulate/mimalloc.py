@@ -26,6 +26,13 @@ left): the fraction of parks the real scavenger reaches, which `purgecheck measu
 (its passes per turn of the loop, purgecheck/measure/turns.py); a loop whose turns do not
 block (setImmediate) is parked for microseconds and is seldom reached.
 
+With `scavenger_coalesced` (and `scavenger_late_ms`), the wake is the fork's own
+(scavenger.c, `_mi_scavenger_wake` and the scavenger's loop): a park sets the scavenger's
+wake flag and wakes it only when the flag was clear; a pass clears it as it begins, so the
+parks that come while a pass is pending are answered by that one pass, and the pass sweeps
+only a thread that is still parked when it runs (theap.c, `_mi_theap_sweep_parked` claims
+with a CAS from PARKED): a pass after the owner has left its park sweeps nothing.
+
 With `sweeper_every_ms`, another thread of the process sweeps inline (mi_on_thread_idle:
 its own empty heap and the abandoned pages) every so many ms, at a phase of its own, a fifth
 of that at random later each time: Bun's worker threads (the real strace shows JITWorker's
@@ -96,10 +103,13 @@ class Simulation:
                  sample_ms: float = 50.0, park_after_ms: float | None = None,
                  scavenger_late_ms: float = 0.0, seed: int = 0,
                  scavenger_reach: float | None = None,
-                 sweeper_every_ms: float | None = None) -> None:
+                 sweeper_every_ms: float | None = None,
+                 scavenger_coalesced: bool = False) -> None:
         self.design = design
         self.scavenger_late_ms = scavenger_late_ms
         self.scavenger_reach = scavenger_reach
+        self.scavenger_coalesced = scavenger_coalesced
+        self.wake_pending = False  # the scavenger's wake flag (scavenger_coalesced)
         self.sweeper_every_ms = sweeper_every_ms
         self.rng = random.Random(seed)
         self.idle = idle
@@ -275,6 +285,10 @@ class Simulation:
         if self.scavenger_reach is not None and not for_good and \
                 self.rng.random() >= self.scavenger_reach:
             return
+        if self.scavenger_coalesced:
+            if self.wake_pending:
+                return  # the flag is set: the pass to come answers this park too
+            self.wake_pending = True
         at = self.t + (0.0 if self.scavenger_reach is not None
                        else self.compute_scavenger_late())
         if self.scavenger_due is None or self.scavenger_due > at:
@@ -298,6 +312,7 @@ class Simulation:
     def _on_scavenger(self, _thread: int) -> None:
         if self.scavenger_due is None or self.t < self.scavenger_due:
             return  # a pass superseded by an earlier one
+        self.wake_pending = False  # a pass clears the wake flag as it begins
         due = mi_theap_sweep_parked(self.world)
         self._note_sweep()
         self.world.log.clear()
@@ -515,11 +530,13 @@ def simulate(workload: Workload, design: str, options: Options | None = None,
              sample_ms: float = 50.0, park_after_ms: float | None = None,
              calls: Iterable[Call] | None = None, scavenger_late_ms: float = 0.0,
              seed: int = 0, scavenger_reach: float | None = None,
-             sweeper_every_ms: float | None = None) -> DesignRun:
+             sweeper_every_ms: float | None = None,
+             scavenger_coalesced: bool = False) -> DesignRun:
     """Run `workload` (or the given `calls`, with the workload's idle behaviour) on the model
     under `design`; the figures of DesignRun's counters."""
     sim = Simulation(design, workload.idle, options, sample_ms, park_after_ms,
-                     scavenger_late_ms, seed, scavenger_reach, sweeper_every_ms)
+                     scavenger_late_ms, seed, scavenger_reach, sweeper_every_ms,
+                     scavenger_coalesced)
     if sweeper_every_ms:
         sim._timer(sim.t + sim.rng.uniform(0, sweeper_every_ms), "sweeper", OTHER_SWEEPER)
     stream: Iterator[Call] = iter(calls if calls is not None else workload.calls())
