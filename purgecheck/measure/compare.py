@@ -33,8 +33,10 @@ class MachineModel:
     """What the model takes of the machine and of the program beside the allocator's rules.
 
     Measured, when the measurement has them (`measured_inputs`): the loop's turns (requests
-    per park), the collector's collections (requests per collection) and the fraction of
-    parks the scavenger reaches (its passes per turn under no-hold, where every park is due).
+    per park), the collector's collections (requests per collection) and the scavenger's
+    passes per turn under no-hold, where every park wakes it: with `coalesced_wakes` they give
+    how late it runs (scavenger_lateness), else the fraction of parks it sweeps
+    (scavenger_reach).
     Fitted against the recorded measurement of tests/data/ (2026-12-03), and used only where
     the measurement lacks the figure (one recorded before it was counted, or no perf): how
     late a woken scavenger runs (ms, the mean of an exponential), how many request bodies
