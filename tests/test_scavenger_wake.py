@@ -1,14 +1,17 @@
 """The fork's wake of the scavenger (purgecheck/simulate/mimalloc.py `scavenger_coalesced`,
-purgecheck/measure/compare.py `scavenger_lateness`): a park wakes the scavenger only when its
-wake flag is clear, one pass answers every park that comes while it is pending, and a pass
-sweeps only a thread still parked when it runs (scavenger.c `_mi_scavenger_wake`, theap.c
-`_mi_theap_sweep_parked`).
+purgecheck/measure/compare.py `scavenger_lateness`) and how long the servers' parks last
+(`loop_park_share`, bun_serve's `park_share`): a park wakes the scavenger only when its wake
+flag is clear, one pass answers every park that comes while it is pending, and a pass sweeps
+only a thread still parked when it runs (scavenger.c `_mi_scavenger_wake`, theap.c
+`_mi_theap_sweep_parked`); a park lasts what the measured CPU leaves of a turn.
 
 On the page's recording (tests/data/real_bun_2026-12-03_quiet.json) the model took every
 counted pass of the scavenger for a sweep of a park and discarded at 2,135 sweeps of
-bun-serve without the hold against the real 672 (10,902 calls against 2,848): with the
-coalesced wake it discards at 649 sweeps and 4,956 calls, inside the band. The broken variant
-(`coalesced_wakes=False`: every pass a sweep) stays outside it.
+bun-serve without the hold against the real 672 (10,902 calls against 2,848): now it
+discards at 441 sweeps and 3,948 calls, inside the band. The broken variants stay outside:
+every pass a sweep there, and parks that last a request's share of the load on the loaded
+recording of 14:53 (tests/data/real_bun_2026-12-03_threads.json: 273 calls against 1,224,
+where the real passes nearly all swept).
 """
 
 from __future__ import annotations
@@ -110,3 +113,50 @@ def test_every_pass_a_sweep_falls_outside_the_band(no_hold_discards):
     every = no_hold_discards["every pass"]
     assert every["discards_load"].verdict == "outside band"
     assert every["discards_load"].model > 3 * every["discards_load"].real
+
+
+def test_the_park_share_is_what_the_cpu_leaves_of_the_load():
+    """1 - (user + kernel CPU per request) x requests per second, from the measured run."""
+    from purgecheck.measure.compare import loop_park_share
+    run = SERVE["summary"]["no-hold"]
+    cpu = (run["user_us_per_request"]["median"] + run["sys_us_per_request"]["median"]) \
+        * run["requests"]["median"] / run["load_s"]["median"] / 1e6
+    assert loop_park_share(run) == pytest.approx(1 - cpu, abs=1e-3)
+    assert 0.1 < loop_park_share(run) < 0.2
+    assert loop_park_share(run, MachineModel(measured_parks=False)) is None
+
+
+def test_a_park_lasts_its_share_of_the_turn():
+    """bun_serve with `park_share`: the gap after a turn's `loop` is that share of the turn,
+    and the load lasts as long as without it (one request in flight: every request but the
+    first ends one, so the turns begin at once)."""
+    from purgecheck.simulate.workloads import bun_serve
+    plain = list(bun_serve(requests=41, per_turn=4, think_ms=1.0, inflight=1))
+    parked = list(bun_serve(requests=41, per_turn=4, think_ms=1.0, inflight=1, park_share=0.5))
+    gaps = [b.t_ms - a.t_ms for a, b in zip(parked, parked[1:])
+            if a.op == "loop" and b.op == "malloc"]
+    assert gaps and all(g == pytest.approx(2.0) for g in gaps)  # half of a 4 ms turn
+    assert parked[-1].t_ms == pytest.approx(plain[-1].t_ms, abs=1.0)
+
+
+@pytest.fixture(scope="module")
+def loaded_no_hold():
+    """bun-serve's no-hold figures on the loaded recording of 14:53, with the measured parks
+    and with parks that last until the next request."""
+    from purgecheck.measure.report import summary_of
+    threads = json.loads((Path(__file__).parent / "data" / "real_bun_2026-12-03_threads.json")
+                         .read_text())
+    runs = [r for r in threads["runs"] if r["workload"] == "bun-serve"
+            and r["design"] in ("before", "no-hold")]
+    out = {}
+    for name, machine in (("measured", MachineModel()),
+                          ("next request", MachineModel(measured_parks=False))):
+        c = compare("bun-serve", runs[0]["params"], summary_of(runs), machine=machine)
+        out[name] = {r.figure: r for r in c.rows if r.design == "no-hold"}
+    return out
+
+
+def test_parks_until_the_next_request_fall_outside_on_a_loaded_machine(loaded_no_hold):
+    assert loaded_no_hold["measured"]["discards_load"].verdict == "within band"
+    short = loaded_no_hold["next request"]["discards_load"]
+    assert short.verdict == "outside band" and short.model < short.real / 2

@@ -276,13 +276,7 @@ def test_the_timers_of_the_scavenger_are_taken_off_where_one_run_of_before_lacks
 
 
 def test_without_the_hold_bun_serve_is_within_the_band_on_the_threads_measurement():
-    """With every counted pass of the scavenger a sweep (the wake before the fork's coalesced
-    one): on this loaded recording the passes and the sweeps that gave something back were
-    0.50 and 0.46 of the turns, so nearly every pass swept. The coalesced wake
-    (tests/test_scavenger_wake.py) is outside here (273 calls against 1,224): the model's
-    parks last until its next call, shorter than a loaded machine's (docs/measure.md)."""
-    c = compare("bun-serve", THREADS["runs"][0]["params"], _summary(THREADS, "bun-serve"),
-                machine=MachineModel(coalesced_wakes=False))
+    c = compare("bun-serve", THREADS["runs"][0]["params"], _summary(THREADS, "bun-serve"))
     rows = {(r.design, r.figure): r for r in c.rows}
     for fig in ("discards_load", "discarded_mb_load", "faults_per_request"):
         assert rows[("no-hold", fig)].verdict == "within band", rows[("no-hold", fig)]

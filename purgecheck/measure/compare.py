@@ -61,6 +61,9 @@ class MachineModel:
     # while it is pending, late by what the measured passes say, sweeping a thread only if it
     # is still parked; off: every pass counted is a sweep of a park (scavenger_reach)
     coalesced_wakes: bool = True
+    # the servers' parks last what the measured CPU leaves of a turn (loop_park_share); off:
+    # until the next request, a request's share of the load
+    measured_parks: bool = True
 
 
 # The simulator as it was before the real Bun was measured: a scavenger at the instant of
@@ -199,6 +202,26 @@ def scavenger_lateness(summary: dict, machine: MachineModel = MachineModel()) ->
     return -turn_ms / math.log(1 - p)
 
 
+def loop_park_share(run: dict, machine: MachineModel = MachineModel()) -> float | None:
+    """The share of the load during which the server's event loop is parked (bun_serve's
+    `park_share`): what the process's CPU leaves of the load's time, `1 - (user + kernel CPU
+    per request) x requests per second`; None where not measured. The main thread runs the
+    requests and waits in `epoll_pwait2` (its park, purgecheck/measure/turns.py) between
+    turns; the CPU counted is the whole process's (the scavenger's and JavaScriptCore's
+    threads too), and on a loaded machine a thread that waits for a CPU is not parked, so
+    this is an estimate, not a bound. On the page's recording: 0.14 for bun-serve without the
+    hold (0.86 s of CPU a second), 0.61 on the loaded one of 14:53 (0.39 s), where the real
+    scavenger's passes nearly all swept (docs/measure.md)."""
+    if not machine.measured_parks:
+        return None
+    user = _measured(run, "user_us_per_request", machine)
+    kernel = _measured(run, "sys_us_per_request", machine)
+    if user is None or kernel is None or not run["load_s"]["median"]:
+        return None
+    cpu = (user + kernel) * run["requests"]["median"] / run["load_s"]["median"] / 1e6
+    return round(min(0.95, max(0.01, 1 - cpu)), 3)
+
+
 def collector_survivors(run: dict, machine: MachineModel = MachineModel()) -> dict:
     """The bodies the real collector passes over and frees later (js/collections.js): per
     collection, and a fuller collection every so many requests frees them; nothing where not
@@ -228,11 +251,13 @@ def model_workload(workload: str, params: dict, summary: dict,
     if workload.startswith("bun-serve"):
         kept = START_UP_KEPT + min(int(params["kept"]), n // int(params["keep_every"]))
         per_turn = _measured(run, "requests_per_turn", machine) or 1.0
+        share = loop_park_share(run, machine)
         return make_workload(workload, idle_ms=idle_ms, requests=n, body=int(params["body"]),
                              kept=kept, inflight=int(params["connections"]),
                              think_ms=load_ms / n, per_turn=max(1.0, round(per_turn, 2)),
                              gc_every=max(1, round(gc)) if gc else machine.gc_every,
                              **collector_survivors(run, machine),
+                             **({"park_share": share} if share is not None else {}),
                              **(SMALL_OBJECTS if machine.small_pages else {}))
     if workload == "typed-arrays":  # measured: the collector apart from the loop's turns
         collector = dict(gc_every=max(1, round(gc)), per_turn=TYPED_ARRAYS_PER_TURN,

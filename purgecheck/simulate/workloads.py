@@ -46,7 +46,7 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
               pause_every: int = 0, pause_ms: float = 0.0, gc_every: int = 1,
               per_turn: float = 1, survivors: float = 0.0,
               major_every: int = 0, small: int = 0,
-              small_per_request: int = 0) -> Iterator[Call]:
+              small_per_request: int = 0, park_share: float = 0.0) -> Iterator[Call]:
     """Bun.serve with `body`-byte request bodies (seed: 256 KiB), `inflight` requests open at
     once (the seed's 16 connections), one request finished every `think_ms` (seed: 55 k
     requests in 20 s, 0.36 ms each); `kept` bodies (seed: 40) are kept to the end, spread
@@ -69,8 +69,16 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
     many objects of `small` bytes beside its body (the request and response objects, headers
     and strings of Bun and JavaScriptCore, in small and medium pages), which the collection
     that frees the request's body frees too, kept body or not (docs/measure.md derives them
-    from the measurement)."""
+    from the measurement). With `park_share` (and `per_turn` above 1), the park after a turn
+    lasts that share of the turn (a turn is `per_turn` requests of `think_ms`) and the
+    requests of the turn share the rest; without it each request takes `think_ms` and a park
+    lasts until the next request, `think_ms`: how long a park lasts decides whether a
+    scavenger that comes late still finds the thread parked (purgecheck/measure/compare.py
+    derives the share from the measured CPU)."""
     rng = random.Random(seed)
+    # the park after a turn lasts park_share of the turn; the turn's requests share the rest
+    park_ms = park_share * per_turn * think_ms if per_turn > 1 else think_ms
+    step_ms = (think_ms - park_ms / per_turn) / (1 - 1 / per_turn) if per_turn > 1 else think_ms
     def objects(i: int) -> list[int]:  # the small objects' names of request i
         return [-1 - i * small_per_request - j for j in range(small_per_request if small else 0)]
 
@@ -86,6 +94,7 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
     owed = [0.0] * threads  # survivors due, a fraction carried from one collection to the next
     for i in range(requests):
         th = 1 + i % threads
+        parked = False
         yield Call(t, th, "malloc", i, body)
         for name in objects(i):
             yield Call(t, th, "malloc", name, small)
@@ -111,11 +120,12 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
                 turns[th - 1] = turns_due
                 yield Call(t, th, "loop", request=served[th - 1])
                 served[th - 1] = 0
+                parked = True
         if major_every and (i + 1) % major_every == 0:
             for name in survived[th - 1]:
                 yield Call(t, th, "free", name)
             survived[th - 1].clear()
-        t += think_ms
+        t += (park_ms if parked else step_ms) if park_share else think_ms
         if pause_every and (i + 1) % pause_every == 0:
             t += pause_ms
     for th, names in enumerate(open_, start=1):
@@ -255,6 +265,7 @@ PARAMETER_RANGES = {
     "temp_every": (0, 1_000_000, True), "survivors": (0, 1_000, False),
     "major_every": (0, 10_000_000, True), "small": (0, GiB, True),
     "small_per_request": (0, 100_000, True),
+    "park_share": (0, 0.99, False),
     "lifetime": (0, 1_000_000, True), "pause_every": (0, 10_000_000, True),
     "seed": (-(1 << 63), (1 << 63) - 1, True),
     "body": (1, GiB, True), "size": (1, GiB, True), "lo": (1, GiB, True), "hi": (1, GiB, True),
