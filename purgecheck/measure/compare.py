@@ -2,8 +2,9 @@
 the measured run's parameters and pace, and each figure compared within a stated band.
 
 The model holds the large-page heap of seed 000 and, on the servers, a request's small
-objects in small and medium pages (SMALL_OBJECTS) with the arena's purges of them; the real
-process also has the rest of JSC's heap and its start-up. So every figure is compared as its excess over the design
+objects in small and medium pages (SMALL_OBJECTS) with the arena's purges of them, and, where
+measured, Bun's other threads sweeping the abandoned pages (other_sweep_ms); the real process
+also has the rest of JSC's heap and its start-up. So every figure is compared as its excess over the design
 without hole purging: the real `before` (MIMALLOC_PURGE_HOLES=0) against the model's `off`.
 
 | figure | real | model | band |
@@ -33,10 +34,11 @@ class MachineModel:
     """What the model takes of the machine and of the program beside the allocator's rules.
 
     Measured, when the measurement has them (`measured_inputs`): the loop's turns (requests
-    per park), the collector's collections (requests per collection) and the scavenger's
+    per park), the collector's collections (requests per collection), the scavenger's
     passes per turn under no-hold, where every park wakes it: with `coalesced_wakes` they give
     how late it runs (scavenger_lateness), else the fraction of parks it sweeps
-    (scavenger_reach).
+    (scavenger_reach); and how often Bun's other threads sweep the abandoned pages
+    (other_sweep_ms).
     Fitted against the recorded measurement of tests/data/ (2026-12-03), and used only where
     the measurement lacks the figure (one recorded before it was counted, or no perf): how
     late a woken scavenger runs (ms, the mean of an exponential), how many request bodies
@@ -53,7 +55,10 @@ class MachineModel:
     design_options: bool = True  # a real design's options reach the model (DESIGN_OPTIONS)
     measured_inputs: bool = True  # the loop's turns, the collections, the scavenger's reach
     page_queue_order: bool = True  # mimalloc's page queues (model.world.Options)
-    abandon_full_pages: bool = False  # full pages abandoned, back through the map (model.full_pages)
+    abandon_full_pages: bool = True  # full pages abandoned, back through the map (model.full_pages)
+    # Bun's other threads' own idle sweeps (JIT workers), which pass the abandoned map, at the
+    # rate measured (other_sweep_ms)
+    other_sweeps: bool = True
     # the servers' small and medium pages beside the bodies (SMALL_OBJECTS), kept a while when
     # all free (model.retire), and the arena's purge in runs of adjacent slices
     small_pages: bool = True
@@ -72,7 +77,7 @@ class MachineModel:
 # for the comparison.
 SEED_SCHEDULE = MachineModel(scavenger_late_ms=0.0, arena_reuse=False, gc_every=1,
                              js_gc_every=1, design_options=False, measured_inputs=False,
-                             small_pages=False)
+                             small_pages=False, abandon_full_pages=False, other_sweeps=False)
 # A real design's options that the model takes too (purgecheck/measure/designs.py): no-hold
 # sets purge_holes_min_interval=0, which also lifts the handoff's rate limit (digest 8).
 DESIGN_OPTIONS = {"no-hold": {"purge_holes_min_interval": 0}}
@@ -222,6 +227,32 @@ def loop_park_share(run: dict, machine: MachineModel = MachineModel()) -> float 
     return round(min(0.95, max(0.01, 1 - cpu)), 3)
 
 
+def other_sweep_ms(summary: dict, machine: MachineModel = MachineModel()) -> float | None:
+    """How often Bun's other threads sweep under load, in ms: the idle sweeps of its JIT
+    workers (`mi_on_thread_idle` at the end of a compilation), which pass the abandoned pages
+    of the heaps and with them the loop's large pages that were abandoned full (seed 000 (2):
+    "full pages are abandoned and are reached by the sweeps of the other threads of the
+    heap"; model.full_pages). Measured under no-hold, where a sweep of an abandoned page that
+    changed gives something back: its sweeps that discarded 64 KiB or more less the
+    scavenger's, less before's such sweeps (the loop's own arena purges, which every design
+    has), over its load. A sweep that found nothing is not seen, so this is their rate at
+    the least. A thread's sweep does not depend on the design (a compilation ends when it
+    ends), so every design takes no-hold's rate. None where not measured, or where the
+    scavenger makes every sweep seen (the servers, buffer-loop)."""
+    if not machine.other_sweeps or "no-hold" not in summary or BASE_REAL not in summary:
+        return None
+    keys = ("discarding_sweeps_load", "scavenger_sweeps_load")
+
+    def others(run: dict) -> float | None:
+        got = [_measured(run, k, machine) for k in keys]
+        return None if None in got else max(0.0, got[0] - got[1])
+
+    nohold, base = others(summary["no-hold"]), others(summary[BASE_REAL])
+    if nohold is None or base is None or nohold - base <= 0:
+        return None
+    return 1000 * summary["no-hold"]["load_s"]["median"] / (nohold - base)
+
+
 def collector_survivors(run: dict, machine: MachineModel = MachineModel()) -> dict:
     """The bodies the real collector passes over and frees later (js/collections.js): per
     collection, and a fuller collection every so many requests frees them; nothing where not
@@ -302,6 +333,7 @@ def run_model(workload: str, params: dict, summary: dict, designs: list[str],
                        retire_cycles=machine.small_pages, arena_purge_runs=machine.small_pages,
                        **extra)
         c = dict(simulate(w, md, opts, sample_ms=sample_ms, seed=machine.seed,
+                          sweeper_every_ms=other_sweep_ms(summary, machine),
                           **(scavenger or dict(
                               scavenger_late_ms=machine.scavenger_late_ms,
                               scavenger_reach=scavenger_reach(summary, d, machine)))).counters)
