@@ -29,7 +29,7 @@ from __future__ import annotations
 from heapq import heappop, heappush
 from itertools import count
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, NoReturn
 
 from purgecheck.formats.alloc_trace import (ALIGN_LOG2, F_IN_CREATE, F_NOT_POW2, KIND, KINDS,
                                             Image)
@@ -91,24 +91,28 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
     The ops come from a run that keeps, per live address, its block id only. Bad input that
     a message must name with the records of its address ("made at record", "freed at
     record") is named by a second run over the image that keeps them (`records`) and takes
-    only the general path: the ops are the same (tests/test_replay_speed.py checks the two
-    runs op for op), so it stops at the same record. The record numbers cost a tuple per
+    only the general path: the ops are the same (tests/test_replay.py checks the two runs
+    op for op), so it stops at the same record. The record numbers cost a tuple per
     live block and an entry per address ever freed: memory that grew with the heap."""
+    return _ops(img, stats if stats is not None else Conversion(), None)
+
+
+def _name_the_records(img: "Image | StreamImage") -> NoReturn:
+    """Raise the ConvertError of the first bad record, from the run that keeps the records."""
     try:
-        yield from _ops(img, stats if stats is not None else Conversion(), None)
-        return
-    except _NeedsRecords:
-        pass
-    for _ in _ops(img, Conversion(), _Records()):  # raises the ConvertError naming the records
-        pass
+        for _ in _ops(img, Conversion(), _Records()):
+            pass
+    except ConvertError as e:
+        raise e from None  # not "during the handling of" the run without the records
     raise AssertionError(f"{img.source}: the conversion that keeps the records did not stop "
                          f"where the one without them did")
 
 
 def _ops(img: "Image | StreamImage", st: Conversion,
          records: _Records | None) -> Iterator[GlibcOp]:
-    """to_ops: without `records`, most records take the short path; with them, every record
-    takes the general path, which keeps them."""
+    """to_ops: without `records`, most records take the short path, and bad input is named
+    by the run with them (_name_the_records); with them, every record takes the general
+    path, which keeps them."""
     src = img.source
     last = img.last_of_threads()  # recorded thread -> the index of its last record
     main = img.main_thread
@@ -301,6 +305,8 @@ def _ops(img: "Image | StreamImage", st: Conversion,
             if out:
                 n_ops += len(out)
                 yield from out
+    except _NeedsRecords:
+        _name_the_records(img)
     finally:  # also when the replay stops early (the generator is closed)
         st.ops += n_ops
         st.max_live = max(st.max_live, max_live)
