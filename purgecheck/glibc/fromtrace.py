@@ -29,7 +29,7 @@ from __future__ import annotations
 from heapq import heappop, heappush
 from itertools import count
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, NoReturn
 
 from purgecheck.formats.alloc_trace import (ALIGN_LOG2, F_IN_CREATE, F_NOT_POW2, KIND, KINDS,
                                             Image)
@@ -49,9 +49,22 @@ class ConvertError(Exception):
         self.source, self.record, self.msg = source, record, msg
 
 
-@dataclass
 class _PrefixEnds(Exception):
     """The rest of an unfinished image depends on a call whose record the file lacks."""
+
+
+class _NeedsRecords(Exception):
+    """Bad input met by the conversion that keeps no record numbers: the run that keeps them
+    names the records (to_ops)."""
+
+
+@dataclass
+class _Records:
+    """The record numbers a bad-input message names: where each live address was returned,
+    and where each address not live was last freed (or moved from by a realloc)."""
+
+    made: dict[int, int] = field(default_factory=dict)
+    gone: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -73,15 +86,37 @@ def _signed(v: int) -> int:
 
 
 def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Iterator[GlibcOp]:
-    """The image's calls as glibc ops; `line` of each op is its record's number."""
-    st = stats if stats is not None else Conversion()
+    """The image's calls as glibc ops; `line` of each op is its record's number.
+
+    The ops come from a run that keeps, per live address, its block id only. Bad input that
+    a message must name with the records of its address ("made at record", "freed at
+    record") is named by a second run over the image that keeps them (`records`) and takes
+    only the general path: the ops are the same (tests/test_replay.py checks the two runs
+    op for op), so it stops at the same record. The record numbers cost a tuple per
+    live block and an entry per address ever freed: memory that grew with the heap."""
+    return _ops(img, stats if stats is not None else Conversion(), None)
+
+
+def _name_the_records(img: "Image | StreamImage") -> NoReturn:
+    """Raise the ConvertError of the first bad record, from the run that keeps the records."""
+    try:
+        for _ in _ops(img, Conversion(), _Records()):
+            pass
+    except ConvertError as e:
+        raise e from None  # not "during the handling of" the run without the records
+    raise AssertionError(f"{img.source}: the conversion that keeps the records did not stop "
+                         f"where the one without them did")
+
+
+def _ops(img: "Image | StreamImage", st: Conversion,
+         records: _Records | None) -> Iterator[GlibcOp]:
+    """to_ops: without `records`, most records take the short path, and bad input is named
+    by the run with them (_name_the_records); with them, every record takes the general
+    path, which keeps them."""
     src = img.source
     last = img.last_of_threads()  # recorded thread -> the index of its last record
     main = img.main_thread
-    live: dict[int, tuple[int, int]] = {}  # address -> (id, record that made it)
-    # address -> the record that freed it, for the message only: it is read for an address
-    # not live, whose last event was the free that wrote it (so a malloc need not erase it)
-    gone: dict[int, int] = {}
+    live: dict[int, int] = {}  # address -> block id
     free_ids: list[int] = []  # a heap: the lowest is reused first
     fresh_id = count().__next__  # when none is free: the next never used
     max_live = 0
@@ -91,30 +126,24 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
     pending_old: dict[int, tuple[int, int, int]] = {}  # thread -> (old pointer, record, index)
     settled: set[int] = set()  # record numbers of reallocs already replayed (by settle)
 
-    def still_live(addr: int, rec: int) -> ConvertError:
-        return ConvertError(src, rec, f"{addr:#x} returned while still live (made at "
-                                      f"record {live[addr][1]}): expected a freed address")
-
-    def not_live(addr: int, rec: int, what: str) -> ConvertError:
-        when = f"freed at record {gone[addr]}" if addr in gone else "never allocated"
-        return ConvertError(src, rec, f"{what} of {addr:#x}, which is {when}: expected a "
-                                      f"live block")
-
     def new_id(addr: int, rec: int) -> int:
         nonlocal max_live
         if addr in live:
-            raise still_live(addr, rec)
+            raise still_live(src, addr, rec, records)
         i = heappop(free_ids) if free_ids else fresh_id()
-        live[addr] = (i, rec)
+        live[addr] = i
+        if records is not None:
+            records.made[addr] = rec
         if len(live) > max_live:
             max_live = len(live)
         return i
 
     def drop(addr: int, rec: int, what: str) -> int:
         if addr not in live:
-            raise not_live(addr, rec, what)
-        i, _ = live.pop(addr)
-        gone[addr] = rec
+            raise not_live(src, addr, rec, what, records)
+        i = live.pop(addr)
+        if records is not None:
+            records.gone[addr] = rec
         heappush(free_ids, i)
         return i
 
@@ -156,16 +185,18 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
         _, size, new, result_rec = after
         settled.add(result_rec)
         return _realloc(src, slots[owner], old, size, new, result_rec,
-                        live, gone, new_id, drop, st)
+                        live, records, new_id, drop, st)
     QUIET = {KIND[k] for k in ("start", "thread_exit", "fork", "exec", "end")}
     ALIGNED = {KIND[k] for k in ("memalign", "posix_memalign", "aligned_alloc")}
     PAGED = {KIND["valloc"], KIND["pvalloc"]}
     RETURNS_A_BLOCK = {K_MALLOC, K_CALLOC, K_REALLOC} | ALIGNED | PAGED
     make = tuple.__new__  # GlibcOp(...) without the Python-level __new__ of a named tuple
     n_ops = 0
+    # the short path's lookup of a running thread: none with the records (the general path)
+    short_slot = slots.get if records is None else {}.get
     try:
         for i, k, t, f, a, r, rec in img.rows():
-            s = slots.get(t)
+            s = short_slot(t)
             if s is not None and not f & F_IN_CREATE:
                 # most records: a malloc or a free of a running thread, one op, and the two
                 # halves of a realloc (the general case below does the same, with new_id and
@@ -174,13 +205,12 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
                 # input is named by the general case
                 if k == K_MALLOC and r and r not in live:
                     b = heappop(free_ids) if free_ids else fresh_id()  # new_id, inline
-                    live[r] = (b, rec)
+                    live[r] = b
                     if len(live) > max_live:
                         max_live = len(live)
                     op = make(GlibcOp, (s, "malloc", (b, a), rec))
                 elif k == K_FREE and a in live and a not in pthread_own:
-                    b = live.pop(a)[0]  # drop, inline
-                    gone[a] = rec
+                    b = live.pop(a)  # drop, inline
                     heappush(free_ids, b)
                     op = make(GlibcOp, (s, "free", (b,), rec))
                 elif k == K_OLD:
@@ -191,7 +221,7 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
                     # the second half of a realloc that no other thread's realloc in flight
                     # can have moved (see settle): as the general case below does
                     old = pending_old.pop(t)[0]
-                    ops = _realloc(src, s, old, a, r, rec, live, gone, new_id, drop, st)
+                    ops = _realloc(src, s, old, a, r, rec, live, None, new_id, drop, st)
                     op = ops[0] if ops else False  # False: a failed realloc, no op
                 else:
                     op = None
@@ -242,7 +272,7 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
                         raise ConvertError(src, rec, "realloc without its realloc_old record "
                                                      "(expected the pair from one thread)")
                     old, _, _ = pending_old.pop(t)
-                    out += _realloc(src, s, old, a, r, rec, live, gone, new_id, drop, st)
+                    out += _realloc(src, s, old, a, r, rec, live, records, new_id, drop, st)
                 elif k in ALIGNED:
                     if not r:
                         st.skip("failed allocation")
@@ -275,13 +305,32 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
             if out:
                 n_ops += len(out)
                 yield from out
+    except _NeedsRecords:
+        _name_the_records(img)
     finally:  # also when the replay stops early (the generator is closed)
         st.ops += n_ops
         st.max_live = max(st.max_live, max_live)
 
 
-def _realloc(src, s, old, size, new, rec, live, gone, new_id, drop, st) -> list[GlibcOp]:
-    """realloc(old, size) = new, as one op on the block of `old` (docs/record.md)."""
+def still_live(src: str, addr: int, rec: int, records: _Records | None) -> Exception:
+    if records is None:
+        return _NeedsRecords()
+    return ConvertError(src, rec, f"{addr:#x} returned while still live (made at "
+                                  f"record {records.made[addr]}): expected a freed address")
+
+
+def not_live(src: str, addr: int, rec: int, what: str, records: _Records | None) -> Exception:
+    if records is None:
+        return _NeedsRecords()
+    when = f"freed at record {records.gone[addr]}" if addr in records.gone \
+        else "never allocated"
+    return ConvertError(src, rec, f"{what} of {addr:#x}, which is {when}: expected a "
+                                  f"live block")
+
+
+def _realloc(src, s, old, size, new, rec, live, records, new_id, drop, st) -> list[GlibcOp]:
+    """realloc(old, size) = new, as one op on the block of `old` (docs/record.md); `records`
+    as in _ops."""
     if old == 0:  # realloc(NULL, n) is malloc(n)
         if not new:
             st.skip("failed allocation")
@@ -289,7 +338,7 @@ def _realloc(src, s, old, size, new, rec, live, gone, new_id, drop, st) -> list[
         return [GlibcOp(s, "realloc", (new_id(new, rec), size), rec)]
     if old not in live:
         drop(old, rec, "realloc")  # raises, naming when the block was freed
-    block = live[old][0]
+    block = live[old]
     if size == 0:  # REALLOC_ZERO_BYTES_FREES: the block is freed, NULL returned
         drop(old, rec, "realloc")
         return [GlibcOp(s, "realloc", (block, 0), rec)]
@@ -298,11 +347,12 @@ def _realloc(src, s, old, size, new, rec, live, gone, new_id, drop, st) -> list[
         return []
     if new != old:  # moved: the block keeps its id at its new address
         live.pop(old)
-        gone[old] = rec
         if new in live:
-            raise ConvertError(src, rec, f"{new:#x} returned while still live (made at "
-                                         f"record {live[new][1]}): expected a freed address")
-        live[new] = (block, rec)
+            raise still_live(src, new, rec, records)
+        live[new] = block
+        if records is not None:
+            records.gone[old] = rec
+            records.made[new] = rec
     return [GlibcOp(s, "realloc", (block, size), rec)]
 
 
