@@ -11,6 +11,8 @@ commands the tests start); a test that sets its own still wins. The real Bun sta
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import os
 import resource
@@ -45,3 +47,25 @@ def pytest_runtest_protocol(item, nextitem):
     if path:
         with open(path, "a") as out:
             out.write(json.dumps({"test": item.nodeid, "cpu": round(_cpu_seconds() - start, 3)}) + "\n")
+
+
+# The tests of what `check` prints (a table, JSON, one line per row, the statements) need real
+# results, not the engines run again: the scenarios engine is 4 to 6 s of CPU a run, and six
+# tests ran it. With this fixture every engine gives, for a budget, the results of its first
+# run in this process at that budget (a copy). Only for tests of the output: a test of what an
+# engine finds, or one with a mutant applied, runs the engine itself.
+_FIRST_RUNS: dict = {}
+
+
+@pytest.fixture
+def engines_run_once(monkeypatch):
+    from purgecheck.engines import load_engines
+
+    loaded = load_engines()
+    for name, engine in list(loaded.items()):
+        def run(budget, _engine=engine):
+            key = (_engine.name, budget)
+            if key not in _FIRST_RUNS:
+                _FIRST_RUNS[key] = _engine.run(budget)
+            return copy.deepcopy(_FIRST_RUNS[key])
+        monkeypatch.setitem(loaded, name, dataclasses.replace(engine, run=run))
