@@ -37,7 +37,9 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 # -- check ------------------------------------------------------------------------------------
 
-def test_check_scenarios_holds(capsys):
+# The table and the JSON of one run of the engine (tests/conftest.py, engines_run_once); the
+# JSON test also stands for the smoke test that was (every page invariant held, by id).
+def test_check_scenarios_holds(capsys, engines_run_once):
     rc, out, _ = cli(capsys, "check", "--engine", "scenarios")
     assert rc == 0
     assert " passed, 0 failed" in out
@@ -45,7 +47,7 @@ def test_check_scenarios_holds(capsys):
         assert inv in out
 
 
-def test_check_json_has_a_result_per_page_invariant(capsys):
+def test_check_json_has_a_result_per_page_invariant(capsys, engines_run_once):
     rc, out, _ = cli(capsys, "check", "--engine", "scenarios", "--json")
     assert rc == 0
     doc = orjson.loads(out)

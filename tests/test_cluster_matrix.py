@@ -55,8 +55,10 @@ def verdicts(m):
 
 
 def test_a_small_matrix_on_dask_equals_the_pool(client):
-    # (not age-lt-1 x validate: whether real threads show that mutant depends on the timing)
-    mutants = [MUTANTS["age-lt-1"], MUTANTS["unit-os-page"], HARMLESS]
+    # (not age-lt-1 x validate: whether real threads show that mutant depends on the timing;
+    # a kill and a survivor: a second kill, unit-os-page's, was 2 of the 8 runs of the engine,
+    # 7 s of CPU, half of it in the workers)
+    mutants = [MUTANTS["age-lt-1"], HARMLESS]
     engines = ["scenarios"]
     seen = []
     on_dask = run_matrix(mutants, engines, quick=True, timeout=300, client=client,
@@ -67,7 +69,7 @@ def test_a_small_matrix_on_dask_equals_the_pool(client):
     assert on_dask.cells[("test-harmless", "scenarios")].verdict == SURVIVED
     assert on_dask.survivors() == ["test-harmless"]
     # each cell came back once, with the progress line's counts
-    assert seen == [(n, 4) for n in range(1, 5)]
+    assert seen == [(n, 3) for n in range(1, 4)]
     # the failures carry what the report and the docs need (a replay, the step table)
     young = {f["invariant"]: f for f in on_dask.cells[("age-lt-1", "scenarios")].failures}
     assert young["HD-YOUNG-KEPT"]["replay"].startswith("purgecheck scenario ")
@@ -246,7 +248,8 @@ def test_check_on_an_existing_scheduler_gives_the_in_process_table(client, capsy
     import orjson
 
     monkeypatch.setenv("PURGECHECK_STATE_DIR", str(tmp_path))
-    args = ["check", "--quick", "--json", "--engine", "scenarios", "--engine", "validate"]
+    # two of the cheaper engines (glibc's 2 s of CPU, validate's 1.4; scenarios' 3.5)
+    args = ["check", "--quick", "--json", "--engine", "glibc", "--engine", "validate"]
 
     def rows(*more):
         assert main(args + list(more)) == 0
@@ -255,7 +258,7 @@ def test_check_on_an_existing_scheduler_gives_the_in_process_table(client, capsy
 
     on_dask = rows("--scheduler", client.scheduler_info()["address"])
     assert on_dask == rows("--in-process")
-    assert {e for _, e, _ in on_dask} == {"scenarios", "validate"}
+    assert {e for _, e, _ in on_dask} == {"glibc", "validate"}
 
 
 @pytest.mark.slow

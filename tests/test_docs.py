@@ -132,7 +132,7 @@ def test_svgs_parse_and_label_what_they_show(generated, facts):
         assert f"{len(g.graph.violating)} violating states" in labels
 
 
-def test_results_pages_come_from_the_last_check_run(tmp_path, monkeypatch):
+def test_results_pages_come_from_the_last_check_run(tmp_path, monkeypatch, engines_run_once):
     from purgecheck.cli import main
 
     monkeypatch.setenv("PURGECHECK_STATE_DIR", str(tmp_path))

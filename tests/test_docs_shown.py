@@ -12,9 +12,11 @@ from purgecheck.engines import load_engines
 load_engines()
 
 import test_glibc_proofs  # noqa: E402
+import test_proofs_cli  # noqa: E402
 import test_proofs_z3  # noqa: E402
 
 from model.invariants import load_registry  # noqa: E402
+from proofs import crosshair_contracts  # noqa: E402
 from purgecheck.docs.facts import Facts, Source, collect_twins  # noqa: E402
 from purgecheck.docs.md import Links  # noqa: E402
 from purgecheck.docs.pages import _invariant_section  # noqa: E402
@@ -36,15 +38,28 @@ def section(facts: Facts, inv_id: str) -> str:
     return "\n".join(_invariant_section(facts, REGISTRY[inv_id], Links(page="invariants.md")))
 
 
+# CrossHair's twins that test_proofs_cli runs as the twin does (its run, its mutant applied):
+# the broken contract (test_crosshair_falsifies_the_broken_contract) and the contracts on the
+# model without the modulo (test_crosshair_checks_the_mutated_model_in_its_own_process)
+CROSSHAIR_ELSEWHERE = {"contract-age-without-modulo": (crosshair_contracts.run_broken, None),
+                       "contracts-age-no-modulo": (crosshair_contracts.run_contracts,
+                                                   "age-no-modulo")}
+
+
 def test_every_twin_the_docs_list_is_refuted_by_a_test():
     """The Z3 modules' twins are run by test_proofs_z3, the glibc throttle's by
-    test_glibc_proofs; the rest (the explorer's, CrossHair's) run here, as `prove` runs them."""
+    test_glibc_proofs, two of CrossHair's by test_proofs_cli; the rest (the explorer's, one of
+    CrossHair's) run here, as `prove` runs them."""
     twins = collect_twins()
+    assert {t.name: (t.run, t.mutant) for t in twins if t.name in CROSSHAIR_ELSEWHERE} == \
+        CROSSHAIR_ELSEWHERE
+    assert callable(test_proofs_cli.test_crosshair_falsifies_the_broken_contract)
+    assert callable(test_proofs_cli.test_crosshair_checks_the_mutated_model_in_its_own_process)
     elsewhere = {t.name for m in test_proofs_z3.MODULES for t in m.TWINS} | \
-        {t.name for t in test_glibc_proofs.TWINS}
+        {t.name for t in test_glibc_proofs.TWINS} | set(CROSSHAIR_ELSEWHERE)
     rest = [t.name for t in twins if t.name not in elsewhere]
     assert {"explore-no-cas-exclusion", "explore-stuck-park",
-            "contract-age-without-modulo"} <= set(rest)
+            "contracts-unit-os-page"} <= set(rest)
     results = run_twins(quick=True, only=rest)
     assert sorted(r.engine.split(":", 1)[1] for r in results) == sorted(rest)
     for r in results:

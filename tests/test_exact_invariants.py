@@ -26,9 +26,8 @@ def test_the_exact_side_catches_a_safe_mutant(mutant, invariant, alone):
         assert set(failures) == {invariant}
 
 
-def test_the_exact_invariants_hold_on_every_scenario():
-    counts, failures = scenario_checks()
-    assert not failures and counts["AL-REALLOC-MOVES"] > 1000 and counts["PK-DONE-EXACT"] > 1000
+# The exact invariants hold on every scenario, each checked after more than 1,000 ops:
+# test_page_mutants.test_the_clean_model_fails_no_invariant (one run of them all).
 
 
 def test_every_invariant_is_listed_as_exact_or_a_bound_with_why():

@@ -20,7 +20,10 @@ def test_version(capsys):
     assert capsys.readouterr().out.strip() == f"purgecheck {__version__}"
 
 
-def test_check_prints_one_line_per_row_and_the_statements_only_when_verbose(capsys):
+def test_check_prints_one_line_per_row_and_the_statements_only_when_verbose(capsys,
+                                                                           engines_run_once):
+    """Two `check`s of one scenarios run (tests/conftest.py): the JSON with --verbose, and the
+    summary as a CI log shows it."""
     from model.invariants import load_registry
     assert main(["check", "--engine", "scenarios", "--quick", "--verbose", "--json"]) == 0
     doc = orjson.loads(capsys.readouterr().out)

@@ -43,10 +43,17 @@ def same_bindings(before: dict, now: dict) -> bool:
 
 
 def test_the_clean_model_fails_no_invariant():
+    """Every scenario, every invariant after every op (3.5 s of CPU): one run for the page
+    invariants, the exact ones (test_exact_invariants) and the process-wide sums
+    (test_process_invariants), whose tests of the clean model were this run each."""
+    from test_process_invariants import SUMS
+
     counts, failures = scenario_checks()
     assert failures == {}, {k: r.detail for k, r in failures.items()}
     for inv in PAGE_INVARIANTS:
         assert counts[inv] > 0, f"{inv} was never checked"
+    for inv in ("AL-REALLOC-MOVES", "PK-DONE-EXACT") + SUMS:
+        assert counts[inv] > 1000, (inv, counts[inv])
 
 
 def test_every_page_invariant_has_a_mutant():

@@ -15,10 +15,8 @@ SUMS = ("PR-DISCARDED-BYTES-SUM", "PR-PURGED-BLOCKS-SUM", "PR-UNFORMED-BYTES-SUM
         "PR-FULL-SWEEPS-SUM", "PR-PARKED-COUNT-SUM", "PR-ABANDONED-PAGES-SUM")
 
 
-def test_the_sums_hold_after_every_op_of_every_scenario():
-    counts, failures = scenario_checks()
-    assert not failures
-    assert all(counts[s] > 1000 for s in SUMS)
+# The sums hold after every op of every scenario, each checked more than 1,000 times:
+# test_page_mutants.test_the_clean_model_fails_no_invariant (one run of them all).
 
 
 @pytest.mark.parametrize("mutant,scenario,line_op", [

@@ -4,6 +4,8 @@ replays, and that it refuses what it cannot read."""
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -90,11 +92,18 @@ def test_choices_are_bounded_by_one_byte():
         choice(range(257))
 
 
+@functools.cache
+def no_hold_found(driver: str):
+    """The page machine under the no-hold design, seed 5, 300 examples: run once a driver for
+    the two tests that read it (a seeded run: the same failure each time)."""
+    return run_machine("page", "no-hold", profile="ci", seed=5, examples=300, driver=driver)
+
+
 @pytest.mark.parametrize("driver", ["program", "rules"])
 def test_both_drivers_find_the_no_hold_defect_and_shrink_it(driver):
     """The same machine under either driver finds the rejected design's defect; the shrunk
     program is a few steps, and its replay command fails again the same way."""
-    r = run_machine("page", "no-hold", profile="ci", seed=5, examples=300, driver=driver)
+    r = no_hold_found(driver)
     assert not r.ok and r.failure.invariant in ("HD-YOUNG-KEPT", "HD-INTERVAL")
     steps = [s for s in r.failure.program.splitlines() if s.startswith("state.")]
     assert 2 <= len(steps) <= 6, r.failure.program
@@ -105,9 +114,9 @@ def test_both_drivers_find_the_no_hold_defect_and_shrink_it(driver):
 
 
 def test_the_replay_command_names_the_step_bound_the_blob_was_drawn_under():
-    r = run_machine("page", "no-hold", profile="ci", seed=5, examples=300)
+    r = no_hold_found("program")
     assert r.driver == "program" and f"--steps {r.max_steps} --replay " in r.replay_command()
-    r = run_machine("page", "no-hold", profile="ci", seed=5, examples=300, driver="rules")
+    r = no_hold_found("rules")
     assert "--driver rules" in r.replay_command() and "--steps" not in r.replay_command()
 
 
