@@ -3,7 +3,9 @@ the measured run's parameters and pace, and each figure compared within a stated
 
 The model holds the large-page heap of seed 000 and, on the servers, a request's small
 objects in small and medium pages (SMALL_OBJECTS) with the arena's purges of them, and, where
-measured, Bun's other threads sweeping the abandoned pages (other_sweep_ms); the real process
+measured, Bun's other threads sweeping the abandoned pages (other_sweep_ms); on buffer-loop
+the runtime's own small and medium pages are the program's own excess measured apart with its
+objects at 1 byte (RUNTIME_APART), added to the model's; the real process
 also has the rest of JSC's heap and its start-up. So every figure is compared as its excess over the design
 without hole purging: the real `before` (MIMALLOC_PURGE_HOLES=0) against the model's `off`.
 
@@ -22,6 +24,7 @@ order on both sides for every figure (ties within the real noise allowed).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 
 from purgecheck.measure.designs import MODEL_DESIGN
 
@@ -69,6 +72,9 @@ class MachineModel:
     # the servers' parks last what the measured CPU leaves of a turn (loop_park_share); off:
     # until the next request, a request's share of the load
     measured_parks: bool = True
+    # the runtime's own small and medium pages, measured apart (the program with its objects
+    # at 1 byte, RUNTIME_APART), added to the model's excess where the model holds none
+    runtime_apart: bool = True
 
 
 # The simulator as it was before the real Bun was measured: a scavenger at the instant of
@@ -111,6 +117,44 @@ SMALL_OBJECTS = {"small": 16 * 1024, "small_per_request": 2}
 # allocation in 3 is a string made from a temporary Buffer of its size.
 TYPED_ARRAYS_PER_TURN = 8
 TYPED_ARRAYS_TEMP_EVERY = 3
+
+# The runtime's own part of a workload, measured apart on the real Bun: the same program with
+# its own objects at 1 byte, under each design (docs/measure.md, "The runtime's own part,
+# measured apart"). Only where that program keeps the workload's time and the model holds no
+# small objects: buffer-loop (its rounds are timed); typed-arrays at 1 byte loses its load's
+# length, and the servers model their small objects (SMALL_OBJECTS).
+RUNTIME_APART = Path(__file__).resolve().parents[2] / "docs" / "data" / "runtime-apart.json"
+RUNTIME_APART_WORKLOADS = ("buffer-loop",)
+# model counter -> (figure of the program at 1 byte, its scale to the counter's units): the
+# runtime's excess over its before (its resident memory at the idle's end: less by what it
+# gave back)
+RUNTIME_PART = {
+    "all_large_discards_load": ("discards_load_large", 1),
+    "all_discarded_bytes_load": ("discarded_mb_load", MB),
+    "refaults_per_request": ("faults_per_request", 1),
+    "rss_end": ("anon_mb_idle_end", MB),
+}
+
+
+def runtime_part(workload: str, machine: MachineModel = MachineModel()) -> dict | None:
+    """The summary of the workload's program with its objects at 1 byte (RUNTIME_APART), or
+    None where it is not taken."""
+    if not machine.runtime_apart or workload not in RUNTIME_APART_WORKLOADS \
+            or not RUNTIME_APART.is_file():
+        return None
+    import json
+    return json.loads(RUNTIME_APART.read_text())["workloads"][workload]["summary"]
+
+
+def add_runtime_part(model: dict[str, dict[str, float]], apart: dict) -> None:
+    """Each measured design's counters get the runtime's excess over before, as measured
+    apart (a design the program at 1 byte did not run, a model-only one, gets nothing)."""
+    for d, c in model.items():
+        if d == BASE_REAL or d not in apart:
+            continue
+        for key, (fig, scale) in RUNTIME_PART.items():
+            c[key] += scale * (apart[d][fig]["median"] - apart[BASE_REAL][fig]["median"])
+
 
 # The real figure that a measurement recorded before a finer one existed stands in for it.
 OLDER_FIGURE = {"discards_load_large": "discards_load"}
@@ -359,6 +403,9 @@ def run_model(workload: str, params: dict, summary: dict, designs: list[str],
             off = counters(w, MODEL_DESIGN[BASE_REAL], BASE_REAL)
             c = {k: out[BASE_REAL][k] + v - off[k] for k, v in c.items()}
         out[d] = c
+    apart = runtime_part(workload, machine)
+    if apart is not None:
+        add_runtime_part(out, apart)
     return out
 
 

@@ -142,7 +142,8 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
 def typed_arrays(allocations: int = 2_000, lo: int = 100 * KiB, hi: int = 500 * KiB,
                  keep_every: int = 12, lifetime: int = 8, think_ms: float = 0.5,
                  seed: int = 0, gc_every: int = 1, per_turn: int = 0,
-                 temp_every: int = 0) -> Iterator[Call]:
+                 temp_every: int = 0, small: int = 0,
+                 small_per_allocation: int = 0) -> Iterator[Call]:
     """Typed arrays, strings and Buffers of `lo`..`hi` bytes (seed: 100..500 KiB), one in
     `keep_every` kept (seed: 1 in 12), the others dropped `lifetime` allocations later; the loop
     has nothing to do after each allocation. With `gc_every` above 1, what was dropped is
@@ -151,8 +152,16 @@ def typed_arrays(allocations: int = 2_000, lo: int = 100 * KiB, hi: int = 500 * 
     `requests_per_collection`), and the loop comes to its idle point then, or with
     `per_turn` every so many allocations (the measured program: every 8). With `temp_every`,
     every so many allocations take a temporary of the same size first, dropped at once (the
-    measured program's strings: `Buffer.alloc(size).toString("latin1")`, one in three)."""
+    measured program's strings: `Buffer.alloc(size).toString("latin1")`, one in three). With
+    `small` and `small_per_allocation`, each allocation also takes that many objects of
+    `small` bytes beside it (the runtime's own objects, in small and medium pages), freed
+    with it by the collection that frees it, kept with it when it is kept (docs/measure.md:
+    why the comparison does not use them)."""
     rng = random.Random(seed)
+    def objects(i: int) -> list[int]:  # the small objects' names of allocation i
+        n = small_per_allocation if small else 0
+        return [-(1 << 40) - i * n - j for j in range(n)]
+
     t = 0.0
     live: list[int] = []
     dropped: list[int] = []
@@ -162,6 +171,8 @@ def typed_arrays(allocations: int = 2_000, lo: int = 100 * KiB, hi: int = 500 * 
             yield Call(t, 1, "malloc", -1 - i, size)
             dropped.append(-1 - i)
         yield Call(t, 1, "malloc", i, size, request=gc_every > 1)
+        for name in objects(i):
+            yield Call(t, 1, "malloc", name, small)
         if rng.randrange(keep_every) != 0:
             live.append(i)
         if len(live) > lifetime:
@@ -169,6 +180,7 @@ def typed_arrays(allocations: int = 2_000, lo: int = 100 * KiB, hi: int = 500 * 
         if (i + 1) % gc_every == 0:
             for name in dropped:
                 yield Call(t, 1, "free", name)
+                yield from (Call(t, 1, "free", o) for o in objects(name) if name >= 0)
             dropped.clear()
             if gc_every > 1 and not per_turn:
                 yield Call(t, 1, "loop")
@@ -180,6 +192,7 @@ def typed_arrays(allocations: int = 2_000, lo: int = 100 * KiB, hi: int = 500 * 
     live.extend(dropped)
     for name in live:
         yield Call(t, 1, "free", name)
+        yield from (Call(t, 1, "free", o) for o in objects(name) if name >= 0)
 
 
 def buffer_loop(seconds: float = 3.0, size: int = 256 * KiB, batch: int = 8,
@@ -264,7 +277,7 @@ PARAMETER_RANGES = {
     "batch": (1, 100_000, True), "gc_every": (1, 100_000, True), "per_turn": (1, 100_000, False), "free_late": (0, 1, True), "keep_every": (1, 1_000_000, True),
     "temp_every": (0, 1_000_000, True), "survivors": (0, 1_000, False),
     "major_every": (0, 10_000_000, True), "small": (0, GiB, True),
-    "small_per_request": (0, 100_000, True),
+    "small_per_request": (0, 100_000, True), "small_per_allocation": (0, 100_000, True),
     "park_share": (0, 0.99, False),
     "lifetime": (0, 1_000_000, True), "pause_every": (0, 10_000_000, True),
     "seed": (-(1 << 63), (1 << 63) - 1, True),

@@ -1,0 +1,81 @@
+"""The runtime's own part of buffer-loop, measured apart (compare.RUNTIME_APART).
+
+docs/measure.md, "The runtime's own part, measured apart": buffer-loop.js with its buffers at
+1 byte and nothing kept, under each design on the real Bun, makes what the model of
+buffer-loop misses (its small and medium pages: 27 calls of 64 KiB or more over before under
+epoch, 1.46 MB given back at idle). The comparison adds that excess to the model's for
+buffer-loop only.
+
+Deterministic: the recorded measurements (docs/data/) and the model only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from purgecheck.measure.compare import (RUNTIME_APART, MachineModel, add_runtime_part,
+                                        compare, run_model, runtime_part)
+
+RECORD = json.loads((Path(__file__).parent.parent / "docs" / "data" /
+                     "real-bun.json").read_text())["workloads"]
+
+
+@pytest.fixture(scope="module")
+def plain():
+    """buffer-loop's model without the runtime's part (the comparison before it)."""
+    w = RECORD["buffer-loop"]
+    return run_model("buffer-loop", w["params"], w["summary"], ["no-hold", "epoch", "default"],
+                     replace(MachineModel(), runtime_apart=False))
+
+
+def _verdicts(model) -> dict:
+    w = RECORD["buffer-loop"]
+    c = compare("buffer-loop", w["params"], w["summary"], model)
+    return {(r.figure, r.design): r for r in c.rows}, {f: o["same"] for f, o in c.order.items()}
+
+
+def _with(plain, apart) -> dict:
+    model = {d: dict(c) for d, c in plain.items()}
+    add_runtime_part(model, apart)
+    return model
+
+
+def test_the_runtime_part_is_taken_for_buffer_loop_only():
+    assert RUNTIME_APART.is_file()
+    assert runtime_part("buffer-loop") is not None
+    for name in ("typed-arrays", "bun-serve", "bun-serve-nothing-kept"):
+        assert runtime_part(name) is None
+    assert runtime_part("buffer-loop", replace(MachineModel(), runtime_apart=False)) is None
+
+
+def test_with_the_runtime_part_epochs_calls_and_the_mb_given_back_are_inside(plain):
+    rows, order = _verdicts(plain)
+    outside = {("discards_load", "epoch"), ("mb_given_back_idle", "no-hold"),
+               ("mb_given_back_idle", "epoch")}
+    assert all(rows[k].verdict == "outside band" for k in outside)
+    rows2, order2 = _verdicts(_with(plain, runtime_part("buffer-loop")))
+    assert all(rows2[k].verdict == "within band" for k in outside)
+    assert rows2[("discards_load", "epoch")].model == pytest.approx(27)  # 36 less before's 9
+    assert rows2[("mb_given_back_idle", "epoch")].model == pytest.approx(3.75 + 1.46, abs=0.01)
+    # nothing inside before is outside with it, and the orderings it changes come right
+    assert not [k for k, r in rows.items()
+                if r.verdict == "within band" and rows2[k].verdict != "within band"]
+    assert [f for f in order if order[f] and not order2[f]] == []
+    assert sum(order2.values()) == sum(order.values()) + 3
+
+
+def test_the_runtime_part_with_before_and_the_design_swapped_is_caught(plain):
+    """The broken variant: the runtime's excess taken the wrong way round (before less the
+    design): the MB given back and epoch's calls fall outside."""
+    apart = runtime_part("buffer-loop")
+    swapped = {d: {f: {"median": 2 * apart["before"][f]["median"] - v["median"]}
+                   for f, v in apart[d].items() if isinstance(v, dict) and "median" in v}
+               for d in apart}
+    rows, _ = _verdicts(_with(plain, swapped))
+    assert rows[("discards_load", "epoch")].verdict == "outside band"
+    assert rows[("mb_given_back_idle", "epoch")].verdict == "outside band"
+    assert rows[("mb_given_back_idle", "epoch")].model < 3.75
