@@ -105,7 +105,8 @@ def real_bun_files(root: Path) -> dict[str, str]:
     if not path.is_file():
         return {"real-bun.md": HEADER + "\nNo measurement is recorded yet: run `purgecheck "
                                         "measure --seed-tables --record`.\n"}
-    from purgecheck.measure.compare import FIGURES, compare, params_text
+    from purgecheck.measure.compare import (FIGURES, RUNTIME_APART, compare, params_text,
+                                            runtime_part)
     from purgecheck.measure.report import num
     from purgecheck.measure.seedtables import grid, model_runs, tables
     doc = orjson.loads(path.read_bytes())
@@ -143,8 +144,15 @@ def real_bun_files(root: Path) -> dict[str, str]:
         rows = [[f"`{r.figure}`", f"`{r.design}`", num(r.real), num(r.real_noise),
                  num(r.model), esc(r.band), r.verdict] for r in c.rows]
         params = params_text(c.model_params)
-        out += [f"### `{name}`", "", f"Model workload: {esc(params)}.", "",
-                table(["figure", "design", "real", "noise", "model", "band", "verdict"], rows),
+        out += [f"### `{name}`", "", f"Model workload: {esc(params)}.", ""]
+        if runtime_part(name) is not None:  # say where a model figure holds a measured part
+            machine = orjson.loads(RUNTIME_APART.read_bytes())["workloads"][name]["machine"]
+            out += [f"The model's figures here include the runtime's own excess over before, "
+                    f"measured apart (the program with its objects at 1 byte, "
+                    f"`docs/data/{RUNTIME_APART.name}`, {machine['date']}, load "
+                    f"{machine['load_1min']}): a measurement, not the model's ([measure.md]"
+                    f"(measure.md#the-runtimes-own-part-measured-apart-buffer-loop)).", ""]
+        out += [table(["figure", "design", "real", "noise", "model", "band", "verdict"], rows),
                 ""]
         out += [f"- ordered by `{fig}`: real {' < '.join(o['real'])}; model "
                 f"{' < '.join(o['model'])}: **{'same' if o['same'] else 'different'}**"
