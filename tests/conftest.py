@@ -60,11 +60,13 @@ _FIRST_RUNS: dict = {}
 @pytest.fixture
 def engines_run_once(monkeypatch):
     from purgecheck.engines import load_engines
+    from purgecheck.mutants.patching import active
 
     loaded = load_engines()
     for name, engine in list(loaded.items()):
         def run(budget, _engine=engine):
-            key = (_engine.name, budget)
+            # a mutant applied around the call is in the key: its run is never another's
+            key = (_engine.name, budget, tuple(m.name for m in active()))
             if key not in _FIRST_RUNS:
                 _FIRST_RUNS[key] = _engine.run(budget)
             return copy.deepcopy(_FIRST_RUNS[key])

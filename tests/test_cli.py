@@ -47,6 +47,19 @@ def test_check_scenarios_holds(capsys, engines_run_once):
         assert inv in out
 
 
+def test_a_run_kept_once_is_not_given_to_a_run_under_a_mutant(engines_run_once):
+    """engines_run_once keys its runs by the mutants applied: a clean run kept first is not
+    what a run under a mutant gets (keyed by the engine and the budget alone, the broken
+    variant, the mutant's run would read all held)."""
+    from purgecheck.engines import Budget
+
+    glibc = load_engines()["glibc"]
+    budget = Budget(quick=True)
+    assert all(r.status == "hold" for r in glibc.run(budget))
+    with applied(MUTANTS["glibc-split-remainder-lost"]):
+        assert any(r.status == "fail" for r in glibc.run(budget))
+
+
 def test_check_json_has_a_result_per_page_invariant(capsys, engines_run_once):
     rc, out, _ = cli(capsys, "check", "--engine", "scenarios", "--json")
     assert rc == 0
