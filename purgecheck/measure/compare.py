@@ -367,6 +367,7 @@ def run_model(workload: str, params: dict, summary: dict, designs: list[str],
     from purgecheck.simulate.mimalloc import DESIGN_NAMES, simulate
 
     late = scavenger_lateness(summary, machine)
+    sweeper_every_ms = other_sweep_ms(summary, machine)  # the machine's: every design's
     scavenger = dict(scavenger_late_ms=late, scavenger_coalesced=True) if late is not None \
         else None
 
@@ -377,7 +378,7 @@ def run_model(workload: str, params: dict, summary: dict, designs: list[str],
                        retire_cycles=machine.small_pages, arena_purge_runs=machine.small_pages,
                        **extra)
         c = dict(simulate(w, md, opts, sample_ms=sample_ms, seed=machine.seed,
-                          sweeper_every_ms=other_sweep_ms(summary, machine),
+                          sweeper_every_ms=sweeper_every_ms,
                           **(scavenger or dict(
                               scavenger_late_ms=machine.scavenger_late_ms,
                               scavenger_reach=scavenger_reach(summary, d, machine)))).counters)

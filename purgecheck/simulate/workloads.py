@@ -41,6 +41,12 @@ class Workload:
     params: dict = field(default_factory=dict)
 
 
+def _small_names(i: int, n: int, first: int) -> list[int]:
+    """The names of the `n` small objects that go with the workload's allocation `i`: negative,
+    counting down from `first`, apart from the allocations' own names."""
+    return [first - i * n - j for j in range(n)]
+
+
 def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
               inflight: int = 16, think_ms: float = 0.36, threads: int = 1, seed: int = 0,
               pause_every: int = 0, pause_ms: float = 0.0, gc_every: int = 1,
@@ -80,7 +86,7 @@ def bun_serve(requests: int = 20_000, body: int = 256 * KiB, kept: int = 40,
     park_ms = park_share * per_turn * think_ms if per_turn > 1 else think_ms
     step_ms = (think_ms - park_ms / per_turn) / (1 - 1 / per_turn) if per_turn > 1 else think_ms
     def objects(i: int) -> list[int]:  # the small objects' names of request i
-        return [-1 - i * small_per_request - j for j in range(small_per_request if small else 0)]
+        return _small_names(i, small_per_request if small else 0, -1)
 
     served = [0] * threads
     turns = [0] * threads
@@ -159,8 +165,7 @@ def typed_arrays(allocations: int = 2_000, lo: int = 100 * KiB, hi: int = 500 * 
     why the comparison does not use them)."""
     rng = random.Random(seed)
     def objects(i: int) -> list[int]:  # the small objects' names of allocation i
-        n = small_per_allocation if small else 0
-        return [-(1 << 40) - i * n - j for j in range(n)]
+        return _small_names(i, small_per_allocation if small else 0, -(1 << 40))
 
     t = 0.0
     live: list[int] = []
