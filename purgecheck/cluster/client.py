@@ -168,17 +168,20 @@ def dask_client(address: str | None = None, workers: int | None = None) -> Itera
         with client:
             yield client
         return
-    # The embedded cluster is quiet (no dashboard, no port but the loopback) and gives up on a
-    # task that killed ALLOWED_FAILURES workers; worker processes are not daemons, so that a
-    # task may start the child process that isolates its run. Dask's nanny would set
-    # MALLOC_TRIM_THRESHOLD_=65536 in each worker: that changes the very glibc behaviour the
-    # glibc engine compares with its model (its baseline fails), so nothing is set.
+    # The embedded cluster is quiet (no port but the loopback) and gives up on a task that
+    # killed ALLOWED_FAILURES workers. Its scheduler serves HTTP (health, metrics) even with
+    # no dashboard; dashboard_address=None still binds it to 8787, and a second run beside
+    # this one then warns that the port is taken: a free loopback port instead. Worker
+    # processes are not daemons, so that a task may start the child process that isolates its
+    # run. Dask's nanny would set MALLOC_TRIM_THRESHOLD_=65536 in each worker: that changes
+    # the very glibc behaviour the glibc engine compares with its model (its baseline fails),
+    # so nothing is set.
     with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
                           "distributed.worker.daemon": False,
                           "distributed.nanny.pre-spawn-environ": {},
                           "distributed.admin.system-monitor.gil.enabled": False}):
         cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
-                               processes=True, host="127.0.0.1", dashboard_address=None,
+                               processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0",
                                silence_logs=logging.ERROR)
         try:
             with Client(cluster) as client:
