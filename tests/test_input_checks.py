@@ -38,7 +38,9 @@ def one_line(argv: list[str], expected: str) -> str:
 # -- 1. options checked before any work ------------------------------------------------------
 
 @pytest.mark.parametrize("argv,expected", [
-    (["fuzz", "--campaign", "--scheduler", "localhost"], "--scheduler 'localhost': no host"),
+    (["fuzz", "--campaign", "--scheduler", "localhost"], "--scheduler 'localhost': no port"),
+    (["fuzz", "--campaign", "--scheduler", "tcp://127.0.0.1"], "'tcp://127.0.0.1': no port"),
+    (["fuzz", "--campaign", "--scheduler", "tcp://:8786"], "'tcp://:8786': no host"),
     (["fuzz", "--campaign", "--scheduler", "http://h:8786"], "the scheme 'http'"),
     (["fuzz", "--campaign", "--scheduler", "tcp://h:99999"], "port '99999' is not 1..65535"),
     (["fuzz", "--campaign", "--scheduler", "tcp://[::1:8786"], "no port"),

@@ -69,8 +69,10 @@ def parse_scheduler_address(text: str, origin: str) -> str:
     if loc.startswith("["):  # IPv6: [addr]:port
         host, close, rest = loc[1:].partition("]")
         port = rest[1:] if close and rest.startswith(":") else ""
-    else:
-        host, _, port = loc.rpartition(":")
+    else:  # host:port; a bare host is a host without its port
+        host, sep, port = loc.rpartition(":")
+        if not sep:
+            host, port = loc, ""
     if not host or any(c in host for c in "/?#@ []") or (":" in host and
                                                         not loc.startswith("[")):
         raise bad("no host" if not host else f"{host!r} is not a host name")
