@@ -9,6 +9,7 @@ cite invariants by id; they never restate them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any, Callable
 
 from model.geometry import MI_PAGE_PURGE_BITS
@@ -65,23 +66,114 @@ def register(inv: Invariant) -> Invariant:
     return inv
 
 
-def check_world(world) -> list[tuple[str, str]]:
-    """Every invariant with a predicate over the world, its pages and its epoch."""
+def check_world(world, held: "HeldPages | None" = None) -> list[tuple[str, str]]:
+    """Every invariant with a predicate over the world, its pages and its epoch: [(id, reason)]
+    of those that fail, each with the first subject it fails on.
+
+    With `held` (one per run of a script: the engines check after every op), a page whose
+    state is the one every page invariant last held on is not judged again: only the pages
+    the op changed are (issue 30, 6). The answer is the full check's (tests/
+    test_incremental_check.py runs both after every op of every scenario)."""
     from model.epoch_invariants import EpochView
 
     view = EpochView(world.epoch, world.options.purge_holes_min_interval,
                      world.options.clock_monotone,
                      [t.last_advance for t in world.threads.values() if t.last_advance],
                      world.fork_children)
-    subjects = {"page": list(world.pages.values()), "world": (world,), "epoch": (view,)}
+    checked = _checked_in_world()
+    pages = list(world.pages.values())
+    if held is not None:
+        pages = held.changed(pages, checked)
+    subjects = {"page": pages, "world": (world,), "epoch": (view,)}
     out = []
-    for scope, id, predicate in _checked_in_world():
+    failed_pages: set[int] = set()  # with `held`: each page is judged by every invariant
+    for scope, id, predicate in checked:
+        first = None
         for subject in subjects[scope]:
             reason = predicate(subject)
             if reason:
-                out.append((id, reason))
-                break
+                first = first or reason
+                if held is None or scope != "page":
+                    break
+                failed_pages.add(subject.id)
+        if first:
+            out.append((id, first))
+    if held is not None:
+        held.remember([p for p in pages if p.id not in failed_pages])
     return out
+
+
+class HeldPages:
+    """The pages of one world on which every page invariant held when last judged, each with
+    its state then (`page_state`) and the OS pages its written blocks need resident.
+
+    A page invariant is a function of its page's state and of the residency of those OS
+    pages (PG-SURVIVORS-KEEP-BYTES, the only page invariant that reads the memory), so a
+    page found again in that state, with those OS pages still resident, holds them all: it
+    is not judged again. A page invariant that reads more of the memory than that must be
+    added here. Held for one run (the invariants and the patched rules do not change in it);
+    a new list of checked invariants starts it again."""
+
+    def __init__(self) -> None:
+        self.checked: list | None = None
+        self.states: dict[int, tuple] = {}  # page id -> page_state when all held
+        # page id -> written_os_pages in that state; computed when the state is first met
+        # again (a page an op changes each time, as a malloc does, never needs it)
+        self.needed: dict[int, set[int] | None] = {}
+        self.pending: dict[int, tuple] = {}  # the states of the pages now being judged
+
+    def changed(self, pages: list[Page], checked: list) -> list[Page]:
+        """The pages to judge: those not in a state every page invariant held on."""
+        if checked is not self.checked:
+            self.checked, self.states, self.needed = checked, {}, {}
+        self.pending = {}
+        out = []
+        for page in pages:
+            state = page_state(page)
+            if self.states.get(page.id) == state:
+                needed = self.needed[page.id]
+                if needed is None:
+                    needed = self.needed[page.id] = written_os_pages(page)
+                if needed <= page.mem.resident:
+                    continue
+            self.pending[page.id] = state
+            out.append(page)
+        return out
+
+    def remember(self, pages: list[Page]) -> None:
+        """Every page invariant held on `pages` (all judged)."""
+        for page in pages:
+            self.states[page.id] = self.pending[page.id]
+            self.needed[page.id] = None
+
+
+# What a page's state is made of, field by field: the memory is the world's (its residency is
+# judged through written_os_pages) and the log is the world's event list; lists and sets are
+# taken as values; any other field must be of a type whose values do not change in place.
+_PAGE_SKIPPED = ("mem", "log")
+_AS_VALUE = {list: tuple, set: frozenset, dict: lambda d: tuple(d.items())}
+_IMMUTABLE: set = {int, float, bool, str, type(None), tuple, frozenset}
+
+
+def page_state(page: Page) -> tuple:
+    """Every field of the page a page invariant may read, as values (a TypeError names a
+    field of a type that may change in place: say here how it is taken)."""
+    out = []
+    for name, value in vars(page).items():
+        if name in _PAGE_SKIPPED:
+            continue
+        kind = type(value)
+        as_value = _AS_VALUE.get(kind)
+        if as_value is not None:
+            value = as_value(value)
+        elif kind not in _IMMUTABLE:
+            params = getattr(kind, "__dataclass_params__", None)
+            if not (params and params.frozen or issubclass(kind, Enum)):
+                raise TypeError(f"page field {name!r} is a {kind.__name__}, which may change "
+                                f"in place: model.invariants.page_state cannot tell")
+            _IMMUTABLE.add(kind)
+        out.append(value)
+    return tuple(out)
 
 
 def _checked_in_world() -> list[tuple[str, str, Predicate]]:
@@ -241,22 +333,28 @@ def survivors_keep_bytes(page: Page) -> str | None:
     # Checked after every op of every scenario: the OS pages of all written blocks are
     # gathered first and compared with the resident set in one set operation (blocks are
     # mostly smaller than an OS page, so many share one); the block is named only on failure.
+    if written_os_pages(page) <= page.mem.resident:
+        return None
+    for i in page.written:
+        for p in page.mem.os_pages(page.geom.block_addr(i), page.block_size):
+            if p not in page.mem.resident:
+                return f"live block {i} lost OS page {p:#x} to a discard"
+    raise AssertionError("unreachable: an OS page of a written block is not resident")
+
+
+def written_os_pages(page: Page) -> set[int]:
+    """The OS pages the blocks the program wrote lie on."""
     start, size, os_page = page.geom.page_start, page.block_size, page.mem.os_page_size
     if size <= os_page:  # a block touches at most two OS pages: its first and its last
         needed = {(start + i * size) // os_page for i in page.written}
-        needed.update((start + i * size + size - 1) // os_page for i in page.written)
+        if os_page % size or start % size:  # else no block crosses an OS page's end
+            needed.update((start + i * size + size - 1) // os_page for i in page.written)
     else:
         needed = set()
         for i in page.written:
             addr = start + i * size
             needed.update(range(addr // os_page, (addr + size - 1) // os_page + 1))
-    if needed <= page.mem.resident:
-        return None
-    for i in page.written:
-        for p in page.mem.os_pages(page.geom.block_addr(i), size):
-            if p not in page.mem.resident:
-                return f"live block {i} lost OS page {p:#x} to a discard"
-    raise AssertionError("unreachable: an OS page of a written block is not resident")
+    return needed
 
 
 @invariant("PG-FREE-IS-ZERO-CLEARED",

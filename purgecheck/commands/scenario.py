@@ -7,7 +7,7 @@ import sys
 
 import orjson
 
-from model.invariants import WORLD_SCOPES, check_world, load_registry
+from model.invariants import WORLD_SCOPES, HeldPages, check_world, load_registry
 from purgecheck.cli import UsageError
 from purgecheck.formats.ops import OpScriptError, parse_script, render_script
 
@@ -89,6 +89,7 @@ def run(args) -> int:
     failures: dict[str, str] = {}
     shown = 0
     steps = 0
+    held = HeldPages()  # the pages judged already (model.invariants.check_world)
 
     def after(op, world):
         nonlocal shown
@@ -107,7 +108,7 @@ def run(args) -> int:
                     print(f"        {e['ev']:14} {fields}")
         nonlocal steps
         steps += 1
-        for inv_id, reason in check_world(world):
+        for inv_id, reason in check_world(world, held):
             # the first failure of each invariant: a broken state stays broken after it
             failures.setdefault(inv_id, f"line {op.line} ({op.render()}): {inv_id}: {reason}")
 

@@ -19,7 +19,7 @@ def scenario_checks(names: list[str] | None = None, first_failure: bool = False,
     invariant of it has failed (a mutant's test: the invariants it must be caught by).
 
     Returns (steps checked per invariant, first failure per invariant)."""
-    from model.invariants import check_world
+    from model.invariants import HeldPages, check_world
     from purgecheck.runner import run_ops
     from purgecheck.scenarios import SCENARIOS
 
@@ -34,10 +34,10 @@ def scenario_checks(names: list[str] | None = None, first_failure: bool = False,
         if first_failure and failures or until and until <= failures.keys():
             break
 
-        def after(op, world, sc=sc):
+        def after(op, world, sc=sc, held=HeldPages()):
             for inv_id in stepwise:
                 counts[inv_id] += 1
-            for inv_id, reason in check_world(world):
+            for inv_id, reason in check_world(world, held):
                 failures.setdefault(inv_id, Result(
                     inv_id, "scenarios", "fail", "",
                     detail=f"scenario {sc.name}, line {op.line} ({op.render()}): {reason}",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from model.invariants import check_world, load_registry
+from model.invariants import HeldPages, check_world, load_registry
 from purgecheck.runner import run_ops
 from purgecheck.scenarios import Scenario
 
@@ -82,6 +82,7 @@ def run_timeline(sc: Scenario, variant: str | None = None) -> Timeline:
     seen_log = 0
     seen: set[str] = set()
     reads_before = 0
+    held = HeldPages()  # the pages judged already (model.invariants.check_world)
 
     def after(op, world) -> None:
         nonlocal seen_log, reads_before
@@ -102,7 +103,7 @@ def run_timeline(sc: Scenario, variant: str | None = None) -> Timeline:
             step.alloc_clock_reads = world.clock.reads - reads_before
         reads_before = world.clock.reads
         step.resident = len(world.mem.resident) * world.mem.os_page_size
-        for inv, reason in check_world(world):
+        for inv, reason in check_world(world, held):
             if inv not in seen:
                 seen.add(inv)
                 step.violations.append((inv, reason))
