@@ -54,10 +54,11 @@ def verdicts(m):
             {k: c.verdict for k, c in m.cells.items()})
 
 
-def test_a_small_matrix_on_dask_equals_the_pool(client):
+def test_a_small_matrix_on_dask_equals_the_pool(client, clean_cells_once):
     # (not age-lt-1 x validate: whether real threads show that mutant depends on the timing;
     # a kill and a survivor: a second kill, unit-os-page's, was 2 of the 8 runs of the engine,
-    # 7 s of CPU, half of it in the workers)
+    # 7 s of CPU, half of it in the workers; the pool's clean run is the session's,
+    # clean_cells_once, the workers' their own)
     mutants = [MUTANTS["age-lt-1"], HARMLESS]
     engines = ["scenarios"]
     seen = []

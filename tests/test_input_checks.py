@@ -68,7 +68,7 @@ def test_a_bad_option_is_one_line_before_any_work(argv, expected):
     one_line(argv, expected)
 
 
-def test_mutants_on_a_pool_of_a_given_size_runs(capsys, tmp_path, monkeypatch):
+def test_mutants_on_a_pool_of_a_given_size_runs(capsys, tmp_path, monkeypatch, clean_cells_once):
     """`mutants --pool --workers N` ended in an UnboundLocalError: --workers was checked
     against the scheduler's address before the address was read."""
     monkeypatch.setenv("PURGECHECK_STATE_DIR", str(tmp_path))  # the matrix saves its cells

@@ -46,7 +46,7 @@ EXITS = Mutant("test-exits", "the process dies in the advance", (),
                (Patch("model.epoch", "is_epoch_due", _due_exits),))
 
 
-def test_a_known_mutant_is_killed_by_the_scenarios_engine_and_nothing_leaks():
+def test_a_known_mutant_is_killed_by_the_scenarios_engine_and_nothing_leaks(clean_cells_once):
     original = ep.is_epoch_young
     m = run_matrix([MUTANTS["age-lt-1"]], ["scenarios"], quick=True, timeout=300)
     assert m.baseline["scenarios"].verdict == "held"
@@ -62,7 +62,8 @@ def test_a_known_mutant_is_killed_by_the_scenarios_engine_and_nothing_leaks():
     assert m.survivors() == []
 
 
-def test_a_harmless_mutant_survives_and_fails_the_run(monkeypatch, capsys, tmp_path):
+def test_a_harmless_mutant_survives_and_fails_the_run(monkeypatch, capsys, tmp_path,
+                                                     clean_cells_once):
     monkeypatch.setitem(MUTANTS, HARMLESS.name, HARMLESS)
     # --pool: a mutant of this module is known to this process only, not to Dask's workers
     code = main(["mutants", "--only", HARMLESS.name, "--engine", "scenarios", "--quick",
@@ -80,8 +81,10 @@ def test_a_harmless_mutant_survives_and_fails_the_run(monkeypatch, capsys, tmp_p
     check_html(files["results.html"], tmp_path, {"invariants.html", "results.html"})
 
 
-def test_a_hanging_run_is_killed_at_the_timeout_a_crashing_one_reported_neither_a_kill():
-    # one matrix, one clean run of the engine for both (3.5 s of CPU each)
+def test_a_hanging_run_is_killed_at_the_timeout_a_crashing_one_reported_neither_a_kill(
+        clean_cells_once):
+    # one matrix, one clean run of the engine for both, judged once for the session's tests
+    # (clean_cells_once)
     m = run_matrix([HANGS, EXITS], ["scenarios"], quick=True, timeout=4)
     assert m.cells[("test-hangs", "scenarios")].verdict == TIMEOUT
     cell = m.cells[("test-exits", "scenarios")]
