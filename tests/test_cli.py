@@ -71,7 +71,8 @@ def test_check_json_has_a_result_per_page_invariant(capsys, engines_run_once):
         assert int(by_id[inv]["figure"].split()[0].replace(",", "")) > 0
 
 
-def test_failed_check_exits_1_and_prints_a_replay_that_reproduces(capsys):
+def test_failed_check_exits_1_and_prints_a_replay_that_reproduces(capsys, engines_run_once):
+    # the engine runs once under the mutant (the table's check); the JSON is of that run
     with applied(MUTANTS["huge-purges"]):
         rc, out, _ = cli(capsys, "check", "--engine", "scenarios")
         assert rc == 1
