@@ -19,6 +19,8 @@ import resource
 
 import pytest
 
+import session_cache
+
 
 @pytest.fixture(scope="session", autouse=True)
 def own_state_dir(tmp_path_factory):
@@ -76,24 +78,23 @@ def engines_run_once(monkeypatch):
 # The kill matrix's tests judge each mutant against a clean run of the engine (the baseline),
 # and each test's matrix ran that clean run again: the scenarios engine's, 2 to 3 s of CPU, in
 # five tests. With this fixture a clean cell of the matrix (no mutant) is judged once per test
-# session, in whichever process asks first (a forked child of the pool), and read from a file
-# by the others: the session's xdist workers share the folder. The key is the engine (by the
-# function that runs it: a test's own engine under a known name is another key) and the
-# judge's arguments. Only for tests whose clean runs are the plain model's: a test that
-# changes the model without a mutant must not ask for it.
-@pytest.fixture
-def clean_cells_once(monkeypatch, tmp_path_factory):
-    import hashlib
-    import pickle
-
-    from purgecheck.engines import load_engines
-    from purgecheck.mutants import matrix
-
+# session (tests/session_cache.py), in whichever process asks first (a forked child of the
+# pool). The key is the engine (by the function that runs it: a test's own engine under a
+# known name is another key) and the judge's arguments. Only for tests whose clean runs are
+# the plain model's: a test that changes the model without a mutant must not ask for it.
+@pytest.fixture(scope="session", autouse=True)
+def session_cache_folder(tmp_path_factory):
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):  # gw0, gw1: the session's folder holds theirs
         root = root.parent
-    folder = root / "clean-cells"
-    folder.mkdir(exist_ok=True)
+    session_cache.start(root / "session-cache")
+
+
+@pytest.fixture
+def clean_cells_once(monkeypatch):
+    from purgecheck.engines import load_engines
+    from purgecheck.mutants import matrix
+
     judged = matrix._judged
 
     def once(mutant, engine, quick, stop_early=False, part=None):
@@ -101,15 +102,9 @@ def clean_cells_once(monkeypatch, tmp_path_factory):
         if mutant is not None or engine not in engines:
             return judged(mutant, engine, quick, stop_early, part)
         run = engines[engine].run
-        key = repr((engine, run.__module__, run.__qualname__, quick, stop_early, part))
-        path = folder / hashlib.sha256(key.encode()).hexdigest()[:20]
-        if path.exists():
-            return pickle.loads(path.read_bytes())
-        cell = judged(None, engine, quick, stop_early, part)
-        if cell.verdict in (matrix.HELD, matrix.FAILED):  # a judged run, not a crash
-            partial = path.with_name(f"{path.name}.{os.getpid()}")
-            partial.write_bytes(pickle.dumps(cell))
-            os.replace(partial, path)  # whole or not at all for a reader in another process
-        return cell
+        return session_cache.once(
+            f"clean cell {(engine, run.__module__, run.__qualname__, quick, stop_early, part)}",
+            lambda: judged(None, engine, quick, stop_early, part),
+            keep=lambda cell: cell.verdict in (matrix.HELD, matrix.FAILED))  # not a crash
 
     monkeypatch.setattr(matrix, "_judged", once)

@@ -1,0 +1,69 @@
+"""Results computed once per test session and read by its other tests, in any of its processes.
+
+Some runs are deterministic and asked for by tests of several modules: the clean run of an
+engine that the kill matrix judges each mutant against, the weak explorer's named
+configurations. With `make test` the modules are spread over xdist's workers, so a cache in a
+process shares a run only by chance. `once(key, compute)` keeps the value in a file of the
+session's folder (tests/conftest.py starts it: under xdist the folder of all the session's
+workers) and reads it there when another process computed it first; a forked child's value is
+kept too. The key must name every input of the run: a run under a patched model is another
+key, or must not come here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from pathlib import Path
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+_FOLDER: list[Path] = []
+
+
+def start(folder: Path) -> None:
+    folder.mkdir(exist_ok=True)
+    _FOLDER[:] = [folder]
+
+
+def once(key: str, compute: Callable[[], T], keep: Callable[[T], bool] = lambda v: True) -> T:
+    """The value kept under `key` in this session, else `compute()` (kept when `keep` says)."""
+    if not _FOLDER:  # outside a test session
+        return compute()
+    path = _FOLDER[0] / hashlib.sha256(key.encode()).hexdigest()[:24]
+    if path.exists():
+        return pickle.loads(path.read_bytes())
+    value = compute()
+    if keep(value):
+        partial = path.with_name(f"{path.name}.{os.getpid()}")
+        partial.write_bytes(pickle.dumps(value))
+        os.replace(partial, path)  # whole or not at all for a reader in another process
+    return value
+
+
+def weak_check(cfg, checker=None):
+    """The weak explorer's check of configuration `cfg` (by `checker`, default
+    proofs.weak.configs.checker's), the mutants applied now in the key."""
+    from proofs.weak import configs as C
+    from purgecheck.mutants.patching import active
+
+    checker = checker or C.checker(cfg)
+    key = f"weak {checker.__name__} {hashlib.sha256(pickle.dumps(cfg)).hexdigest()} " \
+          f"{[m.name for m in active()]}"
+    return once(key, lambda: checker.check(cfg))
+
+
+class SharedChecker:
+    """A weak explorer's module (proofs.weak.protocol, park or fork) whose `check` is
+    weak_check's: for a test of the weak engine, whose runs the modules' tests make too."""
+
+    def __init__(self, module) -> None:
+        self.module = module
+        self.__name__ = module.__name__
+
+    def check(self, cfg):
+        return weak_check(cfg, self.module)
+
+    def __getattr__(self, name):
+        return getattr(self.module, name)
