@@ -108,3 +108,22 @@ def clean_cells_once(monkeypatch):
             keep=lambda cell: cell.verdict in (matrix.HELD, matrix.FAILED))  # not a crash
 
     monkeypatch.setattr(matrix, "_judged", once)
+
+
+# The simulator's full-size runs against the recorded measurements: compare.run_model runs
+# every design for each caller, and the modules that compare (test_simulate_real,
+# test_scavenger_wake, test_retire, test_measure, test_claims) ran some of the same runs
+# (7.7 s of their 77 s of simulation). In a module that sets SIMULATIONS_ONCE, each run of a
+# named workload is kept for the session (session_cache.shared_simulate: keyed by the
+# workload's parameters, every argument and the mutants applied). Only for modules that do
+# not change the simulator or the model around a run.
+@pytest.fixture(scope="module", autouse=True)
+def simulations_once(request):
+    if not getattr(request.module, "SIMULATIONS_ONCE", False):
+        yield
+        return
+    import purgecheck.simulate.mimalloc as mimalloc
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mimalloc, "simulate", session_cache.shared_simulate(mimalloc.simulate))
+        yield

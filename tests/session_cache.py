@@ -2,7 +2,7 @@
 
 Some runs are deterministic and asked for by tests of several modules: the clean run of an
 engine that the kill matrix judges each mutant against, the weak explorer's named
-configurations. With `make test` the modules are spread over xdist's workers, so a cache in a
+configurations, the simulator's full-size runs of a recorded measurement's workloads. With `make test` the modules are spread over xdist's workers, so a cache in a
 process shares a run only by chance. `once(key, compute)` keeps the value in a file of the
 session's folder (tests/conftest.py starts it: under xdist the folder of all the session's
 workers) and reads it there when another process computed it first; a forked child's value is
@@ -67,3 +67,26 @@ class SharedChecker:
 
     def __getattr__(self, name):
         return getattr(self.module, name)
+
+
+def shared_simulate(simulate):
+    """`simulate` (purgecheck.simulate.mimalloc's) whose runs of a named workload are kept for
+    the session: the key is the workload's name, idle and parameters (make_workload's stream
+    is its generator over them), the design and every other argument, and the mutants applied.
+    A run of given calls, or of a workload whose stream is not make_workload's, is run."""
+    from purgecheck.mutants.patching import active
+    from purgecheck.simulate.workloads import make_workload
+
+    made_by = make_workload("bun-serve").calls.__code__
+
+    def run(workload, design, options=None, *args, **kwargs):
+        stream = workload.calls
+        if kwargs.get("calls") is not None or getattr(stream, "__code__", None) is not made_by:
+            return simulate(workload, design, options, *args, **kwargs)
+        cells = dict(zip(made_by.co_freevars, (c.cell_contents for c in stream.__closure__)))
+        gen, params = cells["gen"], cells["params"]
+        key = repr(("simulate", workload.name, workload.idle, workload.idle_ms,
+                    gen.__module__, gen.__qualname__, sorted(params.items()), design, options,
+                    args, sorted(kwargs.items()), [m.name for m in active()]))
+        return once(key, lambda: simulate(workload, design, options, *args, **kwargs))
+    return run

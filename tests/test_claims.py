@@ -15,6 +15,8 @@ from purgecheck.simulate.claims import (BY_CONSTRUCTION, FAILS, HOLDS, NOT_REPRO
                                         RELATIONS, VERDICTS, ZERO_MB_BYTES, Claim, Comparison,
                                         Figure, MiB, seed_claims, summary)
 
+SIMULATIONS_ONCE = True  # each full-size simulation once for the session (tests/conftest.py)
+
 
 def _claim(model_a: float, model_b: float, comparison: Comparison, by_construction=False,
            reason="") -> Claim:

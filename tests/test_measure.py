@@ -23,6 +23,7 @@ from purgecheck.measure.designs import design_env, parse_option
 from purgecheck.measure.run import measure_once
 from purgecheck.measure.workloads import workload_params
 
+SIMULATIONS_ONCE = True  # each full-size simulation once for the session (tests/conftest.py)
 DATA = os.path.join(os.path.dirname(__file__), "data", "real-bun-small.json")
 
 

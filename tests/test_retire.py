@@ -20,6 +20,7 @@ from purgecheck.formats.calls import Call
 from purgecheck.simulate import mimalloc
 from purgecheck.simulate.workloads import make_workload
 
+SIMULATIONS_ONCE = True  # each full-size simulation once for the session (tests/conftest.py)
 SMALL = 4096  # a small size class: 15 blocks to a 64 KiB page
 OTHER = 8192  # another small size class, its own page
 

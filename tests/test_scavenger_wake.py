@@ -27,6 +27,7 @@ from purgecheck.measure.compare import MachineModel, compare, scavenger_lateness
 from purgecheck.simulate.mimalloc import Simulation
 from purgecheck.simulate.workloads import make_workload
 
+SIMULATIONS_ONCE = True  # each full-size simulation once for the session (tests/conftest.py)
 QUIET = json.loads((Path(__file__).parent / "data" / "real_bun_2026-12-03_quiet.json")
                    .read_text())
 SERVE = QUIET["workloads"]["bun-serve"]

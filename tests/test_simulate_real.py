@@ -25,6 +25,7 @@ from purgecheck.measure.report import summary_of
 from purgecheck.simulate import mimalloc
 from purgecheck.simulate.workloads import make_workload
 
+SIMULATIONS_ONCE = True  # each full-size simulation once for the session (tests/conftest.py)
 REAL = json.loads((Path(__file__).parent / "data" / "real_bun_2026-12-03.json").read_text())
 
 
