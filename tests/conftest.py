@@ -83,11 +83,12 @@ def engines_run_once(monkeypatch):
 # known name is another key) and the judge's arguments. Only for tests whose clean runs are
 # the plain model's: a test that changes the model without a mutant must not ask for it.
 @pytest.fixture(scope="session", autouse=True)
-def session_cache_folder(tmp_path_factory):
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # gw0, gw1: the session's folder holds theirs
-        root = root.parent
-    session_cache.start(root / "session-cache")
+def session_cache_folder(request, tmp_path_factory):
+    root, run = tmp_path_factory.getbasetemp(), ""
+    worker = getattr(request.config, "workerinput", None)
+    if worker is not None:  # gw0, gw1: the session's folder holds theirs; named by the run
+        root, run = root.parent, f"-{worker['testrunuid']}"  # (a --basetemp outlives it)
+    session_cache.start(root / f"session-cache{run}")
 
 
 @pytest.fixture
