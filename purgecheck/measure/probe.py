@@ -70,16 +70,19 @@ class Madvise:
 _CALL = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+madvise\((0x[0-9a-f]+|NULL), (\d+), (\w+)")
 
 
+def parse_call(line: str) -> Madvise | None:
+    """The madvise call of one line of a `strace -f -ttt -e trace=madvise` log, or None (another
+    line, or a call that failed)."""
+    m = _CALL.match(line)
+    if m and not line.rstrip().endswith("= -1") and " = -1 " not in line:
+        return Madvise(float(m.group(2)), int(m.group(4)), m.group(5), int(m.group(1)))
+    return None
+
+
 def parse_strace(text: str) -> list[Madvise]:
     """The madvise calls of a `strace -f -ttt -e trace=madvise` log (an unfinished call is
     counted where it began: the length and the advice are on that line)."""
-    calls = []
-    for line in text.splitlines():
-        m = _CALL.match(line)
-        if m and not line.rstrip().endswith("= -1") and " = -1 " not in line:
-            calls.append(Madvise(float(m.group(2)), int(m.group(4)), m.group(5),
-                                 int(m.group(1))))
-    return calls
+    return [c for c in map(parse_call, text.splitlines()) if c is not None]
 
 
 def discards(calls: list[Madvise], t0: float, t1: float) -> tuple[int, int]:

@@ -180,9 +180,12 @@ def _stop(proc: subprocess.Popen) -> None:
 def measure_once(bun: Path, w: MeasuredWorkload, params: dict, design: str,
                  options: dict[str, str] | None = None, repeat: int = 0,
                  count_madvise: bool = True, sample_ms: float = 50.0,
-                 count_turns: bool = True) -> RunResult:
+                 count_turns: bool = True, strace_stacks: bool = False,
+                 on_strace=None) -> RunResult:
     """One run of `w` under `design` (plus `options`); see the module's docstring.
-    `count_turns` off: no perf (what counting the loop's turns costs)."""
+    `count_turns` off: no perf (what counting the loop's turns costs). `strace_stacks`: strace
+    also prints each call's stack (`-k`; purgecheck/measure/callsites.py), and `on_strace` is
+    given the log's text and the load's end before the log goes."""
     options = options or {}
     idle_s = float(params["idle_s"])
     lifetime_ms = int(1000 * (params.get("load_s", params.get("seconds", 60)) + idle_s + 120))
@@ -196,7 +199,8 @@ def measure_once(bun: Path, w: MeasuredWorkload, params: dict, design: str,
         log = Path(tmp) / "madvise.log"
         argv = [str(bun), str(JS / w.script)]
         if strace:
-            argv = [strace, "-f", "--seccomp-bpf", "-qq", "-ttt", "-e", "trace=madvise",
+            argv = [strace, "-f", "--seccomp-bpf", "-qq", "-ttt",
+                    *(["-k"] if strace_stacks else []), "-e", "trace=madvise",
                     "-e", "signal=none", "-o", str(log), *argv]
         err = open(Path(tmp) / "stderr", "w+")
         proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -216,6 +220,8 @@ def measure_once(bun: Path, w: MeasuredWorkload, params: dict, design: str,
             err.close()
         t_start, t_end, t_idle_end, s0, s1, samples, requests, extra, threads = result
         calls = probe.parse_strace(log.read_text()) if strace else []
+        if strace and on_strace is not None:
+            on_strace(log.read_text(), t_end)
     run = _figures(w, design, options, params, repeat, t_start, t_end, t_idle_end, s0, s1,
                    samples, requests, calls, bool(strace))
     if strace:
