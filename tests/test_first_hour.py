@@ -64,6 +64,24 @@ def test_the_summary_fits_100_columns_and_the_long_form_keeps_every_figure_whole
     assert max(len(line) for line in verbose.getvalue().splitlines()) > 100
 
 
+def test_a_row_of_long_names_still_shows_its_verdict_and_time():
+    """`make check`'s log (stop 38): a row for several invariants at once
+    (`EP-NO-SHORT-EPOCH,EP-RECORDED-NOT-BEFORE-REAL,EP-ONE-PER-SWEEP`) made the invariant
+    column 62 wide and an engine name 36, and every row lost its result and time past column
+    100. The names are cut instead; a summary that sizes the columns to the longest name
+    fails here."""
+    from purgecheck.reports.results import Result, summary_rows
+    results = [Result("EP-NO-SHORT-EPOCH,EP-RECORDED-NOT-BEFORE-REAL,EP-ONE-PER-SWEEP",
+                      "z3:glibc-trim-floor-model-no-threshold-at-all", "fail", "2 of 3", 12.5),
+               Result("PG-UNIT", "scenarios", "hold", "110 ops", 0.25)]
+    head, long_row, short_row = summary_rows(results)
+    assert all(len(line) <= 100 for line in (head, long_row, short_row))
+    assert head.split() == ["invariant", "engine", "result", "time", "figure"]
+    assert long_row.startswith("EP-NO-SHORT-EPOCH,EP-RECORDED…  z3:glibc-trim-floor-model-no-…")
+    assert long_row.split()[2:] == ["fail", "12.50s", "2", "of", "3"]
+    assert short_row.split() == ["PG-UNIT", "scenarios", "hold", "0.25s", "110", "ops"]
+
+
 def test_a_scenario_ends_with_its_verdict(capsys):
     assert main(["scenario", "every-third"]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1].endswith("invariants held after "

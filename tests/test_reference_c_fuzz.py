@@ -75,3 +75,36 @@ def assert_failure_replays(failure: str, saved_under, capsys) -> None:
     assert "first divergence" in capsys.readouterr().out
     i = replay.index("--mutant")
     assert main(replay[1:i] + replay[i + 2:]) == 0  # the clean C agrees on the same script
+
+
+def _draw_with_random_warning_as_error(strategy) -> None:
+    import warnings
+
+    from hypothesis.errors import HypothesisDeprecationWarning
+
+    from purgecheck.cluster.client import RANDOM_IN_STRATEGY
+
+    @settings(CI, max_examples=30)
+    @given(strategy)
+    def one(example):
+        pass
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=RANDOM_IN_STRATEGY,
+                                category=HypothesisDeprecationWarning)
+        one()
+
+
+def test_the_generator_leaves_the_global_random_alone():
+    """The Dask tasks silence Hypothesis's warning about the global `random` moving during a
+    draw (the worker's own threads move it: purgecheck.cluster.client.foreign_random_allowed);
+    here, with no other thread, the generator must not move it. A strategy that draws from
+    `random` is caught (the second half)."""
+    import random
+
+    from hypothesis import strategies as st
+    from hypothesis.errors import HypothesisDeprecationWarning
+    _draw_with_random_warning_as_error(differential_examples())
+    broken = st.integers(0, 9).map(lambda n: n + random.random())
+    with pytest.raises(HypothesisDeprecationWarning, match="random"):
+        _draw_with_random_warning_as_error(broken)

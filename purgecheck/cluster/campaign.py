@@ -124,13 +124,16 @@ def plan_jobs(machines: list[str], variants: list[str], mutants: list[str]) -> l
 def batch(job: Job, seed: int, profile: str, database: str | None, examples: int,
           malloc_env: dict[str, str] | None = None):
     """A task: one batch of `job` (a FuzzRun; its failure shrunk)."""
-    from purgecheck.cluster.client import call_with_malloc_environment
+    from purgecheck.cluster.client import call_with_malloc_environment, foreign_random_allowed
     from purgecheck.fuzz import run_machine
 
     def go():
         return run_machine(job.machine, variant=job.variant or EPOCH, mutant=job.mutant,
                            profile=profile, examples=examples, seed=seed, database=database)
-    return go() if malloc_env is None else call_with_malloc_environment(malloc_env, go)
+    if malloc_env is None:
+        with foreign_random_allowed():
+            return go()
+    return call_with_malloc_environment(malloc_env, go)
 
 
 def rounds(jobs: list[Job], base_seed: int) -> Iterator[tuple[Job, int]]:

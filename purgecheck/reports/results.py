@@ -65,22 +65,30 @@ def print_table(results: list[Result], title: str, statements: dict[str, str] | 
     console.print(passed_line(results))
 
 
+NAME_COLUMN = 30  # the widest the invariant and engine columns get: the verdict always shows
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
 def summary_rows(results: list[Result], width: int = SUMMARY_WIDTH) -> list[str]:
     """The header and one line per result, each at most `width` characters: invariant,
-    engine, result and time in columns as wide as their longest entry, the figure in what is
-    left (cut with an ellipsis; `--verbose` and `--json` have it whole)."""
+    engine, result and time in columns as wide as their longest entry (the two names at most
+    NAME_COLUMN, a longer one cut with an ellipsis: a row of several invariants, as
+    `EP-NO-SHORT-EPOCH,EP-RECORDED-NOT-BEFORE-REAL,...`, once pushed the result out of the
+    line), the figure in what is left (cut so too; `--verbose` and `--json` have them whole)."""
     heads = ("invariant", "engine", "result", "time")
-    cells = [(r.invariant, r.engine, r.status, f"{r.seconds:.2f}s") for r in results]
+    cells = [(_cut(r.invariant, NAME_COLUMN), _cut(r.engine, NAME_COLUMN), r.status,
+              f"{r.seconds:.2f}s") for r in results]
     widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h)
               for i, h in enumerate(heads)]
     room = max(0, width - sum(widths) - 2 * len(widths))
 
     def line(fixed: tuple[str, ...], figure: str) -> str:
-        if len(figure) > room:
-            figure = figure[:max(0, room - 1)] + "…"
         text = "  ".join(c.rjust(w) if i == 3 else c.ljust(w)
                          for i, (c, w) in enumerate(zip(fixed, widths)))
-        return f"{text}  {figure}".rstrip()[:width]
+        return f"{text}  {_cut(figure, room) if room else ''}".rstrip()[:width]
     return [line(heads, "figure")] + [line(c, r.figure) for c, r in zip(cells, results)]
 
 
