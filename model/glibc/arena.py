@@ -15,6 +15,7 @@ from typing import Callable
 from model.glibc.constants import (MAX_TCACHE_CHUNK, MIN_LARGE_SIZE, MINSIZE, SIZE_SZ,
                                    csize2tidx)
 from model.glibc.heap import FAST, FREE, INUSE, TOP, Chunk, Segment
+from model.glibc.resident import PAGE_SHIFT
 
 
 @dataclass
@@ -315,7 +316,10 @@ def split_top(av: Arena, nb: int) -> Chunk:
     chunks[addr] = top
     write = av.write
     write(victim.addr + SIZE_SZ, SIZE_SZ)  # set_head (victim)
-    write(addr + SIZE_SZ, SIZE_SZ)  # set_head (remainder), the new top
+    if (addr + SIZE_SZ) >> PAGE_SHIFT != (victim.addr + SIZE_SZ) >> PAGE_SHIFT:
+        # (on the page just written the second head faults nothing: a small request's
+        # usual case, where the write would be a call that changes no state)
+        write(addr + SIZE_SZ, SIZE_SZ)  # set_head (remainder), the new top
     return victim
 
 
