@@ -228,8 +228,9 @@ class Arena:
 def write_free_chunk(av: Arena, c: Chunk) -> None:
     """A chunk put in the bins: set_head (its size), fd/bk, and set_foot (the next chunk's
     prev_size) with the next chunk's PREV_INUSE bit cleared."""
-    av.write(c.addr + SIZE_SZ, 3 * SIZE_SZ)
-    av.write(c.end, 2 * SIZE_SZ)
+    addr = c.addr
+    av.write(addr + SIZE_SZ, 3 * SIZE_SZ)
+    av.write(addr + c.size, 2 * SIZE_SZ)  # at c.end (the property read, not called: hot)
 
 
 def take_from_bins(p, av: Arena, nb: int, t) -> Chunk | None:
@@ -251,7 +252,7 @@ def take_from_bins(p, av: Arena, nb: int, t) -> Chunk | None:
             av.last_remainder = victim.end
             return victim
         if victim.size == nb:
-            av.write(victim.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset
+            av.write(victim.addr + nb + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset
             if nb <= MAX_TCACHE_CHUNK and malloc.tcache_has_room(t, nb):
                 victim.state = INUSE
                 malloc.tcache_put(t, victim)  # "Fill cache first, return to user only if cache fills"

@@ -60,7 +60,7 @@ def int_malloc(p: "Process", av: Arena, nb: int, t: "Thread | None") -> Chunk:
         if c is not None:
             bins.remove(c)
             c.state = INUSE
-            av.write(c.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset (victim, nb)
+            av.write(c.addr + c.size + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset
             while (s := bins.oldest_small(nb)) is not None and tcache_has_room(t, nb):
                 bins.remove(s)
                 tcache_put(t, s)
