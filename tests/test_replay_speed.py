@@ -473,7 +473,7 @@ def tcache_round_trip(size: int) -> None:
 
 
 def test_the_inline_size_and_bin_rules_are_the_functions():
-    """Every request up to the tcache's largest and a little past it."""
+    """Every request whose chunk is of a tcache size (0 to 1,032 bytes)."""
     for size in range(0, MAX_TCACHE_CHUNK - SIZE_SZ + 1):
         tcache_round_trip(size)
 
