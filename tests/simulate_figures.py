@@ -163,6 +163,12 @@ CASES: dict[str, Callable[[], object]] = {
                                                              "idle_ms": 300}},
                                               options={"os_page_size": 16384,
                                                        "purge_holes_min_interval": 30}),
+    # the generator's small objects, survivors of a collection and major collections
+    "bun-serve/objects": mimalloc_case({"bun-serve": {"requests": 400, "threads": 2,
+                                                      "gc_every": 3, "per_turn": 2,
+                                                      "survivors": 0.5, "major_every": 50,
+                                                      "small": 200, "small_per_request": 3,
+                                                      "idle_ms": 300}}),
     "bun-serve-nothing-kept": mimalloc_case({"bun-serve-nothing-kept": SERVE}),
     "typed-arrays/default": mimalloc_case({"typed-arrays": {"allocations": 400}}),
     "typed-arrays/collected": mimalloc_case({"typed-arrays": {"allocations": 300, "gc_every": 8,

@@ -5,7 +5,9 @@ them; a page-by-page reference (sets of page numbers) must agree with it on ever
 drop, and a drop that marks pages never written as given back is caught. The model's shortcuts are checked after every op of a workload
 against what they stand for: the next chunk (chunk_at_offset) against the address order,
 have_fastchunks against the fastbins' chunks, and the tcache's size bound against csize2tidx;
-each check fails on a broken variant.
+each check fails on a broken variant. Issue 29's sixth round: the inline request2size
+and csize2tidx give the functions' values on every tcache size, and split_top's skipped
+head write leaves the resident pages of the plain rule after every op.
 """
 
 from __future__ import annotations
@@ -448,3 +450,83 @@ def test_a_replay_pauses_the_collector_and_restores_it():
     with pytest.raises(replay.ReplayError):
         replay.run_model(img, VERSIONS["2.23+"], {}, False, after_op=fails)
     assert gc.isenabled()
+
+
+# -- the sixth round's shortcuts (issue 29) -----------------------------------------------------
+
+from model.glibc.constants import SIZE_SZ, request2size  # noqa: E402
+from model.glibc.process import Process  # noqa: E402
+
+
+def tcache_round_trip(size: int) -> None:
+    """malloc(size) from a fresh heap's top, free, malloc again: the chunk is request2size's
+    (Process.malloc's request2size, inline), the free puts it in the bin csize2tidx names
+    (int_free's and tcache_put's csize2tidx, inline), and the next malloc of that size takes
+    it back from there (Process.malloc's csize2tidx, inline)."""
+    p = Process(VERSIONS["2.23+"], {}, False)
+    c = p.malloc(0, 0, size)
+    assert c.size == request2size(size), size
+    p.free(0, 0)
+    bins = [i for i, b in enumerate(p.threads[0].tcache) if c in b]
+    assert bins == [csize2tidx(c.size)], size
+    assert p.malloc(0, 1, size) is c, size
+
+
+def test_the_inline_size_and_bin_rules_are_the_functions():
+    """Every request whose chunk is of a tcache size (0 to 1,032 bytes)."""
+    for size in range(0, MAX_TCACHE_CHUNK - SIZE_SZ + 1):
+        tcache_round_trip(size)
+
+
+@pytest.mark.parametrize("where, name, broken", [
+    (process_module, "MALLOC_ALIGN_MASK", 31),  # Process.malloc rounds to 32 bytes
+    (malloc, "MALLOC_ALIGNMENT", 32),  # int_free / tcache_put index by 32-byte steps
+])
+def test_an_inline_rule_that_differs_is_caught(monkeypatch, where, name, broken):
+    """Broken variants: the inline request2size or csize2tidx with another alignment."""
+    monkeypatch.setattr(where, name, broken)
+    with pytest.raises(AssertionError):
+        for size in range(0, MAX_TCACHE_CHUNK - SIZE_SZ + 1, 8):
+            tcache_round_trip(size)
+
+
+def resident_counters_after_every_op(script: str) -> list[tuple]:
+    out = []
+    run_model(parse_script(script), VERSIONS["2.23+"],
+              after_step=lambda op, p: out.append((p.resident.pages, p.resident.faults,
+                                                   p.resident.refaults, p.resident.runs())))
+    return out
+
+
+def writes_both_heads(monkeypatch) -> None:
+    """The plain use_top: the new top's head written after every split, whatever its page."""
+    kept = arena.split_top
+
+    def plain(av, nb):
+        victim = kept(av, nb)
+        av.write(av.top.addr + SIZE_SZ, SIZE_SZ)
+        return victim
+    monkeypatch.setattr(arena, "split_top", plain)
+    monkeypatch.setattr(malloc, "split_top", plain)
+
+
+# requests that leave the top's head on the victim's page and on the next one
+GROWING = "".join(f"0 malloc {i} {24 + 40 * (i % 7) + 4000 * (i % 5 == 0)}\n" for i in range(300))
+
+
+@pytest.mark.parametrize("script", [GROWING, WORKLOADS["mixed"].script(quick=True)])
+def test_split_top_skips_only_writes_that_change_nothing(monkeypatch, script):
+    """split_top leaves out the new top's head write when it is on the page the victim's head
+    was just written to: the resident pages after every op are the plain rule's."""
+    fast = resident_counters_after_every_op(script)
+    writes_both_heads(monkeypatch)
+    assert resident_counters_after_every_op(script) == fast
+
+
+def test_a_split_top_that_skips_a_head_on_another_page_is_caught(monkeypatch):
+    """Broken variant: split_top judging pages of 2**40 bytes leaves out heads on pages not
+    yet written."""
+    monkeypatch.setattr(arena, "PAGE_SHIFT", 40)
+    fast = resident_counters_after_every_op(GROWING)
+    writes_both_heads(monkeypatch)
+    assert resident_counters_after_every_op(GROWING) != fast

@@ -15,6 +15,7 @@ from typing import Callable
 from model.glibc.constants import (MAX_TCACHE_CHUNK, MIN_LARGE_SIZE, MINSIZE, SIZE_SZ,
                                    csize2tidx)
 from model.glibc.heap import FAST, FREE, INUSE, TOP, Chunk, Segment
+from model.glibc.resident import PAGE_SHIFT
 
 
 @dataclass
@@ -227,8 +228,9 @@ class Arena:
 def write_free_chunk(av: Arena, c: Chunk) -> None:
     """A chunk put in the bins: set_head (its size), fd/bk, and set_foot (the next chunk's
     prev_size) with the next chunk's PREV_INUSE bit cleared."""
-    av.write(c.addr + SIZE_SZ, 3 * SIZE_SZ)
-    av.write(c.end, 2 * SIZE_SZ)
+    addr = c.addr
+    av.write(addr + SIZE_SZ, 3 * SIZE_SZ)
+    av.write(addr + c.size, 2 * SIZE_SZ)  # at c.end (the property read, not called: hot)
 
 
 def take_from_bins(p, av: Arena, nb: int, t) -> Chunk | None:
@@ -250,7 +252,7 @@ def take_from_bins(p, av: Arena, nb: int, t) -> Chunk | None:
             av.last_remainder = victim.end
             return victim
         if victim.size == nb:
-            av.write(victim.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset
+            av.write(victim.addr + nb + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset
             if nb <= MAX_TCACHE_CHUNK and malloc.tcache_has_room(t, nb):
                 victim.state = INUSE
                 malloc.tcache_put(t, victim)  # "Fill cache first, return to user only if cache fills"
@@ -315,7 +317,10 @@ def split_top(av: Arena, nb: int) -> Chunk:
     chunks[addr] = top
     write = av.write
     write(victim.addr + SIZE_SZ, SIZE_SZ)  # set_head (victim)
-    write(addr + SIZE_SZ, SIZE_SZ)  # set_head (remainder), the new top
+    if (addr + SIZE_SZ) >> PAGE_SHIFT != (victim.addr + SIZE_SZ) >> PAGE_SHIFT:
+        # (on the page just written the second head faults nothing: a small request's
+        # usual case, where the write would be a call that changes no state)
+        write(addr + SIZE_SZ, SIZE_SZ)  # set_head (remainder), the new top
     return victim
 
 

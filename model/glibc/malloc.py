@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from model.glibc import system, trim
 from model.glibc.arena import (Arena, coalesce, malloc_consolidate, push_fastbin,
                                split_top, take_from_bins)
-from model.glibc.constants import (MALLOC_ALIGN_MASK, MAX_FAST_CHUNK, MAX_TCACHE_CHUNK,
-                                   MIN_LARGE_SIZE, MINSIZE, SIZE_SZ, TCACHE_FILL_COUNT,
-                                   csize2tidx)
+from model.glibc.constants import (MALLOC_ALIGN_MASK, MALLOC_ALIGNMENT, MAX_FAST_CHUNK,
+                                   MAX_TCACHE_CHUNK, MIN_LARGE_SIZE, MINSIZE, SIZE_SZ,
+                                   TCACHE_FILL_COUNT, csize2tidx)
 from model.glibc.heap import FENCE, INUSE, TCACHE, TOP, Chunk
 
 if TYPE_CHECKING:
@@ -37,7 +37,8 @@ def tcache_has_room(t: "Thread | None", size: int) -> bool:
 
 def tcache_put(t: "Thread", c: Chunk) -> None:
     c.state = TCACHE
-    t.tcache[csize2tidx(c.size)].append(c)
+    # csize2tidx, inline (tcache_put is called for a third of a program's frees)
+    t.tcache[(c.size - MINSIZE + MALLOC_ALIGN_MASK) // MALLOC_ALIGNMENT].append(c)
     c.segment.arena.write(c.addr + 2 * SIZE_SZ, 2 * SIZE_SZ)  # e->next, e->key
 
 
@@ -59,7 +60,7 @@ def int_malloc(p: "Process", av: Arena, nb: int, t: "Thread | None") -> Chunk:
         if c is not None:
             bins.remove(c)
             c.state = INUSE
-            av.write(c.end + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset (victim, nb)
+            av.write(c.addr + c.size + SIZE_SZ, SIZE_SZ)  # set_inuse_bit_at_offset
             while (s := bins.oldest_small(nb)) is not None and tcache_has_room(t, nb):
                 bins.remove(s)
                 tcache_put(t, s)
@@ -137,9 +138,11 @@ def int_free(p: "Process", av: Arena, c: Chunk, t: "Thread | None") -> None:
     """_int_free: to the thread's tcache if it has room, else a fastbin for a small chunk,
     else merge and, when the merged chunk reaches 64 KiB, consider a trim."""
     size = c.size
-    # tcache_has_room, inline: half of a program's calls are frees, most of them small
+    # tcache_has_room and csize2tidx, inline: half of a program's calls are frees, most of
+    # them small
     if size <= MAX_TCACHE_CHUNK and t is not None and (tcache := t.tcache) is not None \
-            and len(tcache[csize2tidx(size)]) < TCACHE_FILL_COUNT:
+            and len(tcache[(size - MINSIZE + MALLOC_ALIGN_MASK) // MALLOC_ALIGNMENT]) \
+            < TCACHE_FILL_COUNT:
         tcache_put(t, c)
         return
     if size <= MAX_FAST_CHUNK:

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from model.glibc import malloc, system
 from model.glibc.arena import Arena, malloc_consolidate
 from model.glibc.constants import (CHUNK_HDR_SZ, DTV_CALLOC_REQUEST, HEAP_MAX_SIZE,
-                                   MALLOC_ALIGNMENT, MAX_TCACHE_CHUNK, MINSIZE, PAGESIZE,
-                                   SIZE_SZ, STACK_SIZE, STACK_CACHE_MAXSIZE, TCACHE_MAX_BINS,
-                                   TCACHE_STRUCT_REQUEST, csize2tidx, request2size)
+                                   MALLOC_ALIGN_MASK, MALLOC_ALIGNMENT, MAX_TCACHE_CHUNK,
+                                   MINSIZE, PAGESIZE, SIZE_SZ, STACK_SIZE, STACK_CACHE_MAXSIZE,
+                                   TCACHE_MAX_BINS, TCACHE_STRUCT_REQUEST, request2size)
 from model.glibc.heap import MMAPPED, Chunk
 from model.glibc.memalign import effective_alignment, int_memalign, pvalloc_request
 from model.glibc.mtrim import malloc_trim
@@ -111,11 +111,14 @@ class Process:
     def malloc(self, tid: int, block: int, size: int) -> Chunk:
         """__libc_malloc: tcache (2.26+, initialised on first use), else the arena."""
         t = self.threads.get(tid) or self.thread(tid)  # (thread() names a missing one)
-        nb = request2size(size)
+        # request2size and csize2tidx, inline: a call each was a tenth of this function
+        nb = size + SIZE_SZ + MALLOC_ALIGN_MASK
+        nb = MINSIZE if nb < MINSIZE else nb & ~MALLOC_ALIGN_MASK
         if t.tcache is None:
             self.maybe_init_tcache(t)
         tcache = t.tcache
-        if tcache is not None and nb <= MAX_TCACHE_CHUNK and tcache[i := csize2tidx(nb)]:
+        if tcache is not None and nb <= MAX_TCACHE_CHUNK \
+                and tcache[i := (nb - MINSIZE + MALLOC_ALIGN_MASK) // MALLOC_ALIGNMENT]:
             c = tcache[i].pop()
             c.state = "inuse"
             self.resident.write(c.addr + 3 * SIZE_SZ, SIZE_SZ)  # tcache_get: e->key = 0

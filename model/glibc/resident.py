@@ -118,9 +118,11 @@ class ResidentPages:
             return 0
         lo = addr >> PAGE_SHIFT
         if (addr + length - 1) >> PAGE_SHIFT == lo:  # within one page: most of malloc's writes
-            states = self.regions.get(lo >> REGION_SHIFT)
-            if states is not None and states[lo & REGION_MASK] == RESIDENT:
-                return 0  # already resident: most writes (metadata on pages in use)
+            try:  # a subscript, not regions.get: no method call on the most frequent path
+                if self.regions[lo >> REGION_SHIFT][lo & REGION_MASK] == RESIDENT:
+                    return 0  # already resident: most writes (metadata on pages in use)
+            except KeyError:  # a region not held yet
+                pass
             return self.fault_page(lo)
         if length > MAX_WRITE_BYTES:
             raise ResidentLimit(f"a write of {length:,} bytes: more than the resident-page "

@@ -209,9 +209,9 @@ def _ops(img: "Image | StreamImage", st: Conversion,
                     if len(live) > max_live:
                         max_live = len(live)
                     op = make(GlibcOp, (s, "malloc", (b, a), rec))
-                elif k == K_FREE and a in live and a not in pthread_own:
-                    b = live.pop(a)  # drop, inline
-                    heappush(free_ids, b)
+                elif k == K_FREE and a not in pthread_own \
+                        and (b := live.pop(a, None)) is not None:
+                    heappush(free_ids, b)  # drop, inline (one lookup of `live`)
                     op = make(GlibcOp, (s, "free", (b,), rec))
                 elif k == K_OLD:
                     pending_old[t] = (a, rec, i)
