@@ -70,3 +70,20 @@ def mi_page_try_keep(world, page: Page) -> bool:
         page.block_size, []))
     page.retire_expire = expire
     return expire > 0
+
+
+def mi_theap_collect_forced(world, heap) -> None:
+    """`mi_collect(true)` on the heap's owner (theap.c `mi_theap_collect_ex(MI_FORCE)`): the
+    kept pages go (`_mi_theap_collect_retired(theap, true)`), then every page of the heap whose
+    blocks are all free after its collect goes back to the arena, kept or not
+    (`mi_theap_page_collect`: `collect >= MI_FORCE || retire_expire == 0`). The abandoned
+    pages are not the heap's and stay. The arena's forced purge that follows
+    (`_mi_arenas_collect(force_purge)`) is the simulator's (Simulation.collect_forced)."""
+    from model.alloc import mi_page_free_collect
+    from model.heap import mi_page_retire
+    mi_theap_collect_retired(world, heap, force=True)
+    for pid in [pid for queue in heap.queues.values() for pid in queue]:
+        page = world.pages[pid]
+        mi_page_free_collect(page)
+        if page.is_all_free() and page.capacity:
+            mi_page_retire(world, page)
