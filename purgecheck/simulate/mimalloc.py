@@ -472,9 +472,11 @@ class Simulation:
                                    mem.discarded_bytes))
 
     def collect_forced(self) -> None:
-        """`mi_collect(true)` on every thread that allocated (model.retire
-        mi_theap_collect_forced), then the arena's forced purge of what went back to it
-        (`_mi_arenas_collect(force_purge=true)`): at once, not `purge_delay` later."""
+        """`mi_collect(true)` (model.retire mi_theap_collect_forced), then the arena's forced
+        purge of what went back to it (`_mi_arenas_collect(force_purge=true)`): at once, not
+        `purge_delay` later. mimalloc collects the calling thread's heap only; the workloads
+        that end so (Workload.collect_at_end) allocate on the loop's thread alone, so every
+        heap is that one."""
         from model.retire import mi_theap_collect_forced
         for heap in list(self.world.heaps.values()):
             mi_theap_collect_forced(self.world, heap)
