@@ -22,6 +22,7 @@ from purgecheck.simulate.workloads import make_workload
 
 SIMULATIONS_ONCE = True  # each full-size simulation once for the session (tests/conftest.py)
 SMALL = 4096  # a small size class: 15 blocks to a 64 KiB page
+LARGE = 256 * 1024  # a large size class: a request body of the servers, 4 MiB pages
 OTHER = 8192  # another small size class, its own page
 
 
@@ -64,8 +65,27 @@ def check_normal_collect_counts_kept_page_down(world: World) -> None:
     assert check_world(world) == []
 
 
+def check_large_page_alone_in_its_queue_is_kept(world: World) -> None:
+    """The fork's `_mi_page_retire`: a large page whose last block its owner frees, the only
+    page of its size class, stays for `MI_RETIRE_CYCLES/4` collects (blocks above the small
+    maximum); the normal collect of `before` counts it down. Fails on the rule that keeps no
+    large page (`_no_large_page`, this module's rule until 2026-12-04)."""
+    world = World(Options(retire_cycles=True, purge_holes=False))
+    big = mi_heap_malloc(world, world.heap(1), LARGE)
+    page = world.pages[big.page]
+    assert world.is_large(page)
+    mi_free(world, big, 1)
+    assert not page.retired and page.retire_expire == retire.MI_RETIRE_CYCLES // 4
+    for _ in range(retire.MI_RETIRE_CYCLES // 4 - 1):
+        mi_on_thread_idle(world, 1)
+    assert not page.retired
+    mi_on_thread_idle(world, 1)
+    assert page.retired
+    assert check_world(world) == []
+
+
 CHECKS = [check_only_page_stays_when_all_free, check_sweep_of_hole_purging_gives_kept_page_back,
-          check_normal_collect_counts_kept_page_down]
+          check_normal_collect_counts_kept_page_down, check_large_page_alone_in_its_queue_is_kept]
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
@@ -80,7 +100,7 @@ def test_without_the_option_an_all_free_page_goes_back_at_once():
     assert world.pages[b.page].retired
 
 
-def test_a_crowded_queue_or_a_large_page_is_not_kept():
+def test_a_crowded_queue_or_a_huge_page_is_not_kept():
     world = _world()
     heap = world.heap(1)
     blocks = [mi_heap_malloc(world, heap, OTHER) for _ in range(8 * 5)]  # 5 pages of 8
@@ -90,9 +110,9 @@ def test_a_crowded_queue_or_a_large_page_is_not_kept():
         if b.page == first.id:
             mi_free(world, b, 1)
     assert world.pages[blocks[0].page].retired  # 5 pages in the queue: more than 3
-    big = mi_heap_malloc(world, heap, 256 * 1024)
-    mi_free(world, big, 1)
-    assert world.pages[big.page].retired
+    huge = mi_heap_malloc(world, heap, 64 * 1024 * 1024)  # the huge queue is special
+    mi_free(world, huge, 1)
+    assert world.pages[huge.page].retired
 
 
 # Broken variants, each caught by the check named beside it.
@@ -104,10 +124,19 @@ def _sweep_keeps_kept_pages(world, heap, force=False):
     pass
 
 
+_fork_rule = retire.compute_retire_expire
+
+
+def _no_large_page(world, page, queue):
+    """The rule of this module until 2026-12-04: a large page is never kept."""
+    return 0 if world.is_large(page) else _fork_rule(world, page, queue)
+
+
 BROKEN = [
     ("compute_retire_expire", _never_kept, check_only_page_stays_when_all_free),
     ("compute_retire_expire", lambda world, page, queue: 4,
      check_normal_collect_counts_kept_page_down),
+    ("compute_retire_expire", _no_large_page, check_large_page_alone_in_its_queue_is_kept),
 ]
 
 
@@ -127,6 +156,60 @@ def test_the_sweep_check_fails_when_the_sweep_leaves_kept_pages(monkeypatch):
     monkeypatch.setattr(drivers, "sweep_pages", keeping)
     with pytest.raises(AssertionError):
         check_sweep_of_hole_purging_gives_kept_page_back(_world())
+
+
+def check_forced_collect_gives_kept_page_back(world: World) -> None:
+    """`mi_collect(true)` (Bun.gc(true) in Bun 1.4.4): a kept large page goes back to the arena
+    under every design, `before` included, whose normal collect only counts it down. Fails on
+    a forced collect that leaves kept pages as the normal one does (`_normal_collect`)."""
+    for purge_holes in (False, True):
+        world = World(Options(retire_cycles=True, purge_holes=purge_holes))
+        heap = world.heap(1)
+        big = mi_heap_malloc(world, heap, LARGE)
+        page = world.pages[big.page]
+        mi_free(world, big, 1)
+        assert page.retire_expire
+        retire.mi_theap_collect_forced(world, heap)
+        assert page.retired and not heap.queues[page.block_size]
+        assert check_world(world) == []
+
+
+def _normal_collect(world, heap):
+    """The normal collect: kept pages are counted down, not given back."""
+    retire.mi_theap_collect_retired(world, heap)
+
+
+def test_forced_collect_gives_kept_page_back():
+    check_forced_collect_gives_kept_page_back(_world())
+
+
+def test_the_forced_collect_check_fails_on_the_normal_collect(monkeypatch):
+    monkeypatch.setattr(retire, "mi_theap_collect_forced", _normal_collect)
+    with pytest.raises(AssertionError):
+        check_forced_collect_gives_kept_page_back(_world())
+
+
+def _idle_given_back(collect_at_end: bool) -> dict[str, int]:
+    """A lone page of bodies, all freed at the load's end, then an idle of 1 s: what each
+    design keeps resident at the end (bytes)."""
+    from purgecheck.simulate.workloads import Workload
+    calls = [Call(0.0, 1, "malloc", i, LARGE) for i in range(8)]
+    calls += [Call(1.0, 1, "free", i) for i in range(8)] + [Call(1.0, 1, "loop")]
+    w = Workload("lone", "one page of bodies", lambda: iter(calls), "park", 1000.0,
+                 collect_at_end=collect_at_end)
+    opts = Options(retire_cycles=True, arena_purge_runs=True)
+    return {d: mimalloc.simulate(w, d, opts).counters["rss_end"] for d in ("off", "epoch")}
+
+
+def test_a_load_that_ends_with_a_forced_collect_keeps_no_page_under_any_design():
+    """The real Bun 1.4.4 (docs/measure.md): after Bun.gc(true) a lone page of large blocks is
+    purged by the arena at once under before and epoch alike, so the idle gives back the same.
+    Without the forced collect (the broken variant) before keeps the page and epoch's idle
+    sweep gives it back: the designs differ by the page."""
+    forced = _idle_given_back(True)
+    assert forced["off"] == forced["epoch"] == 0
+    plain = _idle_given_back(False)
+    assert plain["off"] - plain["epoch"] == 8 * LARGE
 
 
 # The arena's purge in runs, in the simulator.

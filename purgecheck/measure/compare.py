@@ -338,16 +338,17 @@ def model_workload(workload: str, params: dict, summary: dict,
         collector = dict(gc_every=max(1, round(gc)), per_turn=TYPED_ARRAYS_PER_TURN,
                          temp_every=TYPED_ARRAYS_TEMP_EVERY) if gc \
             else dict(gc_every=machine.js_gc_every)
-        return make_workload(workload, idle_ms=idle_ms, allocations=n, lo=int(params["lo"]),
-                             hi=int(params["hi"]), keep_every=int(params["keep_every"]),
-                             lifetime=int(params["lifetime"]), think_ms=load_ms / n,
-                             **collector)
+        w = make_workload(workload, idle_ms=idle_ms, allocations=n, lo=int(params["lo"]),
+                          hi=int(params["hi"]), keep_every=int(params["keep_every"]),
+                          lifetime=int(params["lifetime"]), think_ms=load_ms / n, **collector)
+        return replace(w, collect_at_end=True)  # the program ends with Bun.gc(true)
     if workload == "buffer-loop":
         w = make_workload(workload, idle_ms=idle_ms, seconds=load_ms / 1000,
                           size=int(params["size"]), batch=int(params["batch"]),
                           step_ms=load_ms / n, kept=int(params["kept"]), free_late=1,
                           gc_every=max(1, round(gc)) if gc else 1)
-        return replace(w, idle="park")  # on Linux Bun's event loop parks between rounds
+        # on Linux Bun's event loop parks between rounds; the program ends with Bun.gc(true)
+        return replace(w, idle="park", collect_at_end=True)
     raise ValueError(f"no model workload for {workload!r}")
 
 

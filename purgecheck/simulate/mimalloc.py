@@ -471,6 +471,23 @@ class Simulation:
         self.samples.append(Sample(self.t - self.t0, rss, free, mem.discard_calls,
                                    mem.discarded_bytes))
 
+    def collect_forced(self) -> None:
+        """`mi_collect(true)` (model.retire mi_theap_collect_forced), then the arena's forced
+        purge of what went back to it (`_mi_arenas_collect(force_purge=true)`): at once, not
+        `purge_delay` later. mimalloc collects the calling thread's heap only; the workloads
+        that end so (Workload.collect_at_end) allocate on the loop's thread alone, so every
+        heap is that one."""
+        from model.retire import mi_theap_collect_forced
+        for heap in list(self.world.heaps.values()):
+            mi_theap_collect_forced(self.world, heap)
+        self._note_sweep()
+        self.world.log.clear()
+        if self.opts.arena_purge_runs:
+            self.purge_retired_runs()
+        else:
+            for pid in sorted(self.retired_seen):
+                self._on_purge(pid)
+
     def end_load(self) -> None:
         """The last call: note the figures under load, then the threads go idle for good."""
         mem = self.world.mem
@@ -542,6 +559,8 @@ def simulate(workload: Workload, design: str, options: Options | None = None,
     stream: Iterator[Call] = iter(calls if calls is not None else workload.calls())
     for c in stream:
         sim.call(c)
+    if workload.collect_at_end:
+        sim.collect_forced()
     sim.end_load()
     sim.advance_to(sim.t + workload.idle_ms)
     sim._sample()

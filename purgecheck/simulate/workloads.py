@@ -39,6 +39,9 @@ class Workload:
     idle: str  # a key of IDLE_BEHAVIOURS
     idle_ms: float  # how long the process stays idle after its last call
     params: dict = field(default_factory=dict)
+    # the load ends with a forced collect of the allocator (Bun.gc(true) in Bun 1.4.4:
+    # mi_collect(true) after the collector's run; docs/measure.md): kept pages go, the arena purges
+    collect_at_end: bool = False
 
 
 def _small_names(i: int, n: int, first: int) -> list[int]:
