@@ -68,6 +68,20 @@ def clean_cells(judged):
     return judged_once
 
 
+def z3_runs(name: str, run: Callable[[], T]) -> tuple[T, list[int]]:
+    """`run()` (proofs of the unmutated model, under the resource limit) and the resource
+    counts of the Z3 queries it made (proofs.core.USAGE), once per session: the tests that a
+    proof holds and the test that its queries decide far inside the limit read one run. A
+    query that decides uses as much with the limit as without it (the limit only stops it)."""
+    from proofs import core
+
+    def measured():
+        start = len(core.USAGE)
+        value = run()
+        return value, core.USAGE[start:]
+    return once(f"z3 {name}", measured)
+
+
 def weak_check(cfg, checker=None):
     """The weak explorer's check of configuration `cfg` (by `checker`, default
     proofs.weak.configs.checker's), the mutants applied now in the key."""
