@@ -80,8 +80,9 @@ def engines_run_once(monkeypatch):
 # five tests. With this fixture a clean cell of the matrix (no mutant) is judged once per test
 # session (tests/session_cache.py), in whichever process asks first (a forked child of the
 # pool). The key is the engine (by the function that runs it: a test's own engine under a
-# known name is another key) and the judge's arguments. Only for tests whose clean runs are
-# the plain model's: a test that changes the model without a mutant must not ask for it.
+# known name is another key) and the judge's arguments (session_cache.clean_cells; the Dask
+# workers of test_cluster_matrix read it too). Only for tests whose clean runs are the plain
+# model's: a test that changes the model without a mutant must not ask for it.
 @pytest.fixture(scope="session", autouse=True)
 def session_cache_folder(request, tmp_path_factory):
     root, run = tmp_path_factory.getbasetemp(), ""
@@ -93,22 +94,9 @@ def session_cache_folder(request, tmp_path_factory):
 
 @pytest.fixture
 def clean_cells_once(monkeypatch):
-    from purgecheck.engines import load_engines
     from purgecheck.mutants import matrix
 
-    judged = matrix._judged
-
-    def once(mutant, engine, quick, stop_early=False, part=None):
-        engines = load_engines()
-        if mutant is not None or engine not in engines:
-            return judged(mutant, engine, quick, stop_early, part)
-        run = engines[engine].run
-        return session_cache.once(
-            f"clean cell {(engine, run.__module__, run.__qualname__, quick, stop_early, part)}",
-            lambda: judged(None, engine, quick, stop_early, part),
-            keep=lambda cell: cell.verdict in (matrix.HELD, matrix.FAILED))  # not a crash
-
-    monkeypatch.setattr(matrix, "_judged", once)
+    monkeypatch.setattr(matrix, "_judged", session_cache.clean_cells(matrix._judged))
 
 
 # The simulator's full-size runs against the recorded measurements: compare.run_model runs

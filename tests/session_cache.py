@@ -27,6 +27,11 @@ def start(folder: Path) -> None:
     _FOLDER[:] = [folder]
 
 
+def folder() -> Path | None:
+    """This session's folder (None outside a test session)."""
+    return _FOLDER[0] if _FOLDER else None
+
+
 def once(key: str, compute: Callable[[], T], keep: Callable[[T], bool] = lambda v: True) -> T:
     """The value kept under `key` in this session, else `compute()` (kept when `keep` says)."""
     if not _FOLDER:  # outside a test session
@@ -40,6 +45,41 @@ def once(key: str, compute: Callable[[], T], keep: Callable[[T], bool] = lambda 
         partial.write_bytes(pickle.dumps(value))
         os.replace(partial, path)  # whole or not at all for a reader in another process
     return value
+
+
+def clean_cells(judged):
+    """`judged` (purgecheck.mutants.matrix._judged) whose clean cells (no mutant) of a known
+    engine are judged once per session, kept when the verdict is not a crash. The key is the
+    engine by the function that runs it (a test's own engine under a known name is another
+    key) and the judge's arguments. `.alone` is `judged` itself."""
+    def judged_once(mutant, engine, quick, stop_early=False, part=None):
+        from purgecheck.engines import load_engines
+        from purgecheck.mutants import matrix
+
+        engines = load_engines()
+        if mutant is not None or engine not in engines:
+            return judged(mutant, engine, quick, stop_early, part)
+        run = engines[engine].run
+        return once(
+            f"clean cell {(engine, run.__module__, run.__qualname__, quick, stop_early, part)}",
+            lambda: judged(None, engine, quick, stop_early, part),
+            keep=lambda cell: cell.verdict in (matrix.HELD, matrix.FAILED))
+    judged_once.alone = judged
+    return judged_once
+
+
+def z3_runs(name: str, run: Callable[[], T]) -> tuple[T, list[int]]:
+    """`run()` (proofs of the unmutated model, under the resource limit) and the resource
+    counts of the Z3 queries it made (proofs.core.USAGE), once per session: the tests that a
+    proof holds and the test that its queries decide far inside the limit read one run. A
+    query that decides uses as much with the limit as without it (the limit only stops it)."""
+    from proofs import core
+
+    def measured():
+        start = len(core.USAGE)
+        value = run()
+        return value, core.USAGE[start:]
+    return once(f"z3 {name}", measured)
 
 
 def weak_check(cfg, checker=None):

@@ -15,6 +15,9 @@ from purgecheck.measure import callsites
 from purgecheck.measure.callsites import (ARENA, HOLES, before_sites, kind_of, load_figures,
                                           parse_stacks)
 
+# The model's run below is test_retire's (bun-serve on the quiet recording, epoch and before):
+# each full-size simulation once for the session (tests/conftest.py)
+SIMULATIONS_ONCE = True
 BUN = "/work/.purgecheck/bun-1.4.4/bun()"
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 

@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 import cloudpickle
 import pytest
@@ -49,6 +50,37 @@ def client():
         yield c
 
 
+def _judge_clean_cells_once(folder: str | None, tests: str) -> None:
+    """In a worker: its clean cells from the test session's (session_cache.clean_cells), or
+    (folder None) its own again. A worker started later (one killed and replaced) judges its
+    own."""
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    import session_cache
+    from purgecheck.mutants import matrix
+
+    judged = getattr(matrix._judged, "alone", matrix._judged)
+    if folder is None:
+        matrix._judged = judged
+        return
+    session_cache.start(Path(folder))
+    matrix._judged = session_cache.clean_cells(judged)
+
+
+@pytest.fixture
+def workers_clean_cells_once(client):
+    """For the tests whose subject is not the clean run (a hang, a crash, a killed worker):
+    the workers' clean cells are the session's (clean_cells_once's), not the scenarios
+    engine's run again in every test (3 to 5 s of a worker's CPU each).
+    test_a_small_matrix_on_dask_equals_the_pool keeps the workers' own."""
+    import session_cache
+
+    tests = str(Path(__file__).parent)
+    client.run(_judge_clean_cells_once, str(session_cache.folder()), tests)
+    yield
+    client.run(_judge_clean_cells_once, None, tests)
+
+
 def verdicts(m):
     return ({e: c.verdict for e, c in m.baseline.items()},
             {k: c.verdict for k, c in m.cells.items()})
@@ -76,7 +108,8 @@ def test_a_small_matrix_on_dask_equals_the_pool(client, clean_cells_once):
     assert young["HD-YOUNG-KEPT"]["replay"].startswith("purgecheck scenario ")
 
 
-def test_hanging_and_crashing_cells_are_reported_and_leave_no_patch(client):
+def test_hanging_and_crashing_cells_are_reported_and_leave_no_patch(client,
+                                                                   workers_clean_cells_once):
     m = run_matrix([HANGS, EXITS], ["scenarios"], quick=True, timeout=6, client=client)
     hang, crash = m.cells[("test-hangs", "scenarios")], m.cells[("test-exits", "scenarios")]
     assert hang.verdict == TIMEOUT and hang.seconds >= 6
@@ -87,7 +120,7 @@ def test_hanging_and_crashing_cells_are_reported_and_leave_no_patch(client):
     assert set(names.values()) == {"is_epoch_due"}
 
 
-def test_a_worker_killed_mid_task_is_retried(client, tmp_path):
+def test_a_worker_killed_mid_task_is_retried(client, tmp_path, workers_clean_cells_once):
     """The test kills the worker running the cell; Dask gives the task to a worker again and
     the cell comes back with the verdict of an undisturbed run."""
     marker = tmp_path / "worker.pid"

@@ -4,6 +4,8 @@ counterexample, including the model's named mutants rfc-ratio-le and rfc-no-halv
 
 from __future__ import annotations
 
+import session_cache
+
 from proofs.glibc_throttle import PROOFS, TWINS, run_mutant_proofs, run_proofs
 from purgecheck.mutants import MUTANTS, applied
 from purgecheck.reports.results import exit_code
@@ -15,7 +17,7 @@ def APPLY(name):
 
 
 def test_proofs_hold():
-    results = run_proofs(quick=True)
+    results, _ = session_cache.z3_runs("glibc proofs quick", lambda: run_proofs(quick=True))
     assert len(results) == sum(len(p.invariants) for p in PROOFS)
     assert exit_code(results) == 0, [(r.engine, r.status, r.detail) for r in results]
     assert {r.status for r in results} <= {"proved", "bounded"}

@@ -3,6 +3,7 @@ invariant; each check it makes is shown to catch a mutant, with the shortest pat
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 
 import pytest
@@ -18,11 +19,28 @@ from purgecheck.mutants import MUTANTS, applied
 # runs); the cap's own check stays fast on the stalled park below (PK-DONE-WITHIN-MAX from an
 # initial state under park-unbounded, and held by the real rule).
 FAST_QUICK = [pytest.param(n, marks=pytest.mark.slow) if n == "park-1-cap" else n for n in QUICK]
+MOVES_OF_BLOCK1 = ("xthread-park", "reclaim-alloc-park")  # the paths of issue 28, below
+
+
+@functools.cache
+def explored(name: str, mutant: str | None = None) -> tuple[X.Report, frozenset]:
+    """CONFIGS[name] explored whole under `mutant`, once for the module (the explorer is
+    deterministic and the tests only read its report: the quick test, the park's checks and
+    the paths of issue 28 read the same run), with the moves of block 1 where MOVES_OF_BLOCK1
+    names it: (actor, block 1's place before, after) of every transition that moves it."""
+    seen: set[tuple[str, str, str]] = set()
+
+    def on(action, s, ns):
+        if s[8][0] != ns[8][0]:
+            seen.add((X.actor_of(action), s[8][0], ns[8][0]))
+    with applied(MUTANTS[mutant] if mutant else None):
+        rep = X.explore(CONFIGS[name], on_transition=on if name in MOVES_OF_BLOCK1 else None)
+    return rep, frozenset(seen)
 
 
 @pytest.mark.parametrize("name", FAST_QUICK)
 def test_quick_configuration_matches_the_manifest_and_holds(name):
-    rep = X.explore(CONFIGS[name])
+    rep, _ = explored(name)
     assert rep.ok, {k: v.reason for k, v in rep.violations.items()}
     assert compare_with_manifest(rep) is None
     want = load_manifest()[name]
@@ -41,7 +59,7 @@ def test_a_changed_state_space_is_reported():
 
 def test_symmetry_and_dead_locals_shrink_the_space_without_losing_a_violation():
     full = X.explore(replace(CONFIGS["bare-2"], reduce_dead=False))
-    small = X.explore(CONFIGS["bare-2"])
+    small, _ = explored("bare-2")
     assert full.ok and small.ok and small.states * 5 < full.states
     with applied(MUTANTS["no-cas-exclusion"]):
         reduced = X.explore(CONFIGS["bare-2"], stop_at_first=True)
@@ -49,7 +67,7 @@ def test_symmetry_and_dead_locals_shrink_the_space_without_losing_a_violation():
 
 
 def test_park_configuration_checks_the_world_invariants():
-    rep = X.explore(CONFIGS["park-1-short"])
+    rep, _ = explored("park-1-short")
     for inv in ("HD-INTERVAL", "HD-YOUNG-KEPT", "PK-SPACING", "PK-DONE-TWO-EPOCHS",
                 "PK-DONE-WITHIN-MAX", "PK-NO-STUCK-CYCLE", "EP-EPOCH-MOVES"):
         assert inv in rep.checked
@@ -359,15 +377,9 @@ def test_a_stalled_mover_leaves_the_park_to_the_cap_and_a_claim_that_forgets_nev
 
 # -- the paths only the fuzz machines reached (issue 28) ------------------------------------
 
-def _moves_of_block1(name: str) -> set[tuple[str, str, str]]:
+def _moves_of_block1(name: str) -> frozenset[tuple[str, str, str]]:
     """(actor, block 1's place before, after) of every transition that moves block 1."""
-    seen: set[tuple[str, str, str]] = set()
-
-    def on(action, s, ns):
-        if s[8][0] != ns[8][0]:
-            seen.add((X.actor_of(action), s[8][0], ns[8][0]))
-    X.explore(CONFIGS[name], on_transition=on)
-    return seen
+    return explored(name)[1]
 
 
 def test_xthread_park_reaches_another_threads_free_collected_held_and_purged():
@@ -392,8 +404,8 @@ def test_a_collect_that_keeps_xthread_frees_is_caught_only_on_the_new_paths(name
     owner never had another thread's free): the park configurations still hold under it.
     On the new ones the block is left on xthread_free beside the free list (or beside its
     new owner: the malloc path took it)."""
+    assert explored("park-1-short", "collect-keeps-xthread")[0].ok
     with applied(MUTANTS["collect-keeps-xthread"]):
-        assert X.explore(CONFIGS["park-1-short"]).ok
         rep = X.explore(CONFIGS[name], stop_at_first=True)
     assert rep.violations["PG-LIVE-NOT-FREE"].reason in (
         "a block is on the free lists twice", "blocks [1] are live and on a free list")
