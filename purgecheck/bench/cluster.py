@@ -80,7 +80,7 @@ def campaign(tiny: bool, client, n: int, seconds: float | None = None) -> Figure
     jobs = [Job(m, "epoch", None) for m in ("page", "epoch", "park")]
     seconds = seconds or CAMPAIGN_SECONDS[tiny]
     camp = run_campaign(client, jobs, seconds, base_seed=1, database=None,
-                        examples=3 if tiny else 50)  # tiny: a few examples a batch
+                        examples=10 if tiny else 50)
     return Figure(BENCH, f"fuzz campaign, {n} worker{'s' if n > 1 else ''}: examples per "
                          f"second", camp.examples_per_s, "examples/s",
                   f"{camp.examples:,} examples in {camp.seconds:.1f} s; the page, epoch and "
