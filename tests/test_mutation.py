@@ -138,3 +138,35 @@ def test_the_matrix_page_tells_the_last_run_from_earlier_ones_and_why_one_engine
     assert "| (killed 1.0 s) |" in row and row.endswith("| 1 (+1 earlier) |")
     assert "**no reason given** for `age-lt-1`" in page
     assert f"*Seen by one engine:* {explained.seen_by_one}" in page
+
+
+def test_a_first_kill_run_prints_a_line_per_mutant_within_100_columns():
+    """`make check`'s `mutants --first-kill` printed a column per engine, about 170 wide, each
+    row mostly "-": it prints a line per mutant now, its killer, the time and how many engines
+    ran. A survivor says so on its line and below; the full table stays for other runs."""
+    import io
+
+    from purgecheck.mutants.matrix import HELD, NOT_RUN, Cell, Matrix
+    from purgecheck.mutants.report import print_matrix
+    engines = ["scenarios", "glibc", "fuzz", "conformance", "validate", "prove",
+               "sanitizers", "relacy", "z3:glibc-trim-floor-model-no-threshold-at-all"]
+    cells = {}
+    for m, killer, seconds in (("age-lt-1", "validate", 0.8), ("huge-purges", "scenarios", 0.4),
+                               ("unit-os-page", None, 0.0)):
+        for e in engines:
+            verdict = KILLED if e == killer else SURVIVED if e in ("scenarios", "validate") \
+                else NOT_RUN
+            cells[(m, e)] = Cell(m, e, verdict, seconds if e == killer else 1.0)
+    matrix = Matrix(engines, ["age-lt-1", "huge-purges", "unit-os-page"],
+                    {e: Cell(None, e, HELD) for e in engines}, cells)
+    lines, table = io.StringIO(), io.StringIO()
+    print_matrix(matrix, lines, first_kill=True)
+    print_matrix(matrix, table)
+    out = lines.getvalue().splitlines()
+    assert all(len(line) <= 100 for line in out)
+    assert out[1].split() == ["age-lt-1", "validate", "0.8s", "2"]
+    assert out[2].split() == ["huge-purges", "scenarios", "0.4s", "2"]
+    assert out[3].split() == ["unit-os-page", "SURVIVED", "-", "2"]
+    assert "SURVIVED unit-os-page:" in lines.getvalue()
+    assert out[-1] == "3 mutants: 2 killed (0 by more than one engine), 1 survived"
+    assert max(map(len, table.getvalue().splitlines())) > 100  # the table: every engine

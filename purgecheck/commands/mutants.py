@@ -134,5 +134,5 @@ def run(args) -> int:
                **matrix.to_doc()}
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
     else:
-        print_matrix(matrix)
+        print_matrix(matrix, first_kill=kills == 1)
     return 1 if matrix.survivors() else 0

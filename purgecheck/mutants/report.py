@@ -21,11 +21,44 @@ def cell_text(verdict: str, seconds: float) -> str:
     return {SURVIVED: ".", NOT_RUN: "-"}.get(verdict, verdict)
 
 
-def print_matrix(matrix: Matrix, file=None) -> None:
+def kill_lines(matrix: Matrix, width: int = 100) -> list[str]:
+    """A first-kill run as a CI log reads it: a line per mutant within `width` columns, the
+    engine that killed it, in how long, and how many engines ran on it (the table of every
+    engine is mostly "not run" then, and a column per engine made it 170 wide in `make
+    check`'s log)."""
+    name_w = min(30, max([len("mutant"), *map(len, matrix.mutants)]))
+    engine_w = min(30, max([len("killed by"), *map(len, matrix.engines)]))
+
+    def cut(text: str, w: int) -> str:
+        return text.ljust(w) if len(text) <= w else text[:w - 1] + "…"
+    out = [f"{cut('mutant', name_w)}  {cut('killed by', engine_w)}  {'time':>8}  engines run"]
+    for m in matrix.mutants:
+        killers = matrix.killers(m)
+        ran = sum(1 for e in matrix.engines
+                  if (c := matrix.cells.get((m, e))) is not None and c.verdict != NOT_RUN)
+        killer = killers[0] if killers else "SURVIVED"
+        seconds = f"{matrix.cells[(m, killers[0])].seconds:.1f}s" if killers else "-"
+        out.append(f"{cut(m, name_w)}  {cut(killer, engine_w)}  {seconds:>8}  {ran}"[:width])
+    return out
+
+
+def print_matrix(matrix: Matrix, file=None, first_kill: bool = False) -> None:
+    """The matrix: a table, engine by engine; under first kill a line per mutant
+    (kill_lines). Then the warnings, the survivors with their replay, and the count."""
     from rich.console import Console
-    from rich.table import Table
 
     console = Console(file=file or sys.stdout, width=200)
+    if first_kill:
+        for line in kill_lines(matrix):
+            console.print(line, markup=False, highlight=False)
+    else:
+        _print_table(console, matrix)
+    _print_footer(console, matrix)
+
+
+def _print_table(console, matrix: Matrix) -> None:
+    from rich.table import Table
+
     table = Table(title="purgecheck mutants: which engine killed each mutant, and how fast")
     table.add_column("mutant", no_wrap=True)
     for e in matrix.engines:
@@ -41,6 +74,9 @@ def print_matrix(matrix: Matrix, file=None) -> None:
         row.append(f"[bold red]0[/]" if not n else str(n))
         table.add_row(*row)
     console.print(table)
+
+
+def _print_footer(console, matrix: Matrix) -> None:
     for e, c in matrix.baseline.items():
         if e not in matrix.judges() and c.verdict != NOT_RUN:
             console.print(f"[yellow]WARNING[/] engine {e} does not hold on the clean model "
