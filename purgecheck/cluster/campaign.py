@@ -130,10 +130,8 @@ def batch(job: Job, seed: int, profile: str, database: str | None, examples: int
     def go():
         return run_machine(job.machine, variant=job.variant or EPOCH, mutant=job.mutant,
                            profile=profile, examples=examples, seed=seed, database=database)
-    if malloc_env is None:
-        with foreign_random_allowed():
-            return go()
-    return call_with_malloc_environment(malloc_env, go)
+    with foreign_random_allowed():  # (call_with_malloc_environment's too: it nests)
+        return go() if malloc_env is None else call_with_malloc_environment(malloc_env, go)
 
 
 def rounds(jobs: list[Job], base_seed: int) -> Iterator[tuple[Job, int]]:

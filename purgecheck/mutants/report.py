@@ -26,19 +26,19 @@ def kill_lines(matrix: Matrix, width: int = 100) -> list[str]:
     engine that killed it, in how long, and how many engines ran on it (the table of every
     engine is mostly "not run" then, and a column per engine made it 170 wide in `make
     check`'s log)."""
-    name_w = min(30, max([len("mutant"), *map(len, matrix.mutants)]))
-    engine_w = min(30, max([len("killed by"), *map(len, matrix.engines)]))
+    from purgecheck.reports.results import NAME_COLUMN, cut
 
-    def cut(text: str, w: int) -> str:
-        return text.ljust(w) if len(text) <= w else text[:w - 1] + "…"
-    out = [f"{cut('mutant', name_w)}  {cut('killed by', engine_w)}  {'time':>8}  engines run"]
+    name_w = min(NAME_COLUMN, max([len("mutant"), *map(len, matrix.mutants)]))
+    engine_w = min(NAME_COLUMN, max([len("killed by"), *map(len, matrix.engines)]))
+    out = [f"{'mutant':{name_w}}  {'killed by':{engine_w}}  {'time':>8}  engines run"]
     for m in matrix.mutants:
         killers = matrix.killers(m)
         ran = sum(1 for e in matrix.engines
                   if (c := matrix.cells.get((m, e))) is not None and c.verdict != NOT_RUN)
         killer = killers[0] if killers else "SURVIVED"
         seconds = f"{matrix.cells[(m, killers[0])].seconds:.1f}s" if killers else "-"
-        out.append(f"{cut(m, name_w)}  {cut(killer, engine_w)}  {seconds:>8}  {ran}"[:width])
+        out.append(f"{cut(m, name_w):{name_w}}  {cut(killer, engine_w):{engine_w}}  "
+                   f"{seconds:>8}  {ran}"[:width])
     return out
 
 

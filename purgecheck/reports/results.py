@@ -68,7 +68,8 @@ def print_table(results: list[Result], title: str, statements: dict[str, str] | 
 NAME_COLUMN = 30  # the widest the invariant and engine columns get: the verdict always shows
 
 
-def _cut(text: str, width: int) -> str:
+def cut(text: str, width: int) -> str:
+    """`text` in at most `width` characters, a longer one ending in an ellipsis."""
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
@@ -79,7 +80,7 @@ def summary_rows(results: list[Result], width: int = SUMMARY_WIDTH) -> list[str]
     `EP-NO-SHORT-EPOCH,EP-RECORDED-NOT-BEFORE-REAL,...`, once pushed the result out of the
     line), the figure in what is left (cut so too; `--verbose` and `--json` have them whole)."""
     heads = ("invariant", "engine", "result", "time")
-    cells = [(_cut(r.invariant, NAME_COLUMN), _cut(r.engine, NAME_COLUMN), r.status,
+    cells = [(cut(r.invariant, NAME_COLUMN), cut(r.engine, NAME_COLUMN), r.status,
               f"{r.seconds:.2f}s") for r in results]
     widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h)
               for i, h in enumerate(heads)]
@@ -88,7 +89,7 @@ def summary_rows(results: list[Result], width: int = SUMMARY_WIDTH) -> list[str]
     def line(fixed: tuple[str, ...], figure: str) -> str:
         text = "  ".join(c.rjust(w) if i == 3 else c.ljust(w)
                          for i, (c, w) in enumerate(zip(fixed, widths)))
-        return f"{text}  {_cut(figure, room) if room else ''}".rstrip()[:width]
+        return f"{text}  {cut(figure, room) if room else ''}".rstrip()[:width]
     return [line(heads, "figure")] + [line(c, r.figure) for c, r in zip(cells, results)]
 
 
