@@ -21,6 +21,9 @@ EXAMPLE = """examples:
   purgecheck measure --seed-tables                 seed 000's tables: seed | real | model
   purgecheck measure --seed-tables --from FILE     the same from a saved measurement
   purgecheck measure --script my-app.js --set idle_s=10     your own program
+  purgecheck measure --seed-tables --add-to docs/data/real-bun.json
+                                                   the recorded workloads again: add the
+                                                   figures the recording lacks
 designs: before (MIMALLOC_PURGE_HOLES=0), no-hold (MIMALLOC_PURGE_HOLES_MIN_INTERVAL=0 and
 MIMALLOC_PURGE_HOLES_LARGE_FLOOR=0), epoch (MIMALLOC_PURGE_HOLES_LARGE_FLOOR=0: the seed's
 rule), default (Bun 1.4.4 as shipped); --option adds a setting to every design run.
@@ -75,6 +78,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--record", action="store_true",
                    help="with --seed-tables: keep the measurement as docs/data/real-bun.json, "
                         "which `purgecheck docs` turns into docs/real-bun.md")
+    p.add_argument("--add-to", metavar="FILE",
+                   help="with --seed-tables (every recorded workload) or a WORKLOAD: run the "
+                        "workloads of a recorded --seed-tables measurement again at their "
+                        "recorded parameters and designs, and add to FILE only the figures it "
+                        "lacks, with the date, the load and this command")
     p.add_argument("--json", action="store_true", help="every run and the summary as JSON")
     p.add_argument("--out", metavar="FILE", help="also write the JSON to FILE")
     return p
@@ -124,6 +132,49 @@ def _measure(bun, w, params: dict, designs: list[str], options: dict, args,
             "summary": summarise(runs), "runs": [r.as_json() for r in runs]}
 
 
+def _add_to(bun, args) -> int:
+    """--add-to: each recorded workload (or the one named) run again at its recorded
+    parameters and designs; the figures the recording lacks go into it
+    (purgecheck/measure/recording.py)."""
+    from purgecheck.measure.recording import RecordingMismatch, add_figures
+    from purgecheck.measure.run import RunError
+    from purgecheck.measure.workloads import workload_params
+    path = Path(args.add_to)
+    record = orjson.loads(path.read_bytes()) if path.is_file() else {}
+    recorded = record.get("workloads") if isinstance(record, dict) else None
+    if not isinstance(recorded, dict):
+        raise UsageError(f"--add-to {path}: not a recorded --seed-tables measurement")
+    names = list(recorded) if args.seed_tables else [args.workload]
+    if any(n not in recorded for n in names):
+        raise UsageError(f"--add-to {path}: no recorded workload {args.workload!r}; it has "
+                         f"{', '.join(recorded)}")
+    command = (f"purgecheck measure {'--seed-tables' if args.seed_tables else args.workload} "
+               f"--add-to {path} --repeats {args.repeats}")
+    for i, name in enumerate(names):
+        rec = recorded[name]
+        try:
+            w, params = workload_params(name, {k: str(v) for k, v in rec["params"].items()})
+        except ValueError as e:
+            raise UsageError(f"--add-to {path}: {e}") from None
+        try:
+            doc = _measure(bun, w, params, list(rec["designs"]), dict(rec["options"]), args,
+                           f"[{i + 1}/{len(names)}] " if len(names) > 1 else "")
+        except RunError as e:
+            print(f"purgecheck measure: {e}", file=sys.stderr)
+            return 1
+        try:
+            added = add_figures(rec, doc, command)
+        except RecordingMismatch as e:
+            raise UsageError(f"--add-to {path}: {e}") from None
+        path.write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2))  # each workload kept
+        print(f"{name}: added {', '.join(added) or 'nothing (the recording has every figure)'}")
+        for d, s in rec["summary"].items():
+            print("  " + d + ": " + ", ".join(
+                f"{k} {s[k]['median']:g} ({s[k]['min']:g}..{s[k]['max']:g})"
+                for k in added if k in s))
+    return 0
+
+
 def _load_saved(path: str) -> dict:
     try:
         doc = orjson.loads(Path(path).read_bytes())
@@ -150,6 +201,19 @@ def _check(args) -> None:
         raise UsageError("--record keeps a --seed-tables measurement: give --seed-tables")
     if args.from_file is not None and not (args.seed_tables or args.compare):
         raise UsageError("--from reads a saved measurement for --seed-tables or --compare")
+    if args.add_to is not None:
+        clash = [o for o, on in (("--from", args.from_file), ("--record", args.record),
+                                 ("--set", args.set), ("--design", args.design),
+                                 ("--script", args.script), ("--compare", args.compare),
+                                 ("--option", args.option)) if on]
+        if clash:
+            raise UsageError(f"--add-to runs the recorded workloads as they were recorded: "
+                             f"give no {clash[0]} with it")
+        if bool(args.seed_tables) == bool(args.workload):
+            raise UsageError("--add-to: name a recorded workload, or give --seed-tables")
+        if not Path(args.add_to).is_file():
+            raise UsageError(f"--add-to {args.add_to}: no such file")
+        return
     if args.seed_tables and (args.workload or args.design):
         raise UsageError("--seed-tables measures the seed's workloads under every design: give "
                          "no WORKLOAD or --design with it")
@@ -193,6 +257,8 @@ def run(args) -> int:
             bun = find_bun(args.bun)
         except BunMissing as e:
             raise UsageError(str(e)) from None
+        if args.add_to:
+            return _add_to(bun, args)
         names = list(WORKLOADS) if args.seed_tables else [w.name]
         measured = {}
         try:

@@ -5,7 +5,8 @@ A run starts the program (under strace unless `count_madvise` is off), waits for
 that its load begins (`ready PID PORT` of a server, `load-start PID` of a single program),
 reads /proc/PID/stat there, samples smaps_rollup every `sample_ms` on a thread of its own,
 counts the loop's turns and the scavenger's passes with perf (purgecheck/measure/turns.py)
-unless `count_turns` is off, and notes the end of the load (the load generator exits, or the
+unless `count_turns` is off (under load, and again in a window of its own from the end of the
+load to the end of the idle), and notes the end of the load (the load generator exits, or the
 program says `load-end`); a workload of js/ then says how many collections freed its objects
 (js/collections.js). After `idle_s` of idle it tells the program to quit. Everything is bounded in time: a program
 that does not answer is killed with its process group, and a RunError says what happened.
@@ -94,6 +95,10 @@ FIGURES = {
                   "park (perf's syscall tracepoints; absent without a usable perf)",
     "requests_per_turn": "requests per turn of the event loop under load",
     "scavenger_passes": "the scavenger's sleeps under load (its futex calls): its passes",
+    "loop_turns_idle": "turns of the event loop in the idle after the load: its epoll waits "
+                       "begun from the end of the load to the end of the idle (a second perf "
+                       "window), each a park beyond the one it was in when the load ended",
+    "scavenger_passes_idle": "the scavenger's passes in the idle (the same window)",
     "collections": "the garbage collector's collections under load that freed the "
                    "program's objects (js/collections.js: a FinalizationRegistry)",
     "requests_per_collection": "requests (allocations, rounds) per collection under load",
@@ -247,8 +252,16 @@ def _run_phases(bun, w, params, proc, lines, idle_s, sample_ms, tmp: Path | None
     else:
         t_end, fields = lines.expect("load-end", float(params.get("max_load_s", 600)))
         requests = int(fields[0]) if fields and fields[0].isdigit() else 1
+    # the idle's own window, attached before the load's window stops and before the harness
+    # asks the program anything: the idle's parks are few (the runtime's timers), so it must
+    # not miss the first of them
+    idle_counter = TurnCounter(pid, tmp / "perf-idle.txt") if tmp is not None else None
+    if idle_counter is not None:
+        idle_counter.start()
     s1 = probe.read_stat(pid)
     names = probe.thread_names(pid)  # the threads as they are at the end of the load
+    if idle_counter is not None:
+        idle_counter.wait_attached()
     turns = counter.stop() if counter is not None else None
     if s0 is None or s1 is None:
         raise RunError("the program ended during its load")
@@ -260,6 +273,10 @@ def _run_phases(bun, w, params, proc, lines, idle_s, sample_ms, tmp: Path | None
         extra.update(_collections(proc, lines, requests))
     time.sleep(idle_s)
     t_idle_end = time.time()
+    idle_turns = idle_counter.stop() if idle_counter is not None else None
+    if idle_turns is not None:  # 0 is a count: a loop that stayed in one park
+        extra.update(loop_turns_idle=idle_turns.loop_turns,
+                     scavenger_passes_idle=idle_turns.scavenger_passes)
     last = probe.read_rollup(pid)
     sampler.done.set()
     sampler.join()

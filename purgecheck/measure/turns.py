@@ -21,9 +21,11 @@ request, as it did before the count existed.
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +62,21 @@ def parse_perf_per_thread(text: str, pid: int) -> Turns | None:
     return Turns(loop, scav) if seen else None
 
 
+def _perf_fds(pid: int) -> int:
+    """How many perf_event file descriptors process `pid` holds."""
+    n = 0
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return 0
+    for fd in fds:
+        try:
+            n += "perf_event" in os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+    return n
+
+
 class TurnCounter:
     """`perf stat` attached to a running process from start() to stop(). A perf that is not
     there or cannot attach gives None at stop(); the measurement goes on without it."""
@@ -80,6 +97,20 @@ class TurnCounter:
                 stderr=subprocess.DEVNULL)
         except OSError:
             self.proc = None
+
+    def wait_attached(self, timeout_s: float = 2.0) -> bool:
+        """Wait until perf has opened its counters on the process (its perf_event file
+        descriptors, one per event and thread): 14 to 25 ms after start() on this machine
+        (2026-12-04). A window that must not miss the turns right after its start (the idle's)
+        waits for it before the harness speaks to the program again."""
+        if self.proc is None:
+            return False
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            if _perf_fds(self.proc.pid) >= len(LOOP_EVENTS) + 1:
+                return True
+            time.sleep(0.002)
+        return False
 
     def stop(self) -> Turns | None:
         if self.proc is None:
