@@ -75,6 +75,10 @@ class MachineModel:
     # the runtime's own small and medium pages, measured apart (the program with its objects
     # at 1 byte, RUNTIME_APART), added to the model's excess where the model holds none
     runtime_apart: bool = True
+    # the event loop's turns in the idle, measured (loop_turns_idle): the model's loop wakes
+    # and parks again as often, evenly spaced (simulate's Workload.idle_turns); off: one park
+    # through the idle, as the model had it before they were counted
+    idle_turns: bool = True
 
 
 # The simulator as it was before the real Bun was measured: a scavenger at the instant of
@@ -308,8 +312,25 @@ def collector_survivors(run: dict, machine: MachineModel = MachineModel()) -> di
     return {"survivors": round(per, 2), "major_every": max(1, round(every))}
 
 
+def idle_turns(run: dict, machine: MachineModel = MachineModel()) -> int:
+    """The real event loop's turns in the idle after the load (`loop_turns_idle`, a perf
+    window of its own: purgecheck/measure/run.py), the median of the design's runs; 0 where
+    not counted (a recording made before, or no perf), where the model keeps one park through
+    the idle. On the servers, 4 to 17 in 3 s: the runtime's timers (2026-12-04)."""
+    turns = _measured(run, "loop_turns_idle", machine) if machine.idle_turns else None
+    return max(0, round(turns)) if turns else 0
+
+
 def model_workload(workload: str, params: dict, summary: dict,
                    machine: MachineModel = MachineModel(), design: str = BASE_REAL):
+    """The simulator's workload of the measured one as `design` ran it, with the event loop's
+    turns in the idle as measured (idle_turns); see _model_workload."""
+    w = _model_workload(workload, params, summary, machine, design)
+    return replace(w, idle_turns=idle_turns(measured_run(summary, design), machine))
+
+
+def _model_workload(workload: str, params: dict, summary: dict,
+                    machine: MachineModel = MachineModel(), design: str = BASE_REAL):
     """The simulator's workload of the measured one as `design` ran it: its requests over
     its load (the pace), and where measured its loop's turns (requests per park,
     purgecheck/measure/turns.py) and its collector's batch (requests per collection,
@@ -401,7 +422,7 @@ def run_model(workload: str, params: dict, summary: dict, designs: list[str],
             continue
         w = workload_of(d)
         c = counters(w, md, d)
-        if w.params != base_w.params:
+        if (w.params, w.idle_turns) != (base_w.params, base_w.idle_turns):
             off = counters(w, MODEL_DESIGN[BASE_REAL], BASE_REAL)
             c = {k: out[BASE_REAL][k] + v - off[k] for k, v in c.items()}
         out[d] = c
@@ -415,8 +436,11 @@ def model_params(workload: str, params: dict, summary: dict,
                  machine: MachineModel = MachineModel()) -> dict:
     """The parameters of the model's workload per design, for the reader: design ->
     parameter -> value."""
-    return {d: dict(model_workload(workload, params, summary, machine, d).params)
-            for d in summary}
+    out = {}
+    for d in summary:
+        w = model_workload(workload, params, summary, machine, d)
+        out[d] = {**w.params, **({"idle_turns": w.idle_turns} if w.idle_turns else {})}
+    return out
 
 
 def _value_text(k: str, v) -> str:

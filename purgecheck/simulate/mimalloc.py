@@ -80,7 +80,7 @@ INLINE_EVERY_MS = 100  # Bun's Windows loop sweeps inline at most every 100 ms
 # not one sample per step of a trace's 10^12 ms. Far above the seeds' runs (7,000 at 5 ms).
 MAX_SAMPLES = 20_000
 # The background actors, each a timer kind with its handler Simulation._on_<kind>.
-TIMERS = ("scavenger", "sweeper", "pool", "park_after", "inline_again", "purge")
+TIMERS = ("scavenger", "sweeper", "pool", "park_after", "inline_again", "purge", "idle_turn")
 
 
 def design_options(design: str, base: Options | None = None) -> Options:
@@ -344,6 +344,34 @@ class Simulation:
         if self.t - self.last_call.get(th, self.t) >= (self.park_after_ms or 0):
             self._loop_idle(th)
 
+    def schedule_idle_turns(self, turns: int, idle_ms: float) -> None:
+        """The event loop's `turns` turns in the idle after the load (Workload.idle_turns),
+        evenly spaced: the measured count at the measured mean spacing, `idle_ms / (turns +
+        1)` from the park the load ended in, each other and the idle's end. Each is a thread
+        of the program waking and coming to its idle point again (_on_idle_turn)."""
+        for th in sorted(self.last_call):  # the program's threads: the ones that made calls
+            for k in range(1, turns + 1):
+                self._timer(self.t + k * idle_ms / (turns + 1), "idle_turn", th)
+
+    def _on_idle_turn(self, th: int) -> None:
+        """A turn of the event loop in the idle: a timer of the runtime woke it (the real
+        loop's `epoll_pwait2` returns; purgecheck/measure/turns.py), it does its timers' work
+        and comes to its idle point again. Where it parks (Bun's loop on Linux), it leaves
+        its park (`mi_on_thread_idle_end`) and parks again (`mi_on_thread_idle_start`, seed
+        000 (2): the park handoff), which wakes the scavenger; the park lasts until the next
+        turn, hundreds of ms, so the scavenger's pass reaches it. The pass's idle work is a
+        collect, which counts the kept pages down (`mi_theap_collect`: `_mi_theap_collect_retired`,
+        model.retire) or, with hole purging, frees them: one more such collect a turn. Where
+        it sweeps inline (Bun's Windows loop), it sweeps as at any idle point, at most every
+        100 ms."""
+        if self.idle == "park":
+            if self.world.thread(th).park_state != RUNNING:
+                mi_on_thread_idle_end(self.world, th)
+            self._park(th, for_good=True)
+        else:
+            self._loop_idle(th)
+        self.world.log.clear()
+
     def _on_inline_again(self, th: int) -> None:
         """The inline caller about to block for good: again an interval after the call
         before, while mi_on_thread_idle_pending says so."""
@@ -562,6 +590,7 @@ def simulate(workload: Workload, design: str, options: Options | None = None,
     if workload.collect_at_end:
         sim.collect_forced()
     sim.end_load()
+    sim.schedule_idle_turns(workload.idle_turns, workload.idle_ms)
     sim.advance_to(sim.t + workload.idle_ms)
     sim._sample()
     return DesignRun(workload.name, "mimalloc", design, sim.counters(), sim.samples,

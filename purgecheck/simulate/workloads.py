@@ -42,6 +42,12 @@ class Workload:
     # the load ends with a forced collect of the allocator (Bun.gc(true) in Bun 1.4.4:
     # mi_collect(true) after the collector's run; docs/measure.md): kept pages go, the arena purges
     collect_at_end: bool = False
+    # the event loop's turns in the idle beyond the park it is in when the load ends, evenly
+    # spaced over the idle (Simulation.idle_turn): each a wake (a timer of the runtime) and a
+    # park again, or an inline sweep where the loop sweeps inline. The real Bun's loop turns 4
+    # to 17 times in 3 s of idle (`loop_turns_idle` of purgecheck measure); 0: one park
+    # through the idle
+    idle_turns: int = 0
 
 
 def _small_names(i: int, n: int, first: int) -> list[int]:
