@@ -114,3 +114,19 @@ def test_a_recording_refuses_runs_of_other_parameters_or_designs():
     with pytest.raises(RecordingMismatch, match="designs"):
         add_figures(recorded, _doc(PARAMS, {"before": figs}), "c")
     assert "apart" not in recorded and "loop_turns_idle" not in recorded["summary"]["before"]
+
+
+def test_a_figure_another_recorded_workload_has_is_not_added():
+    """`requests_per_late_collection` is absent where no collection freed a survivor (the
+    recorded buffer-loop): a finding of those runs, which new runs must not fill in (they did
+    on 2026-12-04 before the recording's format was asked; the broken variant, each workload
+    on its own, adds it)."""
+    from purgecheck.measure.recording import recorded_figures
+    late = {"requests_per_late_collection": {"min": 700, "median": 705, "max": 723, "n": 2}}
+    loop = _doc(PARAMS, {"before": {}, "epoch": {}})
+    serve = {**_doc({}, {"before": late}), "workload": "bun-serve"}
+    known = recorded_figures({"buffer-loop": loop, "bun-serve": serve})
+    new = _doc(PARAMS, {"before": late, "epoch": {}})
+    assert add_figures(copy.deepcopy(loop), new, "c") == ["requests_per_late_collection"]
+    assert add_figures(loop, new, "c", known) == []
+    assert "requests_per_late_collection" not in loop["summary"]["before"]

@@ -136,7 +136,7 @@ def _add_to(bun, args) -> int:
     """--add-to: each recorded workload (or the one named) run again at its recorded
     parameters and designs; the figures the recording lacks go into it
     (purgecheck/measure/recording.py)."""
-    from purgecheck.measure.recording import RecordingMismatch, add_figures
+    from purgecheck.measure.recording import RecordingMismatch, add_figures, recorded_figures
     from purgecheck.measure.run import RunError
     from purgecheck.measure.workloads import workload_params
     path = Path(args.add_to)
@@ -148,6 +148,7 @@ def _add_to(bun, args) -> int:
     if any(n not in recorded for n in names):
         raise UsageError(f"--add-to {path}: no recorded workload {args.workload!r}; it has "
                          f"{', '.join(recorded)}")
+    known = recorded_figures(recorded)  # before any is added
     command = (f"purgecheck measure {'--seed-tables' if args.seed_tables else args.workload} "
                f"--add-to {path} --repeats {args.repeats}")
     for i, name in enumerate(names):
@@ -163,7 +164,7 @@ def _add_to(bun, args) -> int:
             print(f"purgecheck measure: {e}", file=sys.stderr)
             return 1
         try:
-            added = add_figures(rec, doc, command)
+            added = add_figures(rec, doc, command, known)
         except RecordingMismatch as e:
             raise UsageError(f"--add-to {path}: {e}") from None
         path.write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2))  # each workload kept

@@ -15,17 +15,25 @@ class RecordingMismatch(ValueError):
     """The new runs are not of the recorded workload (another parameter or design)."""
 
 
-def new_figures(recorded: dict, measured: dict) -> list[str]:
-    """The figures of `measured`'s summary (a workload's `purgecheck measure` JSON) that no
-    design of `recorded`'s summary has, in the order measured."""
-    have = {k for s in recorded["summary"].values() for k in s}
+def recorded_figures(workloads: dict) -> set[str]:
+    """Every figure some design of some recorded workload has: the recording's format. A
+    figure that only some runs give (`requests_per_late_collection`: only where a collection
+    freed a survivor) is in it, and its absence from a workload is a finding, not a gap."""
+    return {k for w in workloads.values() for s in w["summary"].values() for k in s}
+
+
+def new_figures(known: set[str], measured: dict) -> list[str]:
+    """The figures of `measured`'s summary (a workload's `purgecheck measure` JSON) that are
+    not `known`, in the order measured."""
     return [k for k in dict.fromkeys(k for s in measured["summary"].values() for k in s)
-            if k not in have]
+            if k not in known]
 
 
-def add_figures(recorded: dict, measured: dict, command: str) -> list[str]:
+def add_figures(recorded: dict, measured: dict, command: str,
+                known: set[str] | None = None) -> list[str]:
     """Add to `recorded` (one workload of a recording, changed in place) the figures that
-    `measured` has and it lacks, design by design; returns their names. The runs must be of
+    `measured` has and the recording lacks (`known`: recorded_figures of the whole recording;
+    by default this workload's), design by design; returns their names. The runs must be of
     the same parameters and designs (RecordingMismatch otherwise), so that a figure added
     describes the recorded workload."""
     if measured["params"] != recorded["params"]:
@@ -35,7 +43,7 @@ def add_figures(recorded: dict, measured: dict, command: str) -> list[str]:
         raise RecordingMismatch(f"{recorded['workload']}: the runs' designs "
                                 f"{sorted(measured['summary'])} are not the recorded "
                                 f"{sorted(recorded['summary'])}")
-    added = new_figures(recorded, measured)
+    added = new_figures(recorded_figures({"_": recorded}) if known is None else known, measured)
     for design, figures in measured["summary"].items():
         for k in added:
             if k in figures:
