@@ -399,6 +399,11 @@ def test_the_seed_tables_from_a_recorded_measurement_show_its_medians(capsys, tm
     (["measure", "--seed-tables", "--design", "epoch"], "--seed-tables"),
     (["measure", "bun-serve", "--out", ""], "--out"),
     (["measure", "bun-serve", "--out", "/nonexistent/dir/x.json"], "--out"),
+    (["measure", "--add-to", "docs/data/real-bun.json"], "--seed-tables"),
+    (["measure", "--seed-tables", "--add-to", "/nonexistent.json"], "--add-to"),
+    (["measure", "bun-serve", "--add-to", "docs/data/real-bun.json", "--set", "load_s=2"],
+     "--set"),
+    (["measure", "--seed-tables", "--add-to", "docs/data/real-bun.json", "--record"], "--record"),
 ])
 def test_bad_usage_is_one_line_and_exit_2(argv, words, capsys):
     assert main(argv) == 2

@@ -107,6 +107,7 @@ def real_bun_files(root: Path) -> dict[str, str]:
                                         "measure --seed-tables --record`.\n"}
     from purgecheck.measure.compare import (FIGURES, RUNTIME_APART, compare, params_text,
                                             runtime_part)
+    from purgecheck.measure.recording import apart_text
     from purgecheck.measure.report import num
     from purgecheck.measure.seedtables import grid, model_runs, tables
     doc = orjson.loads(path.read_bytes())
@@ -145,6 +146,9 @@ def real_bun_files(root: Path) -> dict[str, str]:
                  num(r.model), esc(r.band), r.verdict] for r in c.rows]
         params = params_text(c.model_params)
         out += [f"### `{name}`", "", f"Model workload: {esc(params)}.", ""]
+        apart = apart_text(w)
+        if apart:  # figures that other runs than the recording's gave (the model takes them)
+            out += [f"Beside the recording: {apart}.", ""]
         if runtime_part(name) is not None:  # say where a model figure holds a measured part
             machine = orjson.loads(RUNTIME_APART.read_bytes())["workloads"][name]["machine"]
             out += [f"The model's figures here include the runtime's own excess over before, "
