@@ -101,7 +101,7 @@ class TurnCounter:
     def wait_attached(self, timeout_s: float = 2.0) -> bool:
         """Wait until perf has opened its counters on the process (its perf_event file
         descriptors, one per event and thread): 14 to 25 ms after start() on this machine
-        (2026-12-04). A window that must not miss the turns right after its start (the idle's)
+        (2026-12-04; 9 to 14 ms of waiting when the harness reads /proc meanwhile). A window that must not miss the turns right after its start (the idle's)
         waits for it before the harness speaks to the program again."""
         if self.proc is None:
             return False
