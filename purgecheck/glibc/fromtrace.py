@@ -36,6 +36,7 @@ from purgecheck.formats.alloc_trace import (ALIGN_LOG2, F_IN_CREATE, F_NOT_POW2,
 from purgecheck.formats.glibc_ops import MAX_THREADS, GlibcOp
 
 if TYPE_CHECKING:
+    from model.glibc.process import Process
     from purgecheck.formats.alloc_stream import StreamImage
 
 MALLOPT_PARAMS = {-1: "trim_threshold", -2: "top_pad", -3: "mmap_threshold", -4: "mmap_max"}
@@ -85,7 +86,8 @@ def _signed(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Iterator[GlibcOp]:
+def to_ops(img: "Image | StreamImage", stats: Conversion | None = None,
+           process: "Process | None" = None) -> Iterator[GlibcOp]:
     """The image's calls as glibc ops; `line` of each op is its record's number.
 
     The ops come from a run that keeps, per live address, its block id only. Bad input that
@@ -93,8 +95,14 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
     record") is named by a second run over the image that keeps them (`records`) and takes
     only the general path: the ops are the same (tests/test_replay.py checks the two runs
     op for op), so it stops at the same record. The record numbers cost a tuple per
-    live block and an entry per address ever freed: memory that grew with the heap."""
-    return _ops(img, stats if stats is not None else Conversion(), None)
+    live block and an entry per address ever freed: memory that grew with the heap.
+
+    With `process`, the ops of the short path (most mallocs, frees and reallocs of a running
+    thread) are made on the process here, not yielded: the replay's loop then runs only the
+    others (`replay.run_model`). A generator's resume, the op's tuple, its unpacking and the
+    handler's lookup were a fifth of a replay's time (docs/record.md, seventh round); the
+    process gets the same calls in the same order (tests/test_replay_speed.py)."""
+    return _ops(img, stats if stats is not None else Conversion(), None, process)
 
 
 def _name_the_records(img: "Image | StreamImage") -> NoReturn:
@@ -108,8 +116,8 @@ def _name_the_records(img: "Image | StreamImage") -> NoReturn:
                          f"where the one without them did")
 
 
-def _ops(img: "Image | StreamImage", st: Conversion,
-         records: _Records | None) -> Iterator[GlibcOp]:
+def _ops(img: "Image | StreamImage", st: Conversion, records: _Records | None,
+         process: "Process | None" = None) -> Iterator[GlibcOp]:
     """to_ops: without `records`, most records take the short path, and bad input is named
     by the run with them (_name_the_records); with them, every record takes the general
     path, which keeps them."""
@@ -194,6 +202,11 @@ def _ops(img: "Image | StreamImage", st: Conversion,
     n_ops = 0
     # the short path's lookup of a running thread: none with the records (the general path)
     short_slot = slots.get if records is None else {}.get
+    # the short path's ops made on the process directly (to_ops), else yielded
+    direct_malloc = direct_free = direct_realloc = None
+    if process is not None:
+        direct_malloc, direct_free = process.malloc, process.free
+        direct_realloc = process.realloc
     try:
         for i, k, t, f, a, r, rec in img.rows():
             s = short_slot(t)
@@ -208,11 +221,19 @@ def _ops(img: "Image | StreamImage", st: Conversion,
                     live[r] = b
                     if len(live) > max_live:
                         max_live = len(live)
-                    op = make(GlibcOp, (s, "malloc", (b, a), rec))
+                    if direct_malloc is None:
+                        op = make(GlibcOp, (s, "malloc", (b, a), rec))
+                    else:
+                        direct_malloc(s, b, a)
+                        op = True
                 elif k == K_FREE and a not in pthread_own \
                         and (b := live.pop(a, None)) is not None:
                     heappush(free_ids, b)  # drop, inline (one lookup of `live`)
-                    op = make(GlibcOp, (s, "free", (b,), rec))
+                    if direct_free is None:
+                        op = make(GlibcOp, (s, "free", (b,), rec))
+                    else:
+                        direct_free(s, b)
+                        op = True
                 elif k == K_OLD:
                     pending_old[t] = (a, rec, i)
                     continue
@@ -223,12 +244,16 @@ def _ops(img: "Image | StreamImage", st: Conversion,
                     old = pending_old.pop(t)[0]
                     ops = _realloc(src, s, old, a, r, rec, live, None, new_id, drop, st)
                     op = ops[0] if ops else False  # False: a failed realloc, no op
+                    if op and direct_realloc is not None:
+                        direct_realloc(s, *op.args)
+                        op = True
                 else:
                     op = None
                 if op is not None:
                     if op:
                         n_ops += 1
-                        yield op
+                        if op is not True:  # True: made on the process already
+                            yield op
                     if t != main and last[t] == i and t not in pending_old:
                         n_ops += 1
                         del slots[t]
