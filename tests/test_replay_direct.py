@@ -1,11 +1,15 @@
 """The replay's direct path (issue 29, seventh round): `replay.run_model` lets the conversion
 make the short path's ops on the process as it converts them (fromtrace.to_ops with a
-process) instead of yielding each op to its loop. The process must get the same calls, in the
-same order, with the same results, as from the ops one by one; and a model error met on the
-direct path must be named as the op-by-op run names it."""
+process) instead of yielding each op to its loop, and name each block by its address in the
+process's own dict of blocks instead of by the lowest free id. The process must get the same
+calls, in the same order, with the same results and the same number of live blocks, as from
+the ops one by one; and a model error met on the direct path must be named as the op-by-op
+run names it."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,8 +17,10 @@ import pytest
 from model.glibc.malloc import OutOfMemory
 from model.glibc.process import Process
 from model.glibc.versions import VERSIONS
+from purgecheck.bench.record import PERL_HASH
 from purgecheck.glibc import replay
 from purgecheck.glibc.modelrun import OPS
+from purgecheck.record.run import record
 from test_replay import race_trace
 
 DATA = Path(__file__).parent / "data"
@@ -34,10 +40,12 @@ def logging_process(log: list, fail_at: int | None = None) -> type:
                 raise OutOfMemory("the test's limit")
             self.made += 1
             got = getattr(Process, name)(self, tid, *args)
-            c = self.blocks.get(args[0]) if args and name in BLOCK_OPS else None
+            block = name in BLOCK_OPS  # the first argument names a block: an id, or an
+            # address on the direct path, so it is left out; its chunk is compared
+            c = self.blocks.get(args[0]) if block else None
             r = self.resident
-            log.append((name, tid, args, c and (c.addr, c.size, c.state), len(self.calls),
-                        r.pages, r.faults, r.refaults))
+            log.append((name, tid, args[block:], c and (c.addr, c.size, c.state),
+                        len(self.calls), r.pages, r.faults, r.refaults, len(self.blocks)))
             return got
         return op
 
@@ -57,14 +65,27 @@ def logged_run(monkeypatch, img, version: str, direct: bool, fail_at: int | None
     return log, p
 
 
+@pytest.fixture(scope="module")
+def perl_hash(tmp_path_factory) -> list[Path]:
+    """The bench's perl hash workload at 2,000 keys (reallocs that move, frees in every
+    order), recorded; none where perl is missing."""
+    if shutil.which("perl") is None:
+        return []
+    path = tmp_path_factory.mktemp("perl") / "perl.rec"
+    return record(["perl", "-e", PERL_HASH.format(n=2000)], path,
+                  stdout=subprocess.DEVNULL).files[:1]
+
+
 @pytest.mark.parametrize("version", ["2.21", "2.23+"])
-def test_the_direct_path_makes_the_calls_of_the_ops_one_by_one(monkeypatch, tmp_path, version):
+def test_the_direct_path_makes_the_calls_of_the_ops_one_by_one(monkeypatch, tmp_path, version,
+                                                               perl_hash):
     """Every call, its arguments and what it left, in order, and the system calls at the end,
     on a threaded recording (xz -T2: starts, joins, reallocs, the general path between the
-    short path's calls) and on the realloc race the conversion settles. By hand: a direct
-    free that is counted but not made, or a direct realloc made with the size as the block,
-    fails here."""
-    for path in (DATA / "xz-T2.rec", race_trace(tmp_path / "race.rec")):
+    short path's calls), on the realloc race the conversion settles and on a perl hash
+    workload. By hand: a direct free that is counted but not made, a direct realloc made
+    with the size as the block, or a moving realloc that names the block by its old address
+    (no re-keying), fails here."""
+    for path in (DATA / "xz-T2.rec", race_trace(tmp_path / "race.rec"), *perl_hash):
         img, _ = replay.load_stream(path)
         by_op, p_op = logged_run(monkeypatch, img, version, direct=False)
         direct, p_direct = logged_run(monkeypatch, img, version, direct=True)
