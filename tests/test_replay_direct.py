@@ -18,10 +18,11 @@ from model.glibc.malloc import OutOfMemory
 from model.glibc.process import Process
 from model.glibc.versions import VERSIONS
 from purgecheck.bench.record import PERL_HASH
+from purgecheck.formats.alloc_trace import encode
 from purgecheck.glibc import replay
 from purgecheck.glibc.modelrun import OPS
 from purgecheck.record.run import record
-from test_replay import race_trace
+from test_replay import race_trace, start
 
 DATA = Path(__file__).parent / "data"
 
@@ -105,3 +106,22 @@ def test_a_model_error_on_the_direct_path_names_the_op_the_op_by_op_run_names(mo
             logged_run(monkeypatch, img, "2.23+", direct, fail_at=100)
         messages.append(str(e.value))
     assert "the test's limit" in messages[0] and messages[1] == messages[0]
+
+
+def test_the_replay_hash_is_stable_and_sees_a_changed_rule(monkeypatch, tmp_path):
+    """purgecheck/bench/predictions.py's hash of replay.run_model's own run (the direct
+    path, which the op-by-op hash does not drive): the same run gives the same hash, another
+    version or a changed rule (a tcache bin of 6 chunks, not 7) another, on a trace of 50
+    mallocs of one size freed in turn."""
+    from model.glibc import malloc
+    from purgecheck.bench.predictions import replay_hash
+
+    blocks = [0x5000 + 32 * n for n in range(50)]
+    calls = [("malloc", 24, b) for b in blocks] + [("free", b, 0) for b in blocks]
+    (tmp_path / "same.rec").write_bytes(start() + b"".join(
+        encode(n + 1, 0, kind, a, r) for n, (kind, a, r) in enumerate(calls)))
+    img, _ = replay.load_stream(tmp_path / "same.rec")
+    first = replay_hash(img, "2.23+")
+    assert replay_hash(img, "2.23+") == first and replay_hash(img, "2.21") != first
+    monkeypatch.setattr(malloc, "TCACHE_FILL_COUNT", 6)
+    assert replay_hash(img, "2.23+") != first
