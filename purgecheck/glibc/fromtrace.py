@@ -3,8 +3,9 @@
 The recorded calls become the ops of docs/glibc.md in call order, each in its thread:
 
 - a pointer becomes a block id (the lowest id free, so the ids needed are the most blocks
-  live at once); a recorded thread becomes a script thread (the lowest of 1..63 free; the
-  first thread of the image is thread 0);
+  live at once; on the replay's direct path, the block's address: to_ops); a recorded
+  thread becomes a script thread (the lowest of 1..63 free; the first thread of the image
+  is thread 0);
 - `thread_new` starts the thread; the thread is joined right after its last record (its
   exit record, or a free a TSD destructor made after it);
 - calls pthread_create made itself (the new thread's dtv, flag F_IN_CREATE) are left out,
