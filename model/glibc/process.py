@@ -65,7 +65,7 @@ class Process:
     threads: dict[int, Thread] = field(default_factory=dict)
     arenas: list[Arena] = field(default_factory=list)
     free_list: list[Arena] = field(default_factory=list)  # arenas of exited threads, LIFO
-    blocks: dict[int, Chunk] = field(default_factory=dict)  # the program's live blocks by id
+    blocks: dict[int, Chunk] = field(default_factory=dict)  # live blocks by id (or address)
     stack_cache: list[Stack] = field(default_factory=list)  # oldest first
     brk_base: int = BRK_BASE
     next_heap: int = HEAP_AREA

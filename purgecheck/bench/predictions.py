@@ -26,7 +26,7 @@ from model.glibc.process import Process
 from model.glibc.versions import VERSIONS
 from purgecheck.formats.glibc_ops import expand, parse_script
 from purgecheck.glibc.modelrun import handlers
-from purgecheck.glibc.replay import load_stream, ops_of
+from purgecheck.glibc.replay import load_stream, ops_of, run_model
 from purgecheck.glibc.workloads import WORKLOADS
 
 SKIPPED = ("repeat", "end")
@@ -74,15 +74,25 @@ def prediction_hash(ops, version: str, overcommit_2: bool = False) -> str:
     return h.hexdigest()[:16]
 
 
+def replay_hash(img, version: str) -> str:
+    """The hash of `purgecheck replay`'s own run (replay.run_model, whose conversion makes
+    most ops on the process directly): every system call, then the final state."""
+    p = run_model(img, VERSIONS[version], {}, False)
+    h = hashlib.sha256(repr([(x.name, x.category, x.addr, x.length) for x in p.calls]).encode())
+    final_state(p, h)
+    return h.hexdigest()[:16]
+
+
 def lines(traces: list[str], workloads: bool = True, versions=None):
-    """(what, hash) for each trace at each version, then each workload at each version
-    with and without overcommit 2."""
+    """(what, hash) for each trace at each version, op by op and as `replay` runs it, then
+    each workload at each version with and without overcommit 2."""
     versions = list(versions or VERSIONS)
     for path in traces:
         img, _ = load_stream(path)
         ops = list(ops_of(img))
         for v in versions:
             yield f"{path} {v}", prediction_hash(ops, v)
+            yield f"{path} {v} replay", replay_hash(img, v)
     if workloads:
         for name, w in sorted(WORKLOADS.items()):
             ops = list(expand(parse_script(w.script(quick=True))))

@@ -3,8 +3,9 @@
 The recorded calls become the ops of docs/glibc.md in call order, each in its thread:
 
 - a pointer becomes a block id (the lowest id free, so the ids needed are the most blocks
-  live at once); a recorded thread becomes a script thread (the lowest of 1..63 free; the
-  first thread of the image is thread 0);
+  live at once; on the replay's direct path, the block's address: to_ops); a recorded
+  thread becomes a script thread (the lowest of 1..63 free; the first thread of the image
+  is thread 0);
 - `thread_new` starts the thread; the thread is joined right after its last record (its
   exit record, or a free a TSD destructor made after it);
 - calls pthread_create made itself (the new thread's dtv, flag F_IN_CREATE) are left out,
@@ -36,6 +37,7 @@ from purgecheck.formats.alloc_trace import (ALIGN_LOG2, F_IN_CREATE, F_NOT_POW2,
 from purgecheck.formats.glibc_ops import MAX_THREADS, GlibcOp
 
 if TYPE_CHECKING:
+    from model.glibc.process import Process
     from purgecheck.formats.alloc_stream import StreamImage
 
 MALLOPT_PARAMS = {-1: "trim_threshold", -2: "top_pad", -3: "mmap_threshold", -4: "mmap_max"}
@@ -85,7 +87,8 @@ def _signed(v: int) -> int:
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
-def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Iterator[GlibcOp]:
+def to_ops(img: "Image | StreamImage", stats: Conversion | None = None,
+           process: "Process | None" = None) -> Iterator[GlibcOp]:
     """The image's calls as glibc ops; `line` of each op is its record's number.
 
     The ops come from a run that keeps, per live address, its block id only. Bad input that
@@ -93,8 +96,18 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None) -> Itera
     record") is named by a second run over the image that keeps them (`records`) and takes
     only the general path: the ops are the same (tests/test_replay.py checks the two runs
     op for op), so it stops at the same record. The record numbers cost a tuple per
-    live block and an entry per address ever freed: memory that grew with the heap."""
-    return _ops(img, stats if stats is not None else Conversion(), None)
+    live block and an entry per address ever freed: memory that grew with the heap.
+
+    With `process`, the ops of the short path (most mallocs, frees and reallocs of a running
+    thread) are made on the process here, not yielded: the replay's loop then runs only the
+    others (`replay.run_model`). A generator's resume, the op's tuple, its unpacking and the
+    handler's lookup were a fifth of a replay's time (docs/record.md, seventh round). The
+    ops then name a block by its address, not by the lowest free id: the process's own
+    dict of blocks is the conversion's dict of live addresses (one lookup in one dict of up
+    to 900,000 entries where there were two, and no heap of free ids), and a realloc that
+    moves a block re-keys it there. Nothing but the process sees those ops; it gets the same
+    calls in the same order as from the ops one by one (tests/test_replay_direct.py)."""
+    return _ops(img, stats if stats is not None else Conversion(), None, process)
 
 
 def _name_the_records(img: "Image | StreamImage") -> NoReturn:
@@ -108,15 +121,18 @@ def _name_the_records(img: "Image | StreamImage") -> NoReturn:
                          f"where the one without them did")
 
 
-def _ops(img: "Image | StreamImage", st: Conversion,
-         records: _Records | None) -> Iterator[GlibcOp]:
+def _ops(img: "Image | StreamImage", st: Conversion, records: _Records | None,
+         process: "Process | None" = None) -> Iterator[GlibcOp]:
     """to_ops: without `records`, most records take the short path, and bad input is named
     by the run with them (_name_the_records); with them, every record takes the general
     path, which keeps them."""
     src = img.source
     last = img.last_of_threads()  # recorded thread -> the index of its last record
     main = img.main_thread
-    live: dict[int, int] = {}  # address -> block id
+    # address -> block id; with `process`, its blocks by address (to_ops), and a block's
+    # id is its address
+    keyed = process is not None
+    live: dict = process.blocks if keyed else {}
     free_ids: list[int] = []  # a heap: the lowest is reused first
     fresh_id = count().__next__  # when none is free: the next never used
     max_live = 0
@@ -130,6 +146,9 @@ def _ops(img: "Image | StreamImage", st: Conversion,
         nonlocal max_live
         if addr in live:
             raise still_live(src, addr, rec, records)
+        if keyed:  # the op that names it puts the block in `live` (the process's blocks)
+            max_live = max(max_live, len(live) + 1)
+            return addr
         i = heappop(free_ids) if free_ids else fresh_id()
         live[addr] = i
         if records is not None:
@@ -141,6 +160,8 @@ def _ops(img: "Image | StreamImage", st: Conversion,
     def drop(addr: int, rec: int, what: str) -> int:
         if addr not in live:
             raise not_live(src, addr, rec, what, records)
+        if keyed:  # the op that names it takes the block out of the process's blocks
+            return addr
         i = live.pop(addr)
         if records is not None:
             records.gone[addr] = rec
@@ -185,7 +206,7 @@ def _ops(img: "Image | StreamImage", st: Conversion,
         _, size, new, result_rec = after
         settled.add(result_rec)
         return _realloc(src, slots[owner], old, size, new, result_rec,
-                        live, records, new_id, drop, st)
+                        live, records, new_id, drop, st, keyed)
     QUIET = {KIND[k] for k in ("start", "thread_exit", "fork", "exec", "end")}
     ALIGNED = {KIND[k] for k in ("memalign", "posix_memalign", "aligned_alloc")}
     PAGED = {KIND["valloc"], KIND["pvalloc"]}
@@ -194,6 +215,9 @@ def _ops(img: "Image | StreamImage", st: Conversion,
     n_ops = 0
     # the short path's lookup of a running thread: none with the records (the general path)
     short_slot = slots.get if records is None else {}.get
+    if keyed:  # the short path's ops made on the process directly (to_ops), else yielded
+        direct_malloc, direct_free = process.malloc, process.free
+        direct_realloc = process.realloc
     try:
         for i, k, t, f, a, r, rec in img.rows():
             s = short_slot(t)
@@ -204,12 +228,18 @@ def _ops(img: "Image | StreamImage", st: Conversion,
                 # is in flight may need that realloc settled first, and a record that is bad
                 # input is named by the general case
                 if k == K_MALLOC and r and r not in live:
-                    b = heappop(free_ids) if free_ids else fresh_id()  # new_id, inline
-                    live[r] = b
+                    if keyed:
+                        direct_malloc(s, r, a)  # the process keeps the block at `r`
+                    else:
+                        b = heappop(free_ids) if free_ids else fresh_id()  # new_id, inline
+                        live[r] = b
                     if len(live) > max_live:
                         max_live = len(live)
-                    op = make(GlibcOp, (s, "malloc", (b, a), rec))
-                elif k == K_FREE and a not in pthread_own \
+                    op = True if keyed else make(GlibcOp, (s, "malloc", (b, a), rec))
+                elif k == K_FREE and keyed and a in live and a not in pthread_own:
+                    direct_free(s, a)
+                    op = True
+                elif k == K_FREE and not keyed and a not in pthread_own \
                         and (b := live.pop(a, None)) is not None:
                     heappush(free_ids, b)  # drop, inline (one lookup of `live`)
                     op = make(GlibcOp, (s, "free", (b,), rec))
@@ -221,14 +251,18 @@ def _ops(img: "Image | StreamImage", st: Conversion,
                     # the second half of a realloc that no other thread's realloc in flight
                     # can have moved (see settle): as the general case below does
                     old = pending_old.pop(t)[0]
-                    ops = _realloc(src, s, old, a, r, rec, live, None, new_id, drop, st)
+                    ops = _realloc(src, s, old, a, r, rec, live, None, new_id, drop, st, keyed)
                     op = ops[0] if ops else False  # False: a failed realloc, no op
+                    if op and keyed:
+                        direct_realloc(s, *op.args)
+                        op = True
                 else:
                     op = None
                 if op is not None:
                     if op:
                         n_ops += 1
-                        yield op
+                        if op is not True:  # True: made on the process already
+                            yield op
                     if t != main and last[t] == i and t not in pending_old:
                         n_ops += 1
                         del slots[t]
@@ -272,7 +306,8 @@ def _ops(img: "Image | StreamImage", st: Conversion,
                         raise ConvertError(src, rec, "realloc without its realloc_old record "
                                                      "(expected the pair from one thread)")
                     old, _, _ = pending_old.pop(t)
-                    out += _realloc(src, s, old, a, r, rec, live, records, new_id, drop, st)
+                    out += _realloc(src, s, old, a, r, rec, live, records, new_id, drop, st,
+                                    keyed)
                 elif k in ALIGNED:
                     if not r:
                         st.skip("failed allocation")
@@ -328,9 +363,10 @@ def not_live(src: str, addr: int, rec: int, what: str, records: _Records | None)
                                   f"live block")
 
 
-def _realloc(src, s, old, size, new, rec, live, records, new_id, drop, st) -> list[GlibcOp]:
+def _realloc(src, s, old, size, new, rec, live, records, new_id, drop, st,
+             keyed: bool = False) -> list[GlibcOp]:
     """realloc(old, size) = new, as one op on the block of `old` (docs/record.md); `records`
-    as in _ops."""
+    and `keyed` (blocks named by their address) as in _ops."""
     if old == 0:  # realloc(NULL, n) is malloc(n)
         if not new:
             st.skip("failed allocation")
@@ -338,7 +374,7 @@ def _realloc(src, s, old, size, new, rec, live, records, new_id, drop, st) -> li
         return [GlibcOp(s, "realloc", (new_id(new, rec), size), rec)]
     if old not in live:
         drop(old, rec, "realloc")  # raises, naming when the block was freed
-    block = live[old]
+    block = old if keyed else live[old]
     if size == 0:  # REALLOC_ZERO_BYTES_FREES: the block is freed, NULL returned
         drop(old, rec, "realloc")
         return [GlibcOp(s, "realloc", (block, 0), rec)]
@@ -346,10 +382,12 @@ def _realloc(src, s, old, size, new, rec, live, records, new_id, drop, st) -> li
         st.skip("failed realloc (the block is unchanged)")
         return []
     if new != old:  # moved: the block keeps its id at its new address
-        live.pop(old)
+        held = live.pop(old)
         if new in live:
             raise still_live(src, new, rec, records)
-        live[new] = block
+        live[new] = held  # keyed: the process's block, named by its new address from now on
+        if keyed:
+            block = new
         if records is not None:
             records.gone[old] = rec
             records.made[new] = rec

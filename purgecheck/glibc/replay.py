@@ -105,6 +105,14 @@ def ops_of(img, stats: Conversion | None = None):
     return to_ops(img, stats)
 
 
+def _direct_ops(img, stats: Conversion | None, p: Process):
+    """ops_of, with a recorded image's short-path ops made on `p` as they are converted
+    (fromtrace.to_ops): the ops left to run."""
+    if isinstance(img, HeaptrackImage):
+        return img.glibc_ops(stats)
+    return to_ops(img, stats, p)
+
+
 def prefix_reason(img, stats: Conversion) -> str | None:
     """Why a replay covers only a prefix of the program's run, or None when it covers all
     of it: the conversion stopped at a call the file cannot explain, the recording has a gap
@@ -148,9 +156,16 @@ def run_model(img: Image, version: Version, settings: dict[str, int], overcommit
     try:
         with collector_paused():
             if after_op is None:  # `purgecheck replay`: the loop is most of a replay's time
-                for op in ops_of(img, stats):
-                    thread, name, args, _ = op  # unpacked: cheaper than three attribute reads
-                    do[name](thread, *args)
+                try:
+                    for op in _direct_ops(img, stats, p):
+                        thread, name, args, _ = op  # unpacked: cheaper than three attributes
+                        do[name](thread, *args)
+                except (ScriptError, OutOfMemory, ResidentLimit):
+                    # the failing op may be one the conversion made on `p` (not `op`): the
+                    # run op by op names it, failing at the same op (the model is
+                    # deterministic)
+                    return run_model(img, version, settings, overcommit_2, Conversion(),
+                                     lambda i, op, p: False)
             else:
                 for i, op in enumerate(ops_of(img, stats)):
                     do[op.name](op.thread, *op.args)
