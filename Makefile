@@ -9,7 +9,11 @@ STAMP   := $(VENV)/.installed
 
 .PHONY: setup check nightly test bench bench-full bench-compare clean reference tools bun
 
-setup: tools $(STAMP) reference bun
+# The Python packages and the C reference's builds (the two Relacy builds alone are half a
+# minute of g++) are made side by side: 2 jobs, the C builds sharing them (GNU make's job
+# server). The reference comes after the tools (Relacy's header is one of them).
+setup: tools
+	@$(MAKE) --no-print-directory -j2 $(STAMP) reference bun
 
 # System tools the checks run (CI is a fresh Debian, as root): strace for glibc conformance,
 # sqlite3, one of the real programs `purgecheck record` is tested on (docs/record.md),
@@ -38,7 +42,7 @@ $(STAMP): pyproject.toml
 bun: $(STAMP)
 	$(BIN)/python -m purgecheck.measure.bun install
 
-reference:
+reference: tools
 	@if [ -f reference_c/Makefile ]; then $(MAKE) --no-print-directory -C reference_c; fi
 
 check: setup
@@ -53,7 +57,7 @@ nightly: setup
 	$(BIN)/python -m pytest --no-header -q -rfE -n auto --dist loadfile -m slow  # the suite's slow tiers (README, "What runs where")
 
 test: setup
-	$(BIN)/python -m pytest --no-header -rfE -n auto --dist loadfile  # a process per core, each module's tests in one of them (its fixtures, e.g. a Dask cluster, shared); failures listed at the end
+	$(BIN)/python -m pytest --no-header -rfE -n auto --dist loadfile --no-loadscope-reorder  # a process per core, each module's tests in one of them (its fixtures, e.g. a Dask cluster, shared), the costliest modules first (tests/conftest.py); failures listed at the end
 
 bench: setup
 	$(BIN)/python -m purgecheck.bench

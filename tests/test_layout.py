@@ -185,3 +185,23 @@ def test_the_suite_keeps_its_state_out_of_the_project():
     from purgecheck.reports import store
     assert store.state_dir() != store.project_root() / ".purgecheck"
     assert store.state_dir().is_dir()
+
+
+def test_the_costliest_modules_run_first_and_each_is_a_module_of_the_suite():
+    """tests/conftest.py's COSTLIEST_FIRST: `make test` starts those modules before the others
+    (xdist takes them in the collection's order), so none is left alone at the end. A name of a
+    module renamed or removed would order nothing, silently: each must be a file of tests/.
+    Fails on a stale name in the list, or on a hook that leaves the collection's order."""
+    from types import SimpleNamespace
+
+    from conftest import COSTLIEST_FIRST, pytest_collection_modifyitems
+
+    here = Path(__file__).parent
+    assert [n for n in COSTLIEST_FIRST if not (here / n).is_file()] == []
+    first, second = COSTLIEST_FIRST[:2]
+    names = ["test_a.py", second, "test_b.py", first, second, "test_a.py"]
+    items = [SimpleNamespace(path=here / n, n=k) for k, n in enumerate(names)]
+    pytest_collection_modifyitems(None, items)
+    # the listed ones first, in the list's order; each module's tests and the rest in theirs
+    assert [(i.path.name, i.n) for i in items] == [
+        (first, 3), (second, 1), (second, 4), ("test_a.py", 0), ("test_b.py", 2), ("test_a.py", 5)]

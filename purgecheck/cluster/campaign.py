@@ -148,9 +148,9 @@ def run_campaign(client, jobs: list[Job], seconds: float, base_seed: int, profil
     worker, so that none waits for the next)."""
     from distributed import as_completed
 
-    from purgecheck.cluster.client import malloc_environment
+    from purgecheck.cluster.client import malloc_environment, worker_addresses
 
-    workers = max(1, len(client.scheduler_info()["workers"]))
+    workers = max(1, len(worker_addresses(client)))
     camp = Campaign(0.0, workers, {j: JobTotals(j) for j in jobs}, {})
     todo = rounds(jobs, base_seed)
     env = malloc_environment()

@@ -167,6 +167,15 @@ def foreign_random_allowed() -> Iterator[None]:
         yield
 
 
+def worker_addresses(client) -> list[str]:
+    """The addresses of the cluster's workers, asked of the scheduler now. Not from
+    `client.scheduler_info()`: it answers from the client's copy, which a periodic update
+    (of totals only, no workers) may have replaced by the time it returns, or which it keeps
+    when its own query fails; under load `make test` saw the explorer's partitions pinned
+    to no worker at all."""
+    return sorted(client.sync(client.scheduler.identity, n_workers=-1)["workers"])
+
+
 def default_workers() -> int:
     return max(1, os.cpu_count() or 1)
 

@@ -38,6 +38,7 @@ import zlib
 
 from proofs import explorer as ex
 from proofs.explorer import Config, Report, Violation
+from purgecheck.cluster.client import worker_addresses
 
 MOVE_BITS = 8  # fewer than 256 moves from a state: a key is its parent's key << 8 | move
 ROOT = -1  # the parent number of the initial state
@@ -339,7 +340,7 @@ class _Run:
     """The partitions of one run, each an actor pinned to a worker in turn."""
 
     def __init__(self, client, cfg: Config, parts: int, mutant: str | None):
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = worker_addresses(client)
         # the actors' futures are kept: an actor whose future is dropped is released
         self.futures = [client.submit(PartitionActor, cfg, q, parts, mutant, actor=True,
                                       pure=False,                                      workers=[workers[q % len(workers)]],
@@ -404,7 +405,7 @@ def explore_on(client, cfg: Config, parts: int | None = None, progress=None,
     worker by default, each pinned to a worker in turn), with `mutant` applied there; a run
     past `time_limit` seconds stops at the end of a level, not complete. `figures`: see
     _explore."""
-    parts = parts or len(client.scheduler_info()["workers"])
+    parts = parts or len(worker_addresses(client))
     t0 = time.perf_counter()
     return _explore(_Run(client, cfg, parts, mutant), cfg, progress, t0, time_limit, figures)
 

@@ -204,7 +204,8 @@ def run_campaign_command(args, machines: list[str]) -> int:
     """`fuzz --campaign`: the jobs on Dask for --time, then the summary (or --json)."""
     from model.variants import VARIANTS
     from purgecheck.cluster.campaign import plan_jobs, run_campaign
-    from purgecheck.cluster.client import ClusterError, dask_client, scheduler_address
+    from purgecheck.cluster.client import (ClusterError, dask_client, scheduler_address,
+                                           worker_addresses)
     from purgecheck.fuzz import FuzzUsageError, check_database
     from purgecheck.mutants import MUTANTS
 
@@ -237,7 +238,7 @@ def run_campaign_command(args, machines: list[str]) -> int:
         check_database(args.db)
         with dask_client(address, args.workers) as client:
             say(f"campaign: {len(jobs)} jobs (machine x design x mutant) for {seconds:g} s on "
-                f"{len(client.scheduler_info()['workers'])} Dask workers, seeds from {base}, "
+                f"{len(worker_addresses(client))} Dask workers, seeds from {base}, "
                 f"examples in {args.db or '.purgecheck/hypothesis'}")
 
             def progress(camp, totals):
