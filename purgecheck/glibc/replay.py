@@ -98,19 +98,13 @@ def load_stream(path: str | Path, image: int | None = None) -> tuple[StreamImage
     return images[n], n
 
 
-def ops_of(img, stats: Conversion | None = None):
-    """The ops of a recorded image (fromtrace.to_ops) or of a heaptrack file."""
+def ops_of(img, stats: Conversion | None = None, process: Process | None = None):
+    """The ops of a recorded image (fromtrace.to_ops) or of a heaptrack file. With
+    `process`, a recorded image's short-path ops are made on it as they are converted
+    (to_ops): the ops left to run."""
     if isinstance(img, HeaptrackImage):
         return img.glibc_ops(stats)
-    return to_ops(img, stats)
-
-
-def _direct_ops(img, stats: Conversion | None, p: Process):
-    """ops_of, with a recorded image's short-path ops made on `p` as they are converted
-    (fromtrace.to_ops): the ops left to run."""
-    if isinstance(img, HeaptrackImage):
-        return img.glibc_ops(stats)
-    return to_ops(img, stats, p)
+    return to_ops(img, stats, process)
 
 
 def prefix_reason(img, stats: Conversion) -> str | None:
@@ -157,7 +151,7 @@ def run_model(img: Image, version: Version, settings: dict[str, int], overcommit
         with collector_paused():
             if after_op is None:  # `purgecheck replay`: the loop is most of a replay's time
                 try:
-                    for op in _direct_ops(img, stats, p):
+                    for op in ops_of(img, stats, p):
                         thread, name, args, _ = op  # unpacked: cheaper than three attributes
                         do[name](thread, *args)
                 except (ScriptError, OutOfMemory, ResidentLimit):
