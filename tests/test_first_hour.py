@@ -77,9 +77,32 @@ def test_a_row_of_long_names_still_shows_its_verdict_and_time():
     head, long_row, short_row = summary_rows(results)
     assert all(len(line) <= 100 for line in (head, long_row, short_row))
     assert head.split() == ["invariant", "engine", "result", "time", "figure"]
-    assert long_row.startswith("EP-NO-SHORT-EPOCH,EP-RECORDED…  z3:glibc-trim-floor-model-no-…")
+    assert long_row.startswith("EP-NO-SHORT-EPOCH,EP-RECORDED…  z3:…-model-no-threshold-at-all")
     assert long_row.split()[2:] == ["fail", "12.50s", "2", "of", "3"]
     assert short_row.split() == ["PG-UNIT", "scenarios", "hold", "0.25s", "110", "ops"]
+
+
+def test_a_full_checks_rows_keep_room_for_the_figure_and_tell_engines_apart():
+    """`make check`'s log (stop 39): beside `refuted-as-expected` and a mutant's engine name of
+    30 the figure had 6 characters (`16,366…` in every row), and the explorer's mutants all
+    read `explorer:explore-ba…`. The names give way down to their floors so the figure keeps
+    FIGURE_MIN, and an engine's name keeps its family and its end; a summary that sizes the
+    names first, or cuts an engine's name at its end, fails here."""
+    from purgecheck.reports.results import FIGURE_MIN, Result, summary_rows
+    figure = "288,966 states, 675,695 transitions, depth 64"
+    results = [Result("EP-NO-SHORT-EPOCH,EP-RECORDED-NOT-BEFORE-REAL", f"explorer:explore-{end}",
+                      "refuted-as-expected", figure, 39.86) for end in ("bare-1", "bare-2")]
+    results.append(Result("PG-SURVIVORS-KEEP-BYTES", "z3:glibc-rfc-counters-not-halved",
+                          "proved", "64-bit size_t", 0.5))
+    head, *rows = summary_rows(results)
+    assert all(len(line) <= 100 for line in [head, *rows])
+    start = head.index("figure")
+    assert all(len(row[start:]) >= FIGURE_MIN for row in rows[:2])
+    assert rows[0][start:].startswith(figure[:FIGURE_MIN - 1])
+    engines = [row.split()[1] for row in rows]
+    assert engines[0] != engines[1] and engines[0].startswith("explorer:")
+    assert engines[0].endswith("bare-1") and engines[2].endswith("not-halved")
+    assert rows[2].split()[0] == "PG-SURVIVORS-KEEP-BYTES"  # a name under its floor stays whole
 
 
 def test_a_scenario_ends_with_its_verdict(capsys):

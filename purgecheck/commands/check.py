@@ -31,7 +31,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                    "conformance) and print one row per invariant and engine.",
                        epilog=EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--engine", action="append", metavar="NAME",
-                   help="run only this engine (repeatable); see the list in the table")
+                   help="run only this engine (repeatable), as scenarios, prove (Z3, the "
+                        "explorer, CrossHair) or fuzz; a name that is none lists them all")
     p.add_argument("--quick", action="store_true", help="small budgets, for a fast look")
     p.add_argument("--seed", type=int, default=0, help="seed for randomised engines")
     p.add_argument("--json", action="store_true", help="write the result as JSON on stdout")

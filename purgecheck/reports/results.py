@@ -66,6 +66,8 @@ def print_table(results: list[Result], title: str, statements: dict[str, str] | 
 
 
 NAME_COLUMN = 30  # the widest the invariant and engine columns get: the verdict always shows
+FIGURE_MIN = 20  # the figure's room the names give way to (a full check's had 6 characters)
+NAME_FLOORS = (24, 20)  # how far the invariant and engine columns give way to it
 
 
 def cut(text: str, width: int) -> str:
@@ -73,18 +75,39 @@ def cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
+def cut_engine(name: str, width: int) -> str:
+    """An engine's name in at most `width` characters: its family (before the colon) and the
+    end of the rest, where the names of one family differ (`explorer:explore-bare-1`,
+    `...-bare-2`: cut at the end, every such row read `explorer:explore-ba…`)."""
+    family, colon, rest = name.partition(":")
+    tail = width - len(family) - len(colon) - 1
+    if len(name) <= width or not colon or tail < 6:
+        return cut(name, width)
+    return f"{family}:…{rest[-tail:]}"
+
+
 def summary_rows(results: list[Result], width: int = SUMMARY_WIDTH) -> list[str]:
     """The header and one line per result, each at most `width` characters: invariant,
     engine, result and time in columns as wide as their longest entry (the two names at most
     NAME_COLUMN, a longer one cut with an ellipsis: a row of several invariants, as
     `EP-NO-SHORT-EPOCH,EP-RECORDED-NOT-BEFORE-REAL,...`, once pushed the result out of the
-    line), the figure in what is left (cut so too; `--verbose` and `--json` have them whole)."""
+    line), the figure in what is left (cut so too; `--verbose` and `--json` have them whole).
+    Where that leaves the figure less than FIGURE_MIN, the engine's column and then the
+    invariant's give way, down to NAME_FLOORS: in a full check, a mutant's engine name of 30
+    beside `refuted-as-expected` left the figure 6 characters, `16,366…`."""
     heads = ("invariant", "engine", "result", "time")
-    cells = [(cut(r.invariant, NAME_COLUMN), cut(r.engine, NAME_COLUMN), r.status,
-              f"{r.seconds:.2f}s") for r in results]
-    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h)
-              for i, h in enumerate(heads)]
+    widths = [min(NAME_COLUMN, max(len(heads[0]), *(len(r.invariant) for r in results))),
+              min(NAME_COLUMN, max(len(heads[1]), *(len(r.engine) for r in results))),
+              max(len(heads[2]), *(len(r.status) for r in results)),
+              max(len(heads[3]), *(len(f"{r.seconds:.2f}s") for r in results))] \
+        if results else [len(h) for h in heads]
+    for i in (1, 0):  # the engine gives way first: its family, before the colon, stays
+        short = FIGURE_MIN - (width - sum(widths) - 2 * len(widths))
+        if short > 0:
+            widths[i] = max(min(widths[i], NAME_FLOORS[i]), widths[i] - short)
     room = max(0, width - sum(widths) - 2 * len(widths))
+    cells = [(cut(r.invariant, widths[0]), cut_engine(r.engine, widths[1]), r.status,
+              f"{r.seconds:.2f}s") for r in results]
 
     def line(fixed: tuple[str, ...], figure: str) -> str:
         text = "  ".join(c.rjust(w) if i == 3 else c.ljust(w)
