@@ -397,6 +397,8 @@ def test_the_seed_tables_from_a_recorded_measurement_show_its_medians(capsys, tm
     (["measure", "bun-serve", "--record"], "--record"),
     (["measure", "bun-serve", "--from", "x.json"], "--from"),
     (["measure", "--seed-tables", "--from", "/nonexistent.json"], "--from"),
+    (["measure", "bun-serve", "--model-runs", "2"], "--model-runs"),
+    (["measure", "--seed-tables", "--model-runs", "0"], "--model-runs"),
     (["measure", "--seed-tables", "--design", "epoch"], "--seed-tables"),
     (["measure", "bun-serve", "--out", ""], "--out"),
     (["measure", "bun-serve", "--out", "/nonexistent/dir/x.json"], "--out"),
