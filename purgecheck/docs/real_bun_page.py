@@ -107,10 +107,10 @@ def real_bun_files(root: Path) -> dict[str, str]:
                                         "measure --seed-tables --record`.\n"}
     from purgecheck.measure.compare import (COMPARISON_RUNS, FIGURES, RUNTIME_APART,
                                             MachineModel, compare, params_text, runtime_part)
-    compared = MachineModel(runs=COMPARISON_RUNS)
     from purgecheck.measure.recording import apart_text
     from purgecheck.measure.report import num
     from purgecheck.measure.seedtables import grid, model_runs, tables
+    compared = MachineModel(runs=COMPARISON_RUNS)  # the model_runs' number, for the page's text
     doc = orjson.loads(path.read_bytes())
     measured = doc["workloads"]
     m = doc["machine"]
