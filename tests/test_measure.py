@@ -368,7 +368,8 @@ def test_the_seed_tables_from_a_recorded_measurement_show_its_medians(capsys, tm
     recorded = {w: whole["workloads"][w] for w in ("typed-arrays", "bun-serve", "buffer-loop")}
     three = tmp_path / "three-workloads.json"
     three.write_bytes(orjson.dumps({**whole, "workloads": recorded}))
-    assert main(["measure", "--seed-tables", "--from", str(three), "--json"]) == 0
+    assert main(["measure", "--seed-tables", "--from", str(three), "--json",
+                 "--model-runs", "1"]) == 0  # one model run: the test's CPU as it was
     doc = orjson.loads(capsys.readouterr().out)
     [loop] = [t for t in doc["tables"] if t.startswith("the loop of 256 KiB buffers")]
     assert any(c["design"] == "handoff-only" and c["model"] is not None
@@ -396,6 +397,8 @@ def test_the_seed_tables_from_a_recorded_measurement_show_its_medians(capsys, tm
     (["measure", "bun-serve", "--record"], "--record"),
     (["measure", "bun-serve", "--from", "x.json"], "--from"),
     (["measure", "--seed-tables", "--from", "/nonexistent.json"], "--from"),
+    (["measure", "bun-serve", "--model-runs", "2"], "--model-runs"),
+    (["measure", "--seed-tables", "--model-runs", "0"], "--model-runs"),
     (["measure", "--seed-tables", "--design", "epoch"], "--seed-tables"),
     (["measure", "bun-serve", "--out", ""], "--out"),
     (["measure", "bun-serve", "--out", "/nonexistent/dir/x.json"], "--out"),

@@ -1,7 +1,8 @@
 """Benchmark of `purgecheck measure` on the real Bun: what the measurement costs the program
 (strace on madvise, perf on the loop's turns, sampling smaps_rollup) and the model beside
-the real system, figure by figure, as the model's excess over the real one (1.0: the same).
-Prints figures; asserts nothing.
+the real system, figure by figure, as the model's excess over the real one (1.0: the same;
+the model's figures the median of compare.COMPARISON_RUNS runs with their own seeds, as the
+real ones are the median of the repeats). Prints figures; asserts nothing.
 
     .venv/bin/python -m purgecheck.bench.measure               2 runs, 4 s of load each
     .venv/bin/python -m purgecheck.bench.measure --load-s 10 --repeats 3
@@ -51,8 +52,8 @@ def _overhead(bun, load_s: float, repeats: int, sample_ms: float) -> list[Figure
 
 
 def _model_vs_real(bun, load_s: float, repeats: int, workloads: tuple[str, ...],
-                   designs: list[str]) -> list[Figure]:
-    from purgecheck.measure.compare import compare
+                   designs: list[str], model_runs: int) -> list[Figure]:
+    from purgecheck.measure.compare import MachineModel, compare
     from purgecheck.measure.report import summarise
     from purgecheck.measure.run import measure_once
     from purgecheck.measure.workloads import workload_params
@@ -66,7 +67,7 @@ def _model_vs_real(bun, load_s: float, repeats: int, workloads: tuple[str, ...],
         wall = time.perf_counter() - t0
         out.append(Figure(BENCH, f"{name}: one measured run, wall time", wall / len(runs), "s",
                           f"{len(runs)} runs ({len(designs)} designs x {repeats})"))
-        c = compare(name, p, summarise(runs))
+        c = compare(name, p, summarise(runs), machine=MachineModel(runs=model_runs))
         for row in c.rows:
             label = f"{name}, {row.design}, {row.figure}: model / real"
             if row.model is None or row.real is None or row.real <= 0:  # no ratio to 0 or less
@@ -94,11 +95,12 @@ def figures(tiny: bool = False, load_s: float = 10.0, repeats: int = 3) -> list[
                                     "neither", "ratio", f"not measured: {e}")]
     if tiny:
         return (_overhead(bun, 1.0, 1, 50.0) +
-                _model_vs_real(bun, 1.0, 1, ("bun-serve",), ["before", "no-hold"]))
+                _model_vs_real(bun, 1.0, 1, ("bun-serve",), ["before", "no-hold"], 1))
+    from purgecheck.measure.compare import COMPARISON_RUNS
     from purgecheck.measure.designs import DESIGNS
     return (_overhead(bun, load_s, repeats, 50.0) +
             _model_vs_real(bun, load_s, repeats, ("bun-serve", "typed-arrays", "buffer-loop"),
-                           list(DESIGNS)))
+                           list(DESIGNS), COMPARISON_RUNS))
 
 
 def main(argv: list[str] | None = None) -> int:

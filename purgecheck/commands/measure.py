@@ -72,6 +72,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help="measure seed 000's workloads (bun-serve, bun-serve-nothing-kept, "
                         "typed-arrays, buffer-loop) under every design and print the seed's "
                         "tables with three columns per figure: seed, real, model")
+    p.add_argument("--model-runs", type=int, default=None, metavar="N",
+                   help="with --seed-tables or --compare: each model figure is the median of "
+                        "N runs of the model with their own seeds (1..9; default 3, as the "
+                        "real repeats)")
     p.add_argument("--from", dest="from_file", metavar="FILE",
                    help="with --seed-tables or --compare: the measurements of a saved --json "
                         "(or --out) run instead of measuring again")
@@ -202,6 +206,11 @@ def _check(args) -> None:
         raise UsageError("--record keeps a --seed-tables measurement: give --seed-tables")
     if args.from_file is not None and not (args.seed_tables or args.compare):
         raise UsageError("--from reads a saved measurement for --seed-tables or --compare")
+    if args.model_runs is not None and not (args.seed_tables or args.compare):
+        raise UsageError("--model-runs is for the model beside a measurement: give "
+                         "--seed-tables or --compare")
+    if args.model_runs is not None and not 1 <= args.model_runs <= 9:
+        raise UsageError(f"--model-runs must be in 1..9, found {args.model_runs}")
     if args.add_to is not None:
         clash = [o for o, on in (("--from", args.from_file), ("--record", args.record),
                                  ("--set", args.set), ("--design", args.design),
@@ -280,7 +289,8 @@ def run(args) -> int:
     doc = measured.get(args.workload) or next(iter(measured.values()))
     if args.compare:
         from purgecheck.measure.compare import compare
-        doc["comparison"] = compare(doc["workload"], doc["params"], doc["summary"]).as_json()
+        doc["comparison"] = compare(doc["workload"], doc["params"], doc["summary"],
+                                    machine=_machine(args)).as_json()
     _emit(doc, args)
     if not args.json:
         _print_doc(doc, args)
@@ -304,12 +314,21 @@ def _print_doc(doc: dict, args) -> None:
         print(ctable(wc))
 
 
+def _machine(args):
+    """The model beside the measurement: each figure the median of --model-runs runs."""
+    from purgecheck.measure.compare import COMPARISON_RUNS, MachineModel
+    return MachineModel(runs=args.model_runs or COMPARISON_RUNS)
+
+
 def _seed_tables(measured: dict, args) -> int:
+    from purgecheck.docs.real_bun_page import count_line
+    from purgecheck.measure.compare import compare
     from purgecheck.measure.report import machine
-    from purgecheck.measure.seedtables import render, tables
+    from purgecheck.measure.seedtables import model_runs, render, tables
     from purgecheck.reports import store
-    tabs = tables(measured)
-    doc = {"machine": machine(), "workloads": measured,
+    models = model_runs(measured, _machine(args))  # once, for the tables and the counts
+    tabs = tables(measured, models)
+    doc = {"machine": machine(), "model_runs": _machine(args).runs, "workloads": measured,
            "tables": {k: [c.as_json() for c in v] for k, v in tabs.items()}}
     keep = store.project_root() / ".purgecheck" / "measure" / "seed-tables.json"
     if not args.from_file:
@@ -330,4 +349,6 @@ def _seed_tables(measured: dict, args) -> int:
         print(render(tabs))
         print("seed: seed 000's figure; real: Bun 1.4.4 here (median of the runs); model: the "
               "real before plus the simulator's excess for the design (docs/measure.md)")
+        print(count_line([compare(name, w["params"], w["summary"], models[name], _machine(args))
+                          for name, w in measured.items()]))
     return 0

@@ -105,11 +105,12 @@ def real_bun_files(root: Path) -> dict[str, str]:
     if not path.is_file():
         return {"real-bun.md": HEADER + "\nNo measurement is recorded yet: run `purgecheck "
                                         "measure --seed-tables --record`.\n"}
-    from purgecheck.measure.compare import (FIGURES, RUNTIME_APART, compare, params_text,
-                                            runtime_part)
+    from purgecheck.measure.compare import (COMPARISON_RUNS, FIGURES, RUNTIME_APART,
+                                            MachineModel, compare, params_text, runtime_part)
     from purgecheck.measure.recording import apart_text
     from purgecheck.measure.report import num
     from purgecheck.measure.seedtables import grid, model_runs, tables
+    compared = MachineModel(runs=COMPARISON_RUNS)  # the model_runs' number, for the page's text
     doc = orjson.loads(path.read_bytes())
     measured = doc["workloads"]
     m = doc["machine"]
@@ -136,8 +137,11 @@ def real_bun_files(root: Path) -> dict[str, str]:
     out += ["## The model against the real Bun, figure by figure", "",
             "The excess of each design over `before`, real against model, within the band of "
             "[measure.md](measure.md#the-model-beside-the-real-bun---compare); `within noise`: "
-            "the real runs of the design and of before overlap.", ""]
-    comparisons = {name: compare(name, w["params"], w["summary"], models[name])
+            "the real runs of the design and of before overlap. Each model figure is the "
+            f"median of {COMPARISON_RUNS} runs of the model with their own seeds of the "
+            "workload's and the simulator's random choices (`model_runs`), as each real one "
+            "is the median of its runs.", ""]
+    comparisons = {name: compare(name, w["params"], w["summary"], models[name], compared)
                    for name, w in measured.items()}
     out += [count_line(list(comparisons.values())), ""]
     for name, w in measured.items():

@@ -79,6 +79,18 @@ class MachineModel:
     # and parks again as often, evenly spaced (simulate's Workload.idle_turns); off: one park
     # through the idle, as the model had it before they were counted
     idle_turns: bool = True
+    # how many runs of the model each design's figures are the median of, each with its own
+    # seed of the workload's random choices and of the simulator's (run_model); the real
+    # figure is the median of its repeats. 1 in the tests; COMPARISON_RUNS in the comparison
+    runs: int = 1
+
+
+# The model's runs per design in the comparison (`--seed-tables`, `--compare`, the page, the
+# bench): as many as the real repeats of the page's recording (3). One run's figure moves by
+# whole pages with where the workload's random choices fall (docs/measure.md: nothing-kept's
+# default given back at idle, 4 MiB a large page); the median of 3 is what the real side
+# takes of its runs too.
+COMPARISON_RUNS = 3
 
 
 # The simulator as it was before the real Bun was measured: a scavenger at the instant of
@@ -349,7 +361,7 @@ def _model_workload(workload: str, params: dict, summary: dict,
         per_turn = _measured(run, "requests_per_turn", machine) or 1.0
         share = loop_park_share(run, machine)
         return make_workload(workload, idle_ms=idle_ms, requests=n, body=int(params["body"]),
-                             kept=kept, inflight=int(params["connections"]),
+                             kept=kept, inflight=int(params["connections"]), seed=machine.seed,
                              think_ms=load_ms / n, per_turn=max(1.0, round(per_turn, 2)),
                              gc_every=max(1, round(gc)) if gc else machine.gc_every,
                              **collector_survivors(run, machine),
@@ -361,6 +373,7 @@ def _model_workload(workload: str, params: dict, summary: dict,
             else dict(gc_every=machine.js_gc_every)
         w = make_workload(workload, idle_ms=idle_ms, allocations=n, lo=int(params["lo"]),
                           hi=int(params["hi"]), keep_every=int(params["keep_every"]),
+                          seed=machine.seed,
                           lifetime=int(params["lifetime"]), think_ms=load_ms / n, **collector)
         return replace(w, collect_at_end=True)  # the program ends with Bun.gc(true)
     if workload == "buffer-loop":
@@ -376,6 +389,24 @@ def _model_workload(workload: str, params: dict, summary: dict,
 def run_model(workload: str, params: dict, summary: dict, designs: list[str],
               machine: MachineModel = MachineModel(), sample_ms: float = 10.0,
               idle: str | None = None) -> dict[str, dict[str, float]]:
+    """The model's counters per design (_run_model_once), each the median of `machine.runs`
+    runs: run k takes the seed `machine.seed + k` for the workload's random choices (which
+    bodies are kept, the sizes of typed-arrays) and for the simulator's (how late each pass
+    of the scavenger runs, the other threads' phases). The real figure is the median of its
+    repeats, and its excess the difference of two medians: so is the model's."""
+    import statistics
+    if machine.runs <= 1:
+        return _run_model_once(workload, params, summary, designs, machine, sample_ms, idle)
+    each = [_run_model_once(workload, params, summary, designs,
+                            replace(machine, seed=machine.seed + k, runs=1), sample_ms, idle)
+            for k in range(machine.runs)]
+    return {d: {key: statistics.median(run[d][key] for run in each) for key in c}
+            for d, c in each[0].items()}
+
+
+def _run_model_once(workload: str, params: dict, summary: dict, designs: list[str],
+                    machine: MachineModel = MachineModel(), sample_ms: float = 10.0,
+                    idle: str | None = None) -> dict[str, dict[str, float]]:
     """The model's counters per design (a real design by its real name, or a model design),
     `before` always among them; a design the model lacks is left out. `idle`: another idle
     behaviour than the workload's (the seed measured the buffer loop sweeping inline).
@@ -435,11 +466,14 @@ def run_model(workload: str, params: dict, summary: dict, designs: list[str],
 def model_params(workload: str, params: dict, summary: dict,
                  machine: MachineModel = MachineModel()) -> dict:
     """The parameters of the model's workload per design, for the reader: design ->
-    parameter -> value."""
+    parameter -> value (with several runs, their number in place of the one seed)."""
     out = {}
     for d in summary:
         w = model_workload(workload, params, summary, machine, d)
-        out[d] = {**w.params, **({"idle_turns": w.idle_turns} if w.idle_turns else {})}
+        p = {**w.params, **({"idle_turns": w.idle_turns} if w.idle_turns else {})}
+        if machine.runs > 1:
+            p = {**{k: v for k, v in p.items() if k != "seed"}, "model_runs": machine.runs}
+        out[d] = p
     return out
 
 
