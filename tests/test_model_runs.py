@@ -52,3 +52,21 @@ def test_the_seed_reaches_the_workloads_random_choices(workload):
     assert calls[0] != calls[1]
     assert calls[0] == list(C.model_workload(workload, params, summary, C.MachineModel(seed=0))
                             .calls())
+
+
+def test_the_jobs_runs_spread_over_processes_give_the_same_figures():
+    """run_models (the comparison's: `purgecheck docs`, `measure --seed-tables`) runs every
+    job's runs in forked processes: each job's figures must be run_model's, in the jobs'
+    order. Broken variant: the runs' results sliced across jobs (the two jobs differ here,
+    so a swap or a shift fails)."""
+    params = {"body": 262144, "kept": 0, "keep_every": 1000, "connections": 16, "idle_s": 1,
+              "lo": 100 * 1024, "hi": 500 * 1024, "lifetime": 8}
+    run = {"requests": {"median": 200}, "load_s": {"median": 0.2}}
+    summary = {"before": run, "epoch": run}
+    machine = C.MachineModel(runs=2)
+    jobs = [("typed-arrays", params, summary, ["epoch"], None),
+            ("bun-serve-nothing-kept", params, summary, ["epoch"], None)]
+    spread = C.run_models(jobs, machine, workers=2)
+    one_by_one = [C.run_model(w, p, s, d, machine, idle=i) for w, p, s, d, i in jobs]
+    assert spread == one_by_one
+    assert spread[0] != spread[1]

@@ -394,12 +394,49 @@ def run_model(workload: str, params: dict, summary: dict, designs: list[str],
     bodies are kept, the sizes of typed-arrays) and for the simulator's (how late each pass
     of the scavenger runs, the other threads' phases). The real figure is the median of its
     repeats, and its excess the difference of two medians: so is the model's."""
-    import statistics
     if machine.runs <= 1:
         return _run_model_once(workload, params, summary, designs, machine, sample_ms, idle)
-    each = [_run_model_once(workload, params, summary, designs,
-                            replace(machine, seed=machine.seed + k, runs=1), sample_ms, idle)
-            for k in range(machine.runs)]
+    return _median_of([_run_model_once(*run) for run in
+                       _runs_of((workload, params, summary, designs, idle), machine, sample_ms)])
+
+
+def run_models(jobs: list[tuple], machine: MachineModel = MachineModel(),
+               sample_ms: float = 10.0, workers: int | None = None) -> list[dict]:
+    """run_model for each job (workload, params, summary, designs, idle), the same figures,
+    with every job's runs spread over `workers` processes (default: the machine's cores) when
+    there are several: the comparison's median of COMPARISON_RUNS runs a workload made
+    `purgecheck docs` three times as long (540 s of CPU against 167 s), one run after another."""
+    import os
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+    if machine.runs <= 1:
+        return [run_model(w, p, s, d, machine, sample_ms, idle) for w, p, s, d, idle in jobs]
+    flat = [run for job in jobs for run in _runs_of(job, machine, sample_ms)]
+    workers = min(workers or os.cpu_count() or 1, len(flat))
+    # forked, where this process has no other thread (a Dask client's would be copied half-way
+    # through what they do); spawn would run the caller's main script again in each process
+    if workers > 1 and threading.active_count() == 1:
+        with ProcessPoolExecutor(workers, mp_context=get_context("fork")) as pool:
+            done = list(pool.map(_run_model_star, flat))
+    else:
+        done = [_run_model_once(*run) for run in flat]
+    return [_median_of(done[i * machine.runs:(i + 1) * machine.runs]) for i in range(len(jobs))]
+
+
+def _runs_of(job: tuple, machine: MachineModel, sample_ms: float) -> list[tuple]:
+    """A job's runs: run k with the seed machine.seed + k."""
+    workload, params, summary, designs, idle = job
+    return [(workload, params, summary, designs, replace(machine, seed=machine.seed + k, runs=1),
+             sample_ms, idle) for k in range(machine.runs)]
+
+
+def _run_model_star(run: tuple) -> dict:
+    return _run_model_once(*run)
+
+
+def _median_of(each: list[dict]) -> dict[str, dict[str, float]]:
+    import statistics
     return {d: {key: statistics.median(run[d][key] for run in each) for key in c}
             for d, c in each[0].items()}
 

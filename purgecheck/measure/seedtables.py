@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from purgecheck.measure.compare import BASE_REAL, COMPARISON_RUNS, MachineModel, run_model
+from purgecheck.measure.compare import BASE_REAL, COMPARISON_RUNS, MachineModel, run_models
 from purgecheck.measure.report import num
 
 MB = 1 << 20
@@ -77,13 +77,15 @@ def model_runs(measured: dict,
     """The model's counters per workload, on the measured runs' parameters and pace, for
     every design the seed's tables name (the clock and handoff-only have no real design);
     each the median of `machine.runs` runs (compare.COMPARISON_RUNS, as the real repeats)."""
-    out = {name: run_model(name, doc["params"], doc["summary"],
-                           ["no-hold", "epoch", "default", "clock", "handoff-only"], machine)
-           for name, doc in measured.items()}
+    designs = ["no-hold", "epoch", "default", "clock", "handoff-only"]
+    jobs = [(name, doc["params"], doc["summary"], designs, None) for name, doc in measured.items()]
     if "buffer-loop" in measured:  # the seed's loop swept inline (Bun's Windows event loop)
         doc = measured["buffer-loop"]
-        inline = run_model("buffer-loop", doc["params"], doc["summary"], ["handoff-only"],
-                           machine, idle="inline")
+        jobs.append(("buffer-loop", doc["params"], doc["summary"], ["handoff-only"], "inline"))
+    done = run_models(jobs, machine)
+    out = dict(zip(measured, done))
+    if "buffer-loop" in measured:
+        inline = done[-1]
         out["buffer-loop"]["handoff-only"] = {
             k: v - inline[BASE_REAL][k] + out["buffer-loop"][BASE_REAL][k]
             if isinstance(v, (int, float)) and k in out["buffer-loop"][BASE_REAL] else v
