@@ -18,8 +18,8 @@ from model.glibc.arena import Arena, malloc_consolidate, push_fastbin
 from model.glibc.constants import (CHUNK_HDR_SZ, DTV_CALLOC_REQUEST, HEAP_MAX_SIZE,
                                    MALLOC_ALIGN_MASK, MALLOC_ALIGNMENT, MAX_FAST_CHUNK,
                                    MAX_TCACHE_CHUNK, MINSIZE, PAGESIZE, SIZE_SZ, STACK_SIZE,
-                                   STACK_CACHE_MAXSIZE, TCACHE_MAX_BINS, TCACHE_STRUCT_REQUEST,
-                                   request2size)
+                                   STACK_CACHE_MAXSIZE, TCACHE_MAX_BINS,
+                                   TCACHE_STRUCT_REQUEST, request2size)
 from model.glibc.heap import MMAPPED, Chunk
 from model.glibc.memalign import effective_alignment, int_memalign, pvalloc_request
 from model.glibc.mtrim import malloc_trim
