@@ -14,12 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from model.glibc import malloc, system
-from model.glibc.arena import Arena, malloc_consolidate, push_fastbin
+from model.glibc.arena import Arena, malloc_consolidate
 from model.glibc.constants import (CHUNK_HDR_SZ, DTV_CALLOC_REQUEST, HEAP_MAX_SIZE,
-                                   MALLOC_ALIGN_MASK, MALLOC_ALIGNMENT, MAX_FAST_CHUNK,
-                                   MAX_TCACHE_CHUNK, MINSIZE, PAGESIZE, SIZE_SZ, STACK_SIZE,
-                                   STACK_CACHE_MAXSIZE, TCACHE_MAX_BINS,
-                                   TCACHE_STRUCT_REQUEST, request2size)
+                                   MALLOC_ALIGN_MASK, MALLOC_ALIGNMENT, MAX_TCACHE_CHUNK,
+                                   MINSIZE, PAGESIZE, SIZE_SZ, STACK_SIZE, STACK_CACHE_MAXSIZE,
+                                   TCACHE_MAX_BINS, TCACHE_STRUCT_REQUEST, request2size)
 from model.glibc.heap import MMAPPED, Chunk
 from model.glibc.memalign import effective_alignment, int_memalign, pvalloc_request
 from model.glibc.mtrim import malloc_trim
@@ -73,7 +72,6 @@ class Process:
     next_mmap: int = MMAP_AREA
     next_stack: int = STACK_AREA
     resident: ResidentPages = field(default_factory=ResidentPages)  # ghost: what it costs
-    shortcuts = True  # free's two most frequent ends taken without int_free (a test: False)
 
     def __post_init__(self) -> None:
         for name, value in self.settings.items():  # read at ptmalloc_init, before any malloc
@@ -193,34 +191,15 @@ class Process:
         usable = c.size - (CHUNK_HDR_SZ if c.state == MMAPPED else SIZE_SZ)
         return self.resident.write(c.addr + CHUNK_HDR_SZ, min(length, usable))
 
-    def free(self, tid: int, block: int) -> bool:
+    def free(self, tid: int, block: int) -> None:
         """__libc_free: an mmapped chunk is unmapped, anything else goes to _int_free of the
         arena that owns it (through the freeing thread's tcache). Freeing an id that holds
-        nothing is free(NULL). Returns whether the id held a block (the replay's direct path
-        asks it once instead of looking the block up first: fromtrace.to_ops).
-
-        Most frees end in a tcache bin with room or, that bin full, in a fastbin: those two
-        ends of _int_free are taken here (`shortcuts`), the rest through free_chunk. Three
-        calls fewer on half of a program's ops; tests/test_replay_shortcuts.py checks them
-        against free_chunk after every op."""
+        nothing is free(NULL)."""
         t = self.threads.get(tid) or self.thread(tid)
         c = self.blocks.pop(block, None)
         if c is None:
-            return False
-        size = c.size
-        if size <= MAX_TCACHE_CHUNK and self.shortcuts and (tcache := t.tcache) is not None \
-                and c.state != MMAPPED:
-            # int_free's first two tests, with the tcache already made (MAYBE_INIT_TCACHE);
-            # the bound read from malloc, where a changed rule (a test's) sets it
-            if len(tcache[(size - MINSIZE + MALLOC_ALIGN_MASK) // MALLOC_ALIGNMENT]) \
-                    < malloc.TCACHE_FILL_COUNT:
-                malloc.tcache_put(t, c)
-                return True
-            if size <= MAX_FAST_CHUNK:
-                push_fastbin(c.segment.arena, c)
-                return True
+            return
         self.free_chunk(t, c)
-        return True
 
     def free_chunk(self, t: Thread, c: Chunk) -> None:
         if c.state == MMAPPED:

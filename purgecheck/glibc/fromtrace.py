@@ -236,8 +236,9 @@ def _ops(img: "Image | StreamImage", st: Conversion, records: _Records | None,
                     if len(live) > max_live:
                         max_live = len(live)
                     op = True if keyed else make(GlibcOp, (s, "malloc", (b, a), rec))
-                elif k == K_FREE and keyed and a not in pthread_own and direct_free(s, a):
-                    op = True  # (Process.free said the block was live: one lookup of it)
+                elif k == K_FREE and keyed and a in live and a not in pthread_own:
+                    direct_free(s, a)
+                    op = True
                 elif k == K_FREE and not keyed and a not in pthread_own \
                         and (b := live.pop(a, None)) is not None:
                     heappush(free_ids, b)  # drop, inline (one lookup of `live`)
