@@ -67,10 +67,14 @@ def engines_run_once(monkeypatch):
     loaded = load_engines()
     for name, engine in list(loaded.items()):
         def run(budget, _engine=engine):
-            # a mutant applied around the call is in the key: its run is never another's
+            # a mutant applied around the call is in the key: its run is never another's; the
+            # run is the session's (tests/session_cache.py: test_cli's, test_docs' and
+            # test_first_hour's check of the scenarios engine, in any process, is one run)
             key = (_engine.name, budget, tuple(m.name for m in active()))
             if key not in _FIRST_RUNS:
-                _FIRST_RUNS[key] = _engine.run(budget)
+                where = f"{_engine.run.__module__}.{_engine.run.__qualname__}"
+                _FIRST_RUNS[key] = session_cache.once(f"engine run {key!r} {where}",
+                                                      lambda: _engine.run(budget))
             return copy.deepcopy(_FIRST_RUNS[key])
         monkeypatch.setitem(loaded, name, dataclasses.replace(engine, run=run))
 
