@@ -127,24 +127,23 @@ def simulations_once(request):
 # put the costliest module, 13 tests, among the last). A module that starts last while the other
 # process has nothing left holds the run alone, one core idle (or taken by a second job):
 # the costliest modules go first (longest first), the rest in their own order after them.
-# Measured with PURGECHECK_TEST_CPU (s of CPU in a whole run, `-n 2`, load 5 to 6, 2026-12-04;
-# test_docs and test_scavenger_wake after issue 30's seventh round moved a part to the slow tier).
+# Measured with PURGECHECK_TEST_CPU (s of CPU, `-n 2`, load 3 to 5, 2026-12-04: a whole run
+# after the first changes of issue 30's seventh round; the modules it changed later, in a run of
+# them alone at load 4 to 4.6).
 COSTLIEST_FIRST = (
-    "test_cluster_matrix.py",     # 102 (and its waits: a hang's timeout, a killed worker)
-    "test_bench.py",              # 70 (the cluster benchmark's two clusters about half)
-    "test_weak_protocol.py",      # 59
-    "test_simulate_real.py",      # 57
-    "test_proofs_explorer.py",    # 54
-    "test_proofs_z3.py",          # 47
-    "test_measure.py",            # 41
-    "test_weak_engines.py",       # 40
-    "test_replay.py",             # 40
-    "test_reference_c.py",        # 38
-    "test_doc_examples_run.py",   # 38
-    "test_docs.py",               # 60 before the round
-    "test_campaign.py",           # 31
-    "test_retire.py",             # 30
-    "test_scavenger_wake.py",     # 48 before the round
+    "test_cluster_matrix.py",     # 49 (and its waits: a hang's timeout, a killed worker)
+    "test_bench.py",              # 42 (the cluster benchmark's two clusters about half)
+    "test_weak_engines.py",       # 31
+    "test_weak_protocol.py",      # 30
+    "test_measure.py",            # 28
+    "test_proofs_explorer.py",    # 28
+    "test_proofs_z3.py",          # 28
+    "test_simulate_real.py",      # 26
+    "test_replay.py",             # 24
+    "test_doc_examples_run.py",   # 22
+    "test_docs.py",               # 20
+    "test_glibc_mutants.py",      # 18
+    "test_retire.py",             # 17
 )
 
 
