@@ -67,10 +67,14 @@ def engines_run_once(monkeypatch):
     loaded = load_engines()
     for name, engine in list(loaded.items()):
         def run(budget, _engine=engine):
-            # a mutant applied around the call is in the key: its run is never another's
+            # a mutant applied around the call is in the key: its run is never another's; the
+            # run is the session's (tests/session_cache.py: test_cli's, test_docs' and
+            # test_first_hour's check of the scenarios engine, in any process, is one run)
             key = (_engine.name, budget, tuple(m.name for m in active()))
             if key not in _FIRST_RUNS:
-                _FIRST_RUNS[key] = _engine.run(budget)
+                where = f"{_engine.run.__module__}.{_engine.run.__qualname__}"
+                _FIRST_RUNS[key] = session_cache.once(f"engine run {key!r} {where}",
+                                                      lambda: _engine.run(budget))
             return copy.deepcopy(_FIRST_RUNS[key])
         monkeypatch.setitem(loaded, name, dataclasses.replace(engine, run=run))
 
@@ -123,22 +127,23 @@ def simulations_once(request):
 # put the costliest module, 13 tests, among the last). A module that starts last while the other
 # process has nothing left holds the run alone, one core idle (or taken by a second job):
 # the costliest modules go first (longest first), the rest in their own order after them.
-# Measured with PURGECHECK_TEST_CPU (s of CPU in a whole run, `-n 2`, load 4 to 6, 2026-12-04).
+# Measured with PURGECHECK_TEST_CPU (s of CPU, `-n 2`, load 3 to 5, 2026-12-04: a whole run
+# after the first changes of issue 30's seventh round; the modules it changed later, in a run of
+# them alone at load 4 to 4.6).
 COSTLIEST_FIRST = (
-    "test_cluster_matrix.py",     # 73 (and its waits: a hang's timeout, a killed worker)
-    "test_docs.py",               # 47
-    "test_weak_protocol.py",      # 43
-    "test_simulate_real.py",      # 41
-    "test_proofs_explorer.py",    # 38
-    "test_scavenger_wake.py",     # 33
-    "test_weak_engines.py",       # 33
-    "test_proofs_z3.py",          # 29
+    "test_cluster_matrix.py",     # 49 (and its waits: a hang's timeout, a killed worker)
+    "test_bench.py",              # 42 (the cluster benchmark's two clusters about half)
+    "test_weak_engines.py",       # 31
+    "test_weak_protocol.py",      # 30
     "test_measure.py",            # 28
-    "test_replay.py",             # 26
-    "test_reference_c.py",        # 22
+    "test_proofs_explorer.py",    # 28
+    "test_proofs_z3.py",          # 28
+    "test_simulate_real.py",      # 26
+    "test_replay.py",             # 24
     "test_doc_examples_run.py",   # 22
-    "test_retire.py",             # 22
-    "test_bench.py",              # 20
+    "test_docs.py",               # 20
+    "test_glibc_mutants.py",      # 18
+    "test_retire.py",             # 17
 )
 
 

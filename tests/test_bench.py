@@ -16,6 +16,8 @@ import pytest
 from purgecheck.bench import BENCHMARKS, Figure
 from purgecheck.bench.__main__ import main as bench_main
 
+import session_cache
+
 # What each benchmark's figures must name at the least (whatever this machine has installed).
 EXPECTED = {
     "cluster": ("kill matrix, home-made pool of 2: wall time",
@@ -84,8 +86,15 @@ def check_figures(bench: str, figs: list[Figure]) -> None:
 
 @pytest.fixture(scope="module")
 def tiny_figures() -> dict[str, list[Figure]]:
-    return {name: importlib.import_module(f"purgecheck.bench.{name}").figures(tiny=True)
-            for name in BENCHMARKS}
+    """Every benchmark's figures at its tiny size. The cluster's kill matrix in the pool
+    judges its mutant against the session's clean run of the glibc engine (clean_cells_once's,
+    also test_cluster_matrix's): a figure of this run's wall time only, checked for its shape."""
+    from purgecheck.mutants import matrix
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(matrix, "_judged", session_cache.clean_cells(matrix._judged))
+        return {name: importlib.import_module(f"purgecheck.bench.{name}").figures(tiny=True)
+                for name in BENCHMARKS}
 
 
 @pytest.mark.parametrize("bench", BENCHMARKS)

@@ -38,9 +38,11 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
 # -- check ------------------------------------------------------------------------------------
 
 # The table and the JSON of one run of the engine (tests/conftest.py, engines_run_once); the
-# JSON test also stands for the smoke test that was (every page invariant held, by id).
+# JSON test also stands for the smoke test that was (every page invariant held, by id). With
+# --quick: the scenarios engine runs the same checks at either budget, and the quick run is
+# the one test_docs and test_first_hour ask for (one run in the session, not three).
 def test_check_scenarios_holds(capsys, engines_run_once):
-    rc, out, _ = cli(capsys, "check", "--engine", "scenarios")
+    rc, out, _ = cli(capsys, "check", "--engine", "scenarios", "--quick")
     assert rc == 0
     assert " passed, 0 failed" in out
     for inv in PAGE_INVARIANTS:
@@ -61,7 +63,7 @@ def test_a_run_kept_once_is_not_given_to_a_run_under_a_mutant(engines_run_once):
 
 
 def test_check_json_has_a_result_per_page_invariant(capsys, engines_run_once):
-    rc, out, _ = cli(capsys, "check", "--engine", "scenarios", "--json")
+    rc, out, _ = cli(capsys, "check", "--engine", "scenarios", "--quick", "--json")
     assert rc == 0
     doc = orjson.loads(out)
     assert doc["ok"] is True and doc["command"] == "check"
@@ -74,7 +76,7 @@ def test_check_json_has_a_result_per_page_invariant(capsys, engines_run_once):
 def test_failed_check_exits_1_and_prints_a_replay_that_reproduces(capsys, engines_run_once):
     # the engine runs once under the mutant (the table's check); the JSON is of that run
     with applied(MUTANTS["huge-purges"]):
-        rc, out, _ = cli(capsys, "check", "--engine", "scenarios")
+        rc, out, _ = cli(capsys, "check", "--engine", "scenarios", "--quick")
         assert rc == 1
         assert "FAIL PG-HUGE-NEVER-PURGE" in out
         replay = [line.split("replay:", 1)[1].split() for line in out.splitlines()
@@ -83,7 +85,7 @@ def test_failed_check_exits_1_and_prints_a_replay_that_reproduces(capsys, engine
         # The replay command fails the same way while the rule is broken ...
         rc, _, err = cli(capsys, "scenario", "huge-never")
         assert rc == 1 and "PG-HUGE-NEVER-PURGE" in err
-        rc, out, _ = cli(capsys, "check", "--engine", "scenarios", "--json")
+        rc, out, _ = cli(capsys, "check", "--engine", "scenarios", "--quick", "--json")
         doc = orjson.loads(out)
         assert rc == 1 and doc["ok"] is False
         failed = [r for r in doc["results"] if r["status"] == "fail"]

@@ -162,10 +162,13 @@ def test_park_done_within_max_is_reached_from_an_initial_state_under_a_mutant(re
         assert rep.complete and "PK-DONE-WITHIN-MAX" not in rep.violations
 
 
-@pytest.mark.parametrize("reduce_dead", [True, False])
+@pytest.mark.parametrize("reduce_dead", [True, pytest.param(False, marks=pytest.mark.slow)])
 def test_park_spacing_is_judged_against_the_sweep_before(reduce_dead):
     """The record before the last is kept until the new one was judged (PK-SPACING reads
-    its end), and its end is raised no later than the claim time minus the interval."""
+    its end), and its end is raised no later than the claim time minus the interval.
+    Without the dead locals' reduction (the module's costliest run, 10 s of CPU at load 5) in
+    the slow tier: test_reduced_and_unreduced_verdicts_agree holds the reduction to the
+    unreduced verdicts in the fast one, clean and under the quick mutants."""
     cfg = replace(V_PARK, clock_bound=6, reduce_dead=reduce_dead)
     with applied(MUTANTS["sweep-last-before-work"]):
         rep = X.explore(cfg, stop_at_first=True, max_states=400_000)

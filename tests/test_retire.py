@@ -268,17 +268,34 @@ def test_small_objects_leave_the_servers_bodies_as_they_were():
 QUIET = Path(__file__).parent / "data" / "real_bun_2026-12-03_quiet.json"
 
 
-def _epoch_discards(small_objects: dict) -> object:
-    """The comparison's row for epoch's discards on bun-serve, the model run for epoch only
-    (the summary keeps no-hold: the scavenger's reach is read from its runs)."""
-    import purgecheck.measure.compare as compare
+def _quiet_serve(scale: float = 1.0) -> dict:
+    """The recording's bun-serve; `scale` < 1: its load and requests cut to that share (the
+    pace and the turns as measured), a shorter workload of the same server."""
     doc = json.loads(QUIET.read_text())["workloads"]["bun-serve"]
+    doc["params"]["load_s"] *= scale
+    for run in doc["summary"].values():
+        for figure in ("requests", "load_s"):
+            run[figure]["median"] *= scale
+    return doc
+
+
+def _epoch_model(doc: dict, small_objects: dict) -> dict:
+    """The model run for epoch only (and before) on `doc` (the summary keeps no-hold: the
+    scavenger's reach is read from its runs), the requests' small objects as given."""
+    import purgecheck.measure.compare as compare
     saved, compare.SMALL_OBJECTS = compare.SMALL_OBJECTS, small_objects
     try:
-        model = compare.run_model("bun-serve", doc["params"], doc["summary"], ["epoch"])
-        c = compare.compare("bun-serve", doc["params"], doc["summary"], model=model)
+        return compare.run_model("bun-serve", doc["params"], doc["summary"], ["epoch"])
     finally:
         compare.SMALL_OBJECTS = saved
+
+
+def _epoch_discards(small_objects: dict) -> object:
+    """The comparison's row for epoch's discards on bun-serve."""
+    import purgecheck.measure.compare as compare
+    doc = _quiet_serve()
+    c = compare.compare("bun-serve", doc["params"], doc["summary"],
+                        model=_epoch_model(doc, small_objects))
     return next(r for r in c.rows if (r.design, r.figure) == ("epoch", "discards_load"))
 
 
@@ -288,8 +305,20 @@ def test_epochs_discards_under_load_are_within_the_band_on_the_quiet_recording()
     assert row.verdict == "within band", row
 
 
+@pytest.mark.slow
 def test_a_model_without_the_requests_small_objects_falls_outside():
     """From below: what is left (3 calls) are holes of the loop's large pages that were
-    abandoned full and swept in the abandoned map (model.full_pages)."""
+    abandoned full and swept in the abandoned map (model.full_pages). The full recording (11
+    s of CPU at load 5) in the slow tier; the fast tier's is a tenth of its load, next."""
     row = _epoch_discards({})
     assert row.verdict == "outside band" and row.model < row.real / 2, row
+
+
+def test_on_a_tenth_of_the_load_epochs_discards_are_the_small_objects_holes():
+    """The same server for a tenth of the recorded load (2 s of CPU): epoch discards under
+    load with the requests' small objects (10 calls) and none without them. Fails on a model
+    whose small objects leave no holes, or one that discards without them."""
+    from purgecheck.measure.compare import SMALL_OBJECTS
+    doc = _quiet_serve(0.1)
+    assert _epoch_model(doc, SMALL_OBJECTS)["epoch"]["discards_load"] > 0
+    assert _epoch_model(doc, {})["epoch"]["discards_load"] == 0

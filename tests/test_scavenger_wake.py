@@ -16,6 +16,7 @@ where the real passes nearly all swept).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -92,26 +93,27 @@ def test_the_lateness_gives_back_the_measured_passes_per_turn():
     assert scavenger_lateness(summary, MachineModel(coalesced_wakes=False)) is None
 
 
-@pytest.fixture(scope="module")
-def no_hold_discards():
-    """bun-serve's no-hold discards under load on the page's recording, with the fork's
-    wake and with every counted pass a sweep."""
+@functools.cache
+def no_hold_discards(machine: MachineModel) -> dict:
+    """bun-serve's no-hold rows under load on the page's recording, on `machine` (each
+    machine's full-size runs once for the module; the fork's wake's, MachineModel(), are the
+    session's through SIMULATIONS_ONCE)."""
     summary = {d: SERVE["summary"][d] for d in ("before", "no-hold")}
-    out = {}
-    for name, machine in (("coalesced", MachineModel()),
-                          ("every pass", MachineModel(coalesced_wakes=False))):
-        c = compare("bun-serve", SERVE["params"], summary, machine=machine)
-        out[name] = {r.figure: r for r in c.rows if r.design == "no-hold"}
-    return out
+    c = compare("bun-serve", SERVE["params"], summary, machine=machine)
+    return {r.figure: r for r in c.rows if r.design == "no-hold"}
 
 
-def test_no_hold_discards_are_inside_the_band_with_the_forks_wake(no_hold_discards):
+def test_no_hold_discards_are_inside_the_band_with_the_forks_wake():
     for fig in ("discards_load", "discarded_mb_load", "faults_per_request"):
-        assert no_hold_discards["coalesced"][fig].verdict == "within band", fig
+        assert no_hold_discards(MachineModel())[fig].verdict == "within band", fig
 
 
-def test_every_pass_a_sweep_falls_outside_the_band(no_hold_discards):
-    every = no_hold_discards["every pass"]
+@pytest.mark.slow
+def test_every_pass_a_sweep_falls_outside_the_band():
+    """The broken wake at full size (half of this module's CPU in the fast tier); the fast
+    tier tells it apart on two parks (test_a_park_while_a_pass_is_pending_wakes_nobody) and
+    in the lateness it cannot fit (test_the_lateness_gives_back_the_measured_passes_per_turn)."""
+    every = no_hold_discards(MachineModel(coalesced_wakes=False))
     assert every["discards_load"].verdict == "outside band"
     assert every["discards_load"].model > 3 * every["discards_load"].real
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -167,11 +168,12 @@ def design_clauses() -> dict[str, str]:
 
 
 def _design_runs(name: str, chosen_runs: dict[str, Timeline]) -> tuple[list[Breach], dict]:
-    """Run every scenario under design `name`; keep the first breach of each invariant that
-    the chosen design keeps on that scenario. Returns (breaches, {scenario: timeline})."""
+    """Run every scenario of `chosen_runs` under design `name`; keep the first breach of each
+    invariant that the chosen design keeps on that scenario. Returns (breaches, {scenario:
+    timeline})."""
     breaches: list[Breach] = []
     runs: dict[str, Timeline] = {}
-    for sc in SCENARIOS.values():
+    for sc in (SCENARIOS[n] for n in chosen_runs):
         tl = run_timeline(sc, name)
         runs[sc.name] = tl
         kept = chosen_runs[sc.name].violated() | {b.invariant for b in breaches}
@@ -191,16 +193,21 @@ def _overview(chosen_runs: dict[str, Timeline], runs: dict[str, dict[str, Timeli
         kept = chosen_runs[sc].violated()
         return sum(1 for by_sc in runs.values() if by_sc[sc].violated() - kept)
 
-    best = max(SCENARIOS, key=lambda sc: (told_apart(sc), "variant" in SCENARIOS[sc].tags,
-                                          -list(SCENARIOS).index(sc)))
+    best = max(chosen_runs, key=lambda sc: (told_apart(sc), "variant" in SCENARIOS[sc].tags,
+                                            -list(SCENARIOS).index(sc)))
     return [chosen_runs[best]] + [by_sc[best] for by_sc in runs.values()]
 
 
-def collect_designs() -> tuple[list[Design], list[Timeline]]:
+def collect_designs(scenarios: Collection[str] | None = None
+                    ) -> tuple[list[Design], list[Timeline]]:
+    """Every rejected design run on every scenario (or on those named in `scenarios`, in the
+    catalogue's order: the same pages where they hold every scenario the pages show, each
+    breach's and the overview's; tests/test_docs.py's fast tier runs such a sample)."""
     from model.variants import VARIANTS
 
     clauses = design_clauses()
-    chosen_runs = {sc.name: run_timeline(sc, CHOSEN_DESIGN) for sc in SCENARIOS.values()}
+    chosen_runs = {sc.name: run_timeline(sc, CHOSEN_DESIGN) for sc in SCENARIOS.values()
+                   if scenarios is None or sc.name in scenarios}
     designs, all_runs = [], {}
     for name in VARIANTS:
         if name == CHOSEN_DESIGN:
@@ -209,7 +216,7 @@ def collect_designs() -> tuple[list[Design], list[Timeline]]:
         all_runs[name] = runs
         scenario = DESIGN_SCENARIOS.get(name)
         if scenario not in SCENARIOS:
-            scenario = breaches[0].scenario if breaches else next(iter(SCENARIOS))
+            scenario = breaches[0].scenario if breaches else next(iter(chosen_runs))
         designs.append(Design(name, clauses.get(name, ""), scenario, chosen_runs[scenario],
                               runs[scenario], breaches))
     return designs, _overview(chosen_runs, all_runs)
@@ -234,7 +241,7 @@ def collect_graphs() -> list[GraphFigure]:
     return out
 
 
-def collect() -> Facts:
+def collect(scenarios: Collection[str] | None = None) -> Facts:
     from purgecheck.engines import load_engines
 
     engines = list(load_engines())  # engine modules may add invariants (proofs, glibc)
@@ -243,6 +250,6 @@ def collect() -> Facts:
     mutants = sorted(MUTANTS.values(), key=lambda m: m.name)
     patch_sources = {(m.name, n): source_of(p.replacement, p.replacement.__name__)
                      for m in mutants for n, p in enumerate(m.patches)}
-    designs, overview = collect_designs()
+    designs, overview = collect_designs(scenarios)
     return Facts(invariants, sources, mutants, patch_sources, designs, collect_graphs(),
                  engines, overview, collect_twins())
