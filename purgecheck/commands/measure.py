@@ -326,9 +326,10 @@ def _seed_tables(measured: dict, args) -> int:
     from purgecheck.measure.report import machine
     from purgecheck.measure.seedtables import model_runs, render, tables
     from purgecheck.reports import store
-    models = model_runs(measured, _machine(args))  # once, for the tables and the counts
+    model = _machine(args)
+    models = model_runs(measured, model)  # once, for the tables and the counts
     tabs = tables(measured, models)
-    doc = {"machine": machine(), "model_runs": _machine(args).runs, "workloads": measured,
+    doc = {"machine": machine(), "model_runs": model.runs, "workloads": measured,
            "tables": {k: [c.as_json() for c in v] for k, v in tabs.items()}}
     keep = store.project_root() / ".purgecheck" / "measure" / "seed-tables.json"
     if not args.from_file:
@@ -349,6 +350,6 @@ def _seed_tables(measured: dict, args) -> int:
         print(render(tabs))
         print("seed: seed 000's figure; real: Bun 1.4.4 here (median of the runs); model: the "
               "real before plus the simulator's excess for the design (docs/measure.md)")
-        print(count_line([compare(name, w["params"], w["summary"], models[name], _machine(args))
+        print(count_line([compare(name, w["params"], w["summary"], models[name], model)
                           for name, w in measured.items()]))
     return 0

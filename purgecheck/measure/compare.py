@@ -394,10 +394,8 @@ def run_model(workload: str, params: dict, summary: dict, designs: list[str],
     bodies are kept, the sizes of typed-arrays) and for the simulator's (how late each pass
     of the scavenger runs, the other threads' phases). The real figure is the median of its
     repeats, and its excess the difference of two medians: so is the model's."""
-    if machine.runs <= 1:
-        return _run_model_once(workload, params, summary, designs, machine, sample_ms, idle)
-    return _median_of([_run_model_once(*run) for run in
-                       _runs_of((workload, params, summary, designs, idle), machine, sample_ms)])
+    return run_models([(workload, params, summary, designs, idle)], machine, sample_ms,
+                      workers=1)[0]
 
 
 def run_models(jobs: list[tuple], machine: MachineModel = MachineModel(),
@@ -410,8 +408,8 @@ def run_models(jobs: list[tuple], machine: MachineModel = MachineModel(),
     import threading
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
-    if machine.runs <= 1:
-        return [run_model(w, p, s, d, machine, sample_ms, idle) for w, p, s, d, idle in jobs]
+    if machine.runs <= 1:  # the model as it was: one run, no median taken
+        return [_run_model_once(w, p, s, d, machine, sample_ms, idle) for w, p, s, d, idle in jobs]
     flat = [run for job in jobs for run in _runs_of(job, machine, sample_ms)]
     workers = min(workers or os.cpu_count() or 1, len(flat))
     # forked, where this process has no other thread (a Dask client's would be copied half-way
