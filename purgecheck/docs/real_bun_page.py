@@ -162,8 +162,8 @@ def real_bun_files(root: Path) -> dict[str, str]:
             apart_of = RUNTIME_APART_OF[name][0]
             machine = orjson.loads(RUNTIME_APART.read_bytes())["workloads"][apart_of]["machine"]
             figs = [f"`{f}`" for f, v in FIGURES.items() if v[2] in runtime_counters(name)]
-            out += [f"The model's {', '.join(figs)} here include the runtime's own excess over "
-                    f"before, measured apart (the program with its objects at 1 byte, "
+            out += [f"The model's figures {', '.join(figs)} here include the runtime's own excess "
+                    f"over before, measured apart (the program with its objects at 1 byte, "
                     f"`docs/data/{RUNTIME_APART.name}`, {machine['date']}, load "
                     f"{machine['load_1min']}): a measurement, not the model's ([measure.md]"
                     f"(measure.md#{RUNTIME_ANCHOR.get(name, RUNTIME_ANCHOR['buffer-loop'])})).",
