@@ -178,10 +178,18 @@ def test_the_counted_measurement_has_the_turns_passes_and_collections_of_every_s
 # (docs/measure.md, "Where the model is still outside"). Strict: when it comes back inside,
 # this test fails and the mark goes.
 _ABANDONED_LONGER = pytest.mark.xfail(strict=True, reason="abandoned full pages: calls too long")
+# bun-serve's no-hold MB given back at idle went out (18.0 against 10.8; 9.75 before) with the
+# memory at the idle's end at each design's own pace and the servers' own part there, measured
+# on 2026-12-05 (docs/measure.md, "Where the model is still outside: the audit"): on this
+# recording (10,000 requests under before, 9 bodies kept) the model's `off` holds 16.5 MB at
+# the idle's end in 2 seeds of 3 (4 pages for 13 bodies) where the real before, less the
+# runtime's part of today, holds about 8 MB. Strict: when it comes back inside, this fails.
+_FEW_BODIES_PAGES = pytest.mark.xfail(strict=True, reason="off's pages for few kept bodies")
 
 
 @pytest.mark.parametrize("workload,fig", [
-    *[("bun-serve", f) for f in ("discards_load", "faults_per_request", "mb_given_back_idle")],
+    *[("bun-serve", f) for f in ("discards_load", "faults_per_request")],
+    pytest.param("bun-serve", "mb_given_back_idle", marks=_FEW_BODIES_PAGES),
     *[("buffer-loop", f) for f in ("discards_load", "faults_per_request", "mb_given_back_idle")],
     pytest.param("buffer-loop", "discarded_mb_load", marks=_ABANDONED_LONGER)])
 def test_with_the_measured_turns_collections_and_reach_no_hold_is_within_the_band(

@@ -4,8 +4,9 @@ the measured run's parameters and pace, and each figure compared within a stated
 The model holds the large-page heap of seed 000 and, on the servers, a request's small
 objects in small and medium pages (SMALL_OBJECTS) with the arena's purges of them, and, where
 measured, Bun's other threads sweeping the abandoned pages (other_sweep_ms); on buffer-loop
-the runtime's own small and medium pages are the program's own excess measured apart with its
-objects at 1 byte (RUNTIME_APART), added to the model's; the real process
+(and on the servers at the idle's end) the runtime's own small and medium pages are the
+program's own excess measured apart with its objects at 1 byte (RUNTIME_APART), added to the
+model's; the real process
 also has the rest of JSC's heap and its start-up. So every figure is compared as its excess over the design
 without hole purging: the real `before` (MIMALLOC_PURGE_HOLES=0) against the model's `off`.
 
@@ -74,6 +75,7 @@ class MachineModel:
     measured_parks: bool = True
     # the runtime's own small and medium pages, measured apart (the program with its objects
     # at 1 byte, RUNTIME_APART), added to the model's excess where the model holds none
+    # (buffer-loop's every figure, the servers' memory at the idle's end)
     runtime_apart: bool = True
     # the event loop's turns in the idle, measured (loop_turns_idle): the model's loop wakes
     # and parks again as often, evenly spaced (simulate's Workload.idle_turns); off: one park
@@ -83,6 +85,10 @@ class MachineModel:
     # seed of the workload's random choices and of the simulator's (run_model); the real
     # figure is the median of its repeats. 1 in the tests; COMPARISON_RUNS in the comparison
     runs: int = 1
+    # what is resident at the idle's end taken against before's `off` at before's own pace, as
+    # the real figure takes before's runs (AT_OWN_PACE); off: against the design's own `off`
+    # at the design's pace, as the figures under load are
+    idle_end_own_pace: bool = True
 
 
 # The model's runs per design in the comparison (`--seed-tables`, `--compare`, the page, the
@@ -119,6 +125,19 @@ FIGURES = {
 }
 
 
+# The counters a design's model keeps as its own run gives them, against before's `off` at
+# before's pace, where every other counter is before's plus the design's excess over an `off`
+# at the design's own pace (_run_model_once). The real figure of memory given back at idle is
+# before's run less the design's, each at its own pace, and what is resident at the idle's end
+# follows the pace: it is what the program keeps (a server keeps a body every 1,000 requests,
+# 30 under before and 23 under no-hold on the page's recording), and the pages that holds.
+# With every design keeping as many bodies (kept=20, keep_every=100), the real no-hold gave
+# back 2.5 MB less than epoch, where on the recording (23 bodies against 36) it gave back
+# 4.3 MB more (docs/measure.md, "Memory at the idle's end follows the pace"). Under load the
+# excess over the design's own `off` stays: there the model's pace moves which retired pages
+# the arena purges before they are taken again, which by the idle's end are all purged.
+AT_OWN_PACE = ("rss_end",)
+
 # Seed 000: the large pages of the nothing-kept server "exist in every Bun process: they are
 # pinned by about 1 MB of allocations made at start-up"; the model pins them with 4 bodies
 # kept from the start (simulate's bun-serve-nothing-kept does the same).
@@ -138,9 +157,16 @@ TYPED_ARRAYS_TEMP_EVERY = 3
 # its own objects at 1 byte, under each design (docs/measure.md, "The runtime's own part,
 # measured apart"). Only where that program keeps the workload's time and the model holds no
 # small objects: buffer-loop (its rounds are timed); typed-arrays at 1 byte loses its load's
-# length, and the servers model their small objects (SMALL_OBJECTS).
+# length. The servers model their small objects under load (SMALL_OBJECTS), but none of them
+# is left in the model at the idle's end (their pages have all gone back): there the server
+# with its bodies at 1 byte gives the part the model holds nothing of, the runtime's pages
+# that `before` keeps with their holes and the sweeps give back (docs/measure.md, "The
+# servers' own part at the idle's end").
 RUNTIME_APART = Path(__file__).resolve().parents[2] / "docs" / "data" / "runtime-apart.json"
-RUNTIME_APART_WORKLOADS = ("buffer-loop",)
+# workload -> (the program measured apart, the model counters its excess is added to)
+RUNTIME_APART_OF = {"buffer-loop": ("buffer-loop", None),  # None: every counter of RUNTIME_PART
+                    "bun-serve": ("bun-serve-nothing-kept", ("rss_end",)),
+                    "bun-serve-nothing-kept": ("bun-serve-nothing-kept", ("rss_end",))}
 # model counter -> (figure of the program at 1 byte, its scale to the counter's units): the
 # runtime's excess over its before (its resident memory at the idle's end: less by what it
 # gave back)
@@ -155,20 +181,29 @@ RUNTIME_PART = {
 def runtime_part(workload: str, machine: MachineModel = MachineModel()) -> dict | None:
     """The summary of the workload's program with its objects at 1 byte (RUNTIME_APART), or
     None where it is not taken."""
-    if not machine.runtime_apart or workload not in RUNTIME_APART_WORKLOADS \
+    if not machine.runtime_apart or workload not in RUNTIME_APART_OF \
             or not RUNTIME_APART.is_file():
         return None
     import json
-    return json.loads(RUNTIME_APART.read_text())["workloads"][workload]["summary"]
+    name = RUNTIME_APART_OF[workload][0]
+    return json.loads(RUNTIME_APART.read_text())["workloads"][name]["summary"]
 
 
-def add_runtime_part(model: dict[str, dict[str, float]], apart: dict) -> None:
-    """Each measured design's counters get the runtime's excess over before, as measured
+def runtime_counters(workload: str) -> tuple[str, ...]:
+    """The model counters that take the runtime's part on `workload` (RUNTIME_APART_OF)."""
+    counters = RUNTIME_APART_OF[workload][1]
+    return tuple(RUNTIME_PART) if counters is None else counters
+
+
+def add_runtime_part(model: dict[str, dict[str, float]], apart: dict,
+                     counters: tuple[str, ...] = tuple(RUNTIME_PART)) -> None:
+    """Each measured design's `counters` get the runtime's excess over before, as measured
     apart (a design the program at 1 byte did not run, a model-only one, gets nothing)."""
     for d, c in model.items():
         if d == BASE_REAL or d not in apart:
             continue
-        for key, (fig, scale) in RUNTIME_PART.items():
+        for key in counters:
+            fig, scale = RUNTIME_PART[key]
             c[key] += scale * (apart[d][fig]["median"] - apart[BASE_REAL][fig]["median"])
 
 
@@ -450,7 +485,9 @@ def _run_model_once(workload: str, params: dict, summary: dict, designs: list[st
     it: a design's counters are before's plus what the design costs over `off` on the same
     workload. The rule's cost is then told apart from what its pace alone changes in the
     model (which retired pages the arena purges before they are taken again: 0 or 33 such
-    purges in 3 s of the same server, at 5,800 requests and 7.2 or 8.6 per turn)."""
+    purges in 3 s of the same server, at 5,800 requests and 7.2 or 8.6 per turn). The
+    memory resident at the idle's end is the design's own run against before's, as measured
+    (AT_OWN_PACE, MachineModel.idle_end_own_pace): it follows what the program kept."""
     from model.world import Options
     from purgecheck.simulate.mimalloc import DESIGN_NAMES, simulate
 
@@ -490,11 +527,12 @@ def _run_model_once(workload: str, params: dict, summary: dict, designs: list[st
         c = counters(w, md, d)
         if (w.params, w.idle_turns) != (base_w.params, base_w.idle_turns):
             off = counters(w, MODEL_DESIGN[BASE_REAL], BASE_REAL)
-            c = {k: out[BASE_REAL][k] + v - off[k] for k, v in c.items()}
+            own = AT_OWN_PACE if machine.idle_end_own_pace else ()
+            c = {k: v if k in own else out[BASE_REAL][k] + v - off[k] for k, v in c.items()}
         out[d] = c
     apart = runtime_part(workload, machine)
     if apart is not None:
-        add_runtime_part(out, apart)
+        add_runtime_part(out, apart, runtime_counters(workload))
     return out
 
 
