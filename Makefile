@@ -61,7 +61,8 @@ nightly: setup
 # worker, each command a test starts) compiled them again from source, 1.2 to 1.8 s of CPU
 # each; compileall writes the .pyc files anyway (1 s once), and Python reads them.
 test: setup
-	$(BIN)/python -m compileall -q model proofs purgecheck stateful_tests tests/session_cache.py > /dev/null
+	$(BIN)/python -m compileall -q model proofs purgecheck stateful_tests \
+		tests/session_cache.py > /dev/null
 	$(BIN)/python -m pytest --no-header -rfE -n auto --dist loadfile --no-loadscope-reorder  # a process per core, each module's tests in one of them (its fixtures, e.g. a Dask cluster, shared), the costliest modules first (tests/conftest.py); failures listed at the end
 
 bench: setup
