@@ -13,7 +13,6 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 import cloudpickle
 import pytest
@@ -50,23 +49,6 @@ def client():
         yield c
 
 
-def _judge_clean_cells_once(folder: str | None, tests: str) -> None:
-    """In a worker: its clean cells from the test session's (session_cache.clean_cells), or
-    (folder None) its own again. A worker started later (one killed and replaced) judges its
-    own."""
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
-    import session_cache
-    from purgecheck.mutants import matrix
-
-    judged = getattr(matrix._judged, "alone", matrix._judged)
-    if folder is None:
-        matrix._judged = judged
-        return
-    session_cache.start(Path(folder))
-    matrix._judged = session_cache.clean_cells(judged)
-
-
 @pytest.fixture
 def workers_clean_cells_once(client):
     """For the tests whose subject is not the clean run (a hang, a crash, a killed worker):
@@ -75,10 +57,9 @@ def workers_clean_cells_once(client):
     test_a_small_matrix_on_dask_equals_the_pool keeps the workers' own."""
     import session_cache
 
-    tests = str(Path(__file__).parent)
-    client.run(_judge_clean_cells_once, str(session_cache.folder()), tests)
+    session_cache.workers_clean_cells(client)
     yield
-    client.run(_judge_clean_cells_once, None, tests)
+    session_cache.workers_clean_cells(client, shared=False)
 
 
 def verdicts(m):
