@@ -86,13 +86,20 @@ def check_figures(bench: str, figs: list[Figure]) -> None:
 
 @pytest.fixture(scope="module")
 def tiny_figures() -> dict[str, list[Figure]]:
-    """Every benchmark's figures at its tiny size. The cluster's kill matrix in the pool
-    judges its mutant against the session's clean run of the glibc engine (clean_cells_once's,
-    also test_cluster_matrix's): a figure of this run's wall time only, checked for its shape."""
+    """Every benchmark's figures at its tiny size. The cluster's kill matrix, in the pool and
+    on Dask, judges its mutant against the session's clean run of the glibc engine
+    (clean_cells_once's, also test_cluster_matrix's): a figure of this run's wall time only,
+    checked for its shape."""
+    from purgecheck.bench import cluster
     from purgecheck.mutants import matrix
+
+    def kill_matrix(tiny, client, *args, _real=cluster.kill_matrix):
+        session_cache.workers_clean_cells(client)
+        return _real(tiny, client, *args)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(matrix, "_judged", session_cache.clean_cells(matrix._judged))
+        mp.setattr(cluster, "kill_matrix", kill_matrix)
         return {name: importlib.import_module(f"purgecheck.bench.{name}").figures(tiny=True)
                 for name in BENCHMARKS}
 

@@ -33,9 +33,12 @@ def test_unmutated_model_holds_everything():
 
 @pytest.mark.parametrize("name", GLIBC_MUTANTS)
 def test_glibc_engine_kills_mutant_with_its_named_invariants(name):
+    """Each mutant's named invariants fail, with a replay: the runs stop where all of them
+    have (1.4 to 2.2 s of CPU a mutant for the 48 runs; the engine's whole run, which the kill
+    matrix makes, gives the same first failures)."""
     m = MUTANTS[name]
     with applied(m):
-        _, failures = invariant_checks(quick=True)
+        _, failures = invariant_checks(quick=True, until=frozenset(m.catches))
     assert set(m.catches) <= set(failures), f"{name}: caught by {sorted(failures)}"
     r = failures[m.catches[0]]
     assert r.status == "fail" and r.replay.startswith("purgecheck glibc run ")

@@ -48,13 +48,28 @@ def verdict_of(header: dict, events: list[dict], name: str = "t.jsonl"):
 
 # -- sequential traces: the model's and the C reference's ---------------------------------------
 
-@pytest.mark.parametrize("variant", VARIANTS)
-def test_model_traces_of_every_scenario_are_accepted(variant):
-    for name, sc in SCENARIOS.items():
+def accepted_on(variant: str, names: list[str]) -> None:
+    for name in names:
+        sc = SCENARIOS[name]
         opts = dataclasses.replace(sc.options, variant=variant)
         v = verdict_of(*model_trace(sc.ops(), opts, source=name), name=name)
         assert v.accepted, f"{name}: {v.why}"
         assert v.events > 0
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_model_traces_of_every_scenario_are_accepted_under_some_design(variant):
+    """The i-th scenario under the j-th design where i + j is a multiple of 3: every scenario
+    under one or two designs, each design on a third of them (8 s of CPU for every pair, which
+    the slow tier runs: test_model_traces_of_every_scenario_are_accepted)."""
+    j = list(VARIANTS).index(variant)
+    accepted_on(variant, [n for i, n in enumerate(SCENARIOS) if (i + j) % 3 == 0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_model_traces_of_every_scenario_are_accepted(variant):
+    accepted_on(variant, list(SCENARIOS))
 
 
 def test_hold_decisions_are_shared_only_where_the_design_reads_nothing_else(monkeypatch):

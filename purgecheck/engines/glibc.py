@@ -62,8 +62,11 @@ def published_check(quick: bool) -> Result:
                   time.perf_counter() - t0)
 
 
-def invariant_checks(quick: bool) -> tuple[dict[str, int], dict[str, Result]]:
-    """Every glibc-arena invariant on every arena after every op: (checks, first failures)."""
+def invariant_checks(quick: bool, until: frozenset[str] = frozenset()
+                     ) -> tuple[dict[str, int], dict[str, Result]]:
+    """Every glibc-arena invariant on every arena after every op: (checks, first failures).
+    With `until`, the runs stop after the first (workload, version) at whose end every
+    invariant it names has failed: the same first failures, for a test of a mutant's kill."""
     invs = [i for i in load_registry().values() if i.scope == SCOPE and i.predicate]
     counts = {i.id: 0 for i in invs}
     failures: dict[str, Result] = {}
@@ -92,6 +95,8 @@ def invariant_checks(quick: bool) -> tuple[dict[str, int], dict[str, Result]]:
                     detail=f"workload {w.name}, version {version} stopped: "
                            f"{type(e).__name__}: {e}",
                     replay=f"purgecheck glibc run {w.name} --version {version} --no-trace"))
+            if until and until <= failures.keys():
+                return counts, failures
     return counts, failures
 
 
