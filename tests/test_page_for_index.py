@@ -63,7 +63,7 @@ def random_script(seed: int, ops: int = 1500) -> str:
     return "\n".join(lines)
 
 
-def script_disagreements(seeds=range(4)) -> list[str]:
+def script_disagreements(seeds=range(3)) -> list[str]:
     out: list[str] = []
 
     def after(op, world):
@@ -125,4 +125,4 @@ def _forgetting(kind: str):
 @pytest.mark.parametrize("kind", ["cross-thread", "owner"])
 def test_a_free_that_leaves_its_page_passed_over_is_caught(monkeypatch, kind):
     monkeypatch.setattr(purgecheck.runner, "mi_free", _forgetting(kind))
-    assert script_disagreements(seeds=range(2))
+    assert script_disagreements(seeds=(0,))
