@@ -76,6 +76,9 @@ class World:
     # the script goes on in the parent), for EP-MOVING-HELD: no thread holds MOVING there.
     fork_children: list = field(default_factory=list)
     floor_kept: int = 0  # bytes kept under the floor, process-wide (model.floor)
+    # Pages the allocation path's search found full: it passes over them with one set lookup
+    # until a free gives one a block back (model.heap.heap_page_for; issue 29, 4)
+    full_seen: set[int] = field(default_factory=set)
     # Ghost: (new size, block size, kept in place) of the last realloc, for AL-REALLOC-MOVES
     last_realloc: tuple | None = None
     floor_pending: list | None = None  # (age, page) up for the floor in the current pass
