@@ -8,7 +8,6 @@ mi_heap_delete and a page that becomes free all go through _mi_page_unpurge_all"
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import filterfalse
 from typing import NamedTuple
 
 from model.alloc import (check_free, mi_free_local, mi_free_xthread, mi_page_malloc,
@@ -88,16 +87,19 @@ def heap_page_for(world, heap: Heap, block_size: int) -> Page | None:
 
     The full pages stay in the queue (their order is the queues' rule), so a scan of it
     passes all the full ones at each malloc: on a large heap most of its time (issue 29, 4).
-    A page found full goes into `world.full_seen` and is passed over by a set lookup in C
+    A page found full goes into `world.full_seen` and is passed over by a set lookup
     until mi_free gives it a block back. Only a free can: a full page has no block on a
     list, none purged (a purge discards free blocks only) and no unformed tail, and the
     retire that empties its lists also takes it out of the queue. mimalloc does the same
     with its full queue (mi_page_to_full, MI_BIN_FULL; _mi_page_unfull on a free)."""
-    seen = world.full_seen
-    for pid in filterfalse(seen.__contains__, heap.queues.get(block_size, ())):
-        page = world.pages[pid]
-        if not is_page_full(page):
-            return page
+    seen, pages = world.full_seen, world.pages
+    for pid in heap.queues.get(block_size, ()):
+        if pid in seen:
+            continue
+        p = pages[pid]
+        # is_page_full's test, inline: it runs at every malloc
+        if p.free or p.local_free or p.xthread_free or p.purged or p.has_unformed_tail():
+            return p
         seen.add(pid)
     return None
 
