@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from contextlib import ExitStack
 
 from purgecheck.bench import Figure
 
@@ -31,15 +32,14 @@ EXPLORER_BUDGET = {True: 3.0, False: 60.0}
 EXPLORER_RATE = {True: "bare-1", False: "park-2"}  # states/s: one process, 1 and 2 workers
 
 
-def _started(workers: int):
-    """A LocalCluster of `workers`, and the seconds it took to start."""
+def _started(workers: int, stack: ExitStack):
+    """A LocalCluster of `workers`, closed with `stack`, and the seconds it took to start."""
     from purgecheck.cluster.client import dask_client
 
     t0 = time.perf_counter()
-    ctx = dask_client(workers=workers)
-    client = ctx.__enter__()
+    client = stack.enter_context(dask_client(workers=workers))
     client.wait_for_workers(workers, timeout=120)
-    return ctx, client, time.perf_counter() - t0
+    return client, time.perf_counter() - t0
 
 
 def _scaled_down(client, workers: int) -> float:
@@ -181,8 +181,7 @@ def figures(tiny: bool = False, explorer_only: bool = False, every: int = 1,
     """Every figure, on one cluster of 2 workers and then one of 1 (`explorer_only`: the
     explorer's alone); `every`, `campaign_s`, `top` and `ladder_s` make it smaller (STANDARD)."""
     out = explorer_alone(tiny)
-    ctx, client, start_s = _started(2)
-    try:
+    with ExitStack() as cluster:
         for n in (2, 1):
             if n == 1 and tiny:
                 # the test suite's figures of 1 worker on the same cluster, one worker retired:
@@ -191,17 +190,14 @@ def figures(tiny: bool = False, explorer_only: bool = False, every: int = 1,
                 out.append(Figure(BENCH, f"Dask LocalCluster of {n}: scaled down from 2",
                                   start_s, "s", ""))
             else:
-                if n == 1:
-                    ctx.__exit__(None, None, None)
-                    ctx, client, start_s = _started(n)
+                cluster.close()  # the cluster of 2 goes before the one of 1 starts
+                client, start_s = _started(n, cluster)
                 out.append(Figure(BENCH, f"Dask LocalCluster of {n}: start", start_s, "s", ""))
             if n == 2 and not explorer_only:
                 out += kill_matrix(tiny, client, start_s, every)
             if not explorer_only:
                 out.append(campaign(tiny, client, n, campaign_s))
             out += explorer(tiny, client, n, top, ladder_s)
-    finally:
-        ctx.__exit__(None, None, None)
     return out
 
 
