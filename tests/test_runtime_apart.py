@@ -46,11 +46,12 @@ def _with(plain, apart) -> dict:
     return model
 
 
-def test_the_runtime_part_is_taken_for_buffer_loop_and_the_servers_only():
+def test_the_runtime_part_is_taken_for_buffer_loop_typed_arrays_and_the_servers_only():
     assert RUNTIME_APART.is_file()
-    assert runtime_part("buffer-loop") is not None
-    assert runtime_counters("buffer-loop") == tuple(RUNTIME_PART)
-    assert runtime_part("typed-arrays") is None
+    for name in ("buffer-loop", "typed-arrays"):
+        assert runtime_part(name) is not None
+        assert runtime_counters(name) == tuple(RUNTIME_PART)
+    assert runtime_part("typed-arrays-own-pace") is None  # kept for the test below only
     for name in ("buffer-loop", "bun-serve"):
         assert runtime_part(name, replace(MachineModel(), runtime_apart=False)) is None
 
@@ -101,3 +102,33 @@ def test_the_runtime_part_with_before_and_the_design_swapped_is_caught(plain):
     assert rows[("discards_load", "epoch")].verdict == "outside band"
     assert rows[("mb_given_back_idle", "epoch")].verdict == "outside band"
     assert rows[("mb_given_back_idle", "epoch")].model < 3.75
+
+
+def _typed_arrays_with(apart) -> dict:
+    """typed-arrays' rows with a model whose every design is its `off` (the model's own excess
+    in calls and faults under load is 0 there: it holds the large objects' pages only,
+    docs/real-bun.md before the runtime's part) plus the runtime's part `apart`."""
+    w = RECORD["typed-arrays"]
+    model = {d: {k: 0.0 for k in RUNTIME_PART} for d in w["summary"]}
+    add_runtime_part(model, apart)
+    c = compare("typed-arrays", w["params"], w["summary"], model)
+    return {(r.figure, r.design): r for r in c.rows}
+
+
+def test_typed_arrays_calls_come_from_the_runtime_at_the_real_pace():
+    """docs/measure.md, "Typed-arrays: the runtime's pages at the real pace": typed-arrays.js
+    with its objects at 1 byte and its turns made to last as the real program's
+    (`turn_ms`), so that its load (0.4 s) gives the sweeps their time, makes epoch's and the
+    default's excess of calls of 64 KiB or more (real 21 and 24; the model's own 0).
+    Broken variant: the same program at its own pace (a load of 0.03 s, 2026-12-04), whose
+    part leaves both outside."""
+    rows = _typed_arrays_with(runtime_part("typed-arrays"))
+    for d in ("epoch", "default"):
+        assert rows[("discards_load", d)].verdict == "within band"
+        assert rows[("discards_load", d)].model >= 10
+    own_pace = json.loads(RUNTIME_APART.read_text())["workloads"]["typed-arrays-own-pace"]
+    assert own_pace["summary"]["epoch"]["load_s"]["median"] < 0.1
+    assert runtime_part("typed-arrays")["epoch"]["load_s"]["median"] > 0.3
+    broken = _typed_arrays_with(own_pace["summary"])
+    for d in ("epoch", "default"):
+        assert broken[("discards_load", d)].verdict == "outside band"

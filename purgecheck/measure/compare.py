@@ -4,10 +4,10 @@ the measured run's parameters and pace, and each figure compared within a stated
 The model holds the large-page heap of seed 000 and, on the servers, a request's small
 objects in small and medium pages (SMALL_OBJECTS) with the arena's purges of them, and, where
 measured, Bun's other threads sweeping the abandoned pages (other_sweep_ms); on buffer-loop
-(and on the servers at the idle's end) the runtime's own small and medium pages are the
-program's own excess measured apart with its objects at 1 byte (RUNTIME_APART), added to the
-model's; the real process
-also has the rest of JSC's heap and its start-up. So every figure is compared as its excess over the design
+and typed-arrays (and on the servers at the idle's end) the runtime's own small and medium
+pages are the program's own excess measured apart with its objects at 1 byte
+(RUNTIME_APART), added to the model's; the real process also has the rest of JSC's heap and
+its start-up. So every figure is compared as its excess over the design
 without hole purging: the real `before` (MIMALLOC_PURGE_HOLES=0) against the model's `off`.
 
 | figure | real | model | band |
@@ -156,8 +156,11 @@ TYPED_ARRAYS_TEMP_EVERY = 3
 # The runtime's own part of a workload, measured apart on the real Bun: the same program with
 # its own objects at 1 byte, under each design (docs/measure.md, "The runtime's own part,
 # measured apart"). Only where that program keeps the workload's time and the model holds no
-# small objects: buffer-loop (its rounds are timed); typed-arrays at 1 byte loses its load's
-# length. The servers model their small objects under load (SMALL_OBJECTS), but none of them
+# small objects: buffer-loop (its rounds are timed) and typed-arrays, whose program at 1 byte
+# keeps the real load's length with its turns made to last (`turn_ms`; at its own pace its
+# load is 0.03 s against 0.4, too short for the sweeps that give the runtime's pages back,
+# docs/measure.md, "Typed-arrays: the runtime's pages at the real pace"). The servers model
+# their small objects under load (SMALL_OBJECTS), but none of them
 # is left in the model at the idle's end (their pages have all gone back): there the server
 # with its bodies at 1 byte gives the part the model holds nothing of, the runtime's pages
 # that `before` keeps with their holes and the sweeps give back (docs/measure.md, "The
@@ -165,6 +168,7 @@ TYPED_ARRAYS_TEMP_EVERY = 3
 RUNTIME_APART = Path(__file__).resolve().parents[2] / "docs" / "data" / "runtime-apart.json"
 # workload -> (the program measured apart, the model counters its excess is added to)
 RUNTIME_APART_OF = {"buffer-loop": ("buffer-loop", None),  # None: every counter of RUNTIME_PART
+                    "typed-arrays": ("typed-arrays", None),
                     "bun-serve": ("bun-serve-nothing-kept", ("rss_end",)),
                     "bun-serve-nothing-kept": ("bun-serve-nothing-kept", ("rss_end",))}
 # model counter -> (figure of the program at 1 byte, its scale to the counter's units): the

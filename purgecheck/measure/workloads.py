@@ -45,9 +45,11 @@ WORKLOADS: dict[str, MeasuredWorkload] = {w.name: w for w in (
                      "serve.js", "serve", "bun-serve-nothing-kept", {**SERVE, "kept": 0}),
     MeasuredWorkload("typed-arrays", "typed arrays, strings and Buffers of 100..500 KiB, one "
                      "in 12 kept, the others dropped 8 allocations later (the collector runs "
-                     "every 8), then idle_s idle", "typed-arrays.js", "single", "typed-arrays",
+                     "every 8), then idle_s idle (turn_ms: the least time a turn of the loop "
+                     "takes, busy: the program at 1 byte at the real one's pace)",
+                     "typed-arrays.js", "single", "typed-arrays",
                      {"allocations": 3000, "lo": 100 * KiB, "hi": 500 * KiB, "keep_every": 12,
-                      "lifetime": 8, "idle_s": 2.0}, request="allocation"),
+                      "lifetime": 8, "turn_ms": 0.0, "idle_s": 2.0}, request="allocation"),
     MeasuredWorkload("buffer-loop", "a loop that frees and takes 8 buffers of 256 KiB a round, "
                      "a round every millisecond (the loop parks in between), for 3 s; then "
                      "idle_s idle", "buffer-loop.js", "single", "buffer-loop",
@@ -82,7 +84,8 @@ RANGES = {"body": (1, 64 << 20), "kept": (0, 100_000), "keep_every": (1, 10_000_
           "connections": (1, 256), "load_s": (0.1, 600), "idle_s": (0, 600),
           "allocations": (1, 10_000_000), "lo": (1, 64 << 20), "hi": (1, 64 << 20),
           "lifetime": (0, 100_000), "size": (1, 64 << 20), "batch": (1, 10_000),
-          "step_ms": (0, 10_000), "seconds": (0.1, 600), "max_load_s": (1, 3600)}
+          "step_ms": (0, 10_000), "turn_ms": (0, 1000), "seconds": (0.1, 600),
+          "max_load_s": (1, 3600)}
 
 
 def workload_params(name: str, sets: dict[str, str],
