@@ -86,6 +86,21 @@ class Page:
         self.units = UnitMap.of(self.geom)
         self.relist()
 
+    def hand_out(self, i: int) -> None:
+        """The program takes block `i` (`handed_out`, and the live OS pages where kept)."""
+        if i in self.handed_out:
+            return
+        self.handed_out.add(i)
+        if self.mem.live is not None:
+            self.mem.live.block_live(self.geom.block_addr(i), self.geom.block_size)
+
+    def take_back(self, i: int) -> None:
+        """Block `i` is no longer the program's: freed, or gone with its page."""
+        if i in self.handed_out:
+            self.handed_out.remove(i)
+            if self.mem.live is not None:
+                self.mem.live.block_dead(self.geom.block_addr(i), self.geom.block_size)
+
     def relist(self) -> None:
         """Rebuild `on_lists` from the three lists (after one of them was assigned whole)."""
         self.on_lists = {*self.free, *self.local_free, *self.xthread_free}

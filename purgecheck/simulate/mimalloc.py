@@ -49,6 +49,7 @@ from typing import Iterable, Iterator
 
 from model.drivers import mi_on_thread_idle, mi_on_thread_idle_pending
 from model.heap import Ptr, mi_free, mi_heap_malloc, mi_realloc
+from model.live_pages import track_live_pages
 from model.park import mi_on_thread_idle_end, mi_on_thread_idle_start, mi_theap_sweep_parked
 from model.thread import RUNNING
 from model.variants import VARIANTS
@@ -140,13 +141,11 @@ class Simulation:
         self.retired_seen: set[int] = set()
         self.purge_pending: list[int] = []  # retired pages the next arena purge looks at
         self.purge_due: float | None = None  # the arena's expiry (arena_purge_runs)
-        # page id -> how many OS pages of its live blocks are resident, counted again at a
-        # sample only for the pages whose blocks changed since the one before or that a
-        # sweep discarded in (`dirty`): nothing else changes them (pages never share an OS
-        # page, and the arena purges only retired pages). Rebuilding every page's set of
-        # live OS pages at each sample was a quarter of a simulation's time.
-        self.live_counts: dict[int, int] = {}
-        self.dirty: set[int] = set()
+        # the resident OS pages of live blocks, kept as blocks live and die and as pages
+        # gain and lose residency (model.live_pages): a sample reads it. Recounting the live
+        # blocks of the pages changed since the sample before was a third of a large
+        # recording's run.
+        self.live = track_live_pages(self.world)
         self.load_end = self.t
         self.at_load_end: dict[str, float] = {}
         self.rss_peak = 0  # resident OS pages at most
@@ -209,8 +208,7 @@ class Simulation:
         if op == "malloc":
             if thread.park_state != RUNNING:
                 mi_on_thread_idle_end(world, th)
-            self.ptrs[name] = ptr = mi_heap_malloc(world, world.heap(th), size)
-            self.dirty.add(ptr.page)
+            self.ptrs[name] = mi_heap_malloc(world, world.heap(th), size)
             if self.opts.retire_cycles:
                 self._note_sweep()  # the kept pages it counted down and retired (model.retire)
             self.allocations += 1
@@ -220,7 +218,6 @@ class Simulation:
                 mi_on_thread_idle_end(world, th)
             ptr = self.ptrs.pop(name)
             mi_free(world, ptr, th)
-            self.dirty.add(ptr.page)
             if world.pages[ptr.page].retired:
                 self._note_retired(ptr.page)
         elif op == "realloc":
@@ -229,7 +226,6 @@ class Simulation:
             old = self.ptrs[name]
             self.ptrs[name] = new = mi_realloc(world, world.heap(th), old, size)
             if new != old:
-                self.dirty.update((old.page, new.page))
                 self.allocations += 1
                 self.load_end = self.t
                 self._note_retired(old.page)
@@ -394,16 +390,12 @@ class Simulation:
 
     def _note_sweep(self) -> None:
         """After a sweep, read off the model's event log before it is cleared: the pages it
-        retired (mi_page_retire's `retire` event), whose memory the arena purges later, and
-        the pages it discarded in, whose resident live pages are counted again at the next
-        sample. (Looking at every page not yet retired instead cost a pass over the live
-        pages at every park.)"""
+        retired (mi_page_retire's `retire` event), whose memory the arena purges later.
+        (Looking at every page not yet retired instead cost a pass over the live pages at
+        every park.)"""
         for e in self.world.log:
-            ev = e["ev"]
-            if ev == "retire":
+            if e["ev"] == "retire":
                 self._note_retired(e["page"])
-            elif ev == "discard" or ev == "discard_tail":
-                self.dirty.add(e["page"])
 
     def _on_purge(self, pid: int) -> None:
         """The arena gives a retired page's memory back (the same for every design), unless a
@@ -459,34 +451,9 @@ class Simulation:
     # -- what it costs -----------------------------------------------------------------------
 
     def live_resident_pages(self) -> int:
-        """Resident OS pages that hold part of a live allocation."""
-        pages, counts = self.world.pages, self.live_counts
-        for pid in self.dirty:
-            page = pages[pid]
-            if page.retired or not page.handed_out:
-                counts.pop(pid, None)
-            else:
-                counts[pid] = self.count_live_resident(page)
-        self.dirty.clear()
-        return sum(counts.values())
-
-    def count_live_resident(self, page) -> int:
-        """The resident OS pages of one page's live blocks: the blocks' OS pages in runs
-        (neighbours share an OS page where the block size is not a multiple of it), each run
-        counted at once."""
-        mem, g = self.world.mem, page.geom
-        count, lo, hi = 0, 0, -1
-        for i in sorted(page.handed_out):
-            run = mem.os_pages(g.block_addr(i), g.block_size)
-            if run.start <= hi:
-                hi = max(hi, run.stop)
-                continue
-            if hi > lo:
-                count += mem.count_resident(range(lo, hi))
-            lo, hi = run.start, run.stop
-        if hi > lo:
-            count += mem.count_resident(range(lo, hi))
-        return count
+        """Resident OS pages that hold part of a live allocation (model.live_pages: kept as
+        the model goes; `recount_live_resident` is the plain definition)."""
+        return self.live.resident
 
     def _sample(self) -> None:
         if self.events == self.sampled_after and self.samples:  # nothing ran since: the same
