@@ -61,8 +61,21 @@ class PageMask:
                                             ((hi - 1) & (REGION - 1)) + 1) < 0
         return all(b.find(0, lo, hi) < 0 for b, lo, hi in self._spans(pages))
 
+    def _one_region(self, pages: range) -> tuple[bytearray | None, int, int] | None:
+        """(the region's bytes or None, start, stop) when the run lies in one region (the
+        usual case, taken without the generator of `_spans`), else None."""
+        lo, hi = pages.start, pages.stop
+        r = lo >> REGION_BITS
+        if lo < hi and (hi - 1) >> REGION_BITS == r:
+            return self.regions.get(r), lo & (REGION - 1), ((hi - 1) & (REGION - 1)) + 1
+        return None
+
     def count(self, pages: range) -> int:
         """How many of `pages` are set."""
+        one = self._one_region(pages)
+        if one is not None:
+            b, lo, hi = one
+            return 0 if b is None else b.count(1, lo, hi)
         return sum(b.count(1, lo, hi) for b, lo, hi in self._spans(pages))
 
     def count_both(self, other: PageMask, pages: range) -> int:
@@ -89,10 +102,21 @@ class PageMask:
         b[p & (REGION - 1)] = value
 
     def set(self, pages: range) -> None:
+        one = self._one_region(pages)
+        if one is not None and one[0] is not None:
+            b, lo, hi = one
+            b[lo:hi] = _ONES[:hi - lo]
+            return
         for b, lo, hi in self._spans(pages):
             b[lo:hi] = _ONES[:hi - lo]
 
     def clear(self, pages: range) -> None:
+        one = self._one_region(pages)
+        if one is not None:
+            b, lo, hi = one
+            if b is not None:
+                b[lo:hi] = _ZEROS[:hi - lo]
+            return
         for b, lo, hi in self._spans(pages):
             b[lo:hi] = _ZEROS[:hi - lo]
 

@@ -453,7 +453,7 @@ class Simulation:
     def live_resident_pages(self) -> int:
         """Resident OS pages that hold part of a live allocation (model.live_pages: kept as
         the model goes; `recount_live_resident` is the plain definition)."""
-        return self.live.resident
+        return self.live.count()
 
     def _sample(self) -> None:
         if self.events == self.sampled_after and self.samples:  # nothing ran since: the same
