@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections import deque
 from dataclasses import replace
 from typing import Iterable, Iterator
 
@@ -128,6 +129,11 @@ class Simulation:
         self.sampled_after = -1  # `events` at the last sample computed
         # timers: (due time, seq, kind, thread); kinds: scavenger, pool, park_after, purge
         self.timers: list[tuple[float, int, str, int]] = []
+        # the park_after timers, one per call: due in the order set (a call's time plus the
+        # same silence), so a FIFO beside the heap keeps them in the heap's order for an
+        # append and a popleft (a heap push and pop at every call of a recording were a
+        # seventh of its run); advance_to takes the earlier of the two heads by (due, seq)
+        self.silences: deque[tuple[float, int, str, int]] = deque()
         self.on_timer = {kind: getattr(self, f"_on_{kind}") for kind in TIMERS}
         self.seq = 0
         self.scavenger_due: float | None = None
@@ -157,6 +163,15 @@ class Simulation:
         self.seq += 1
         heapq.heappush(self.timers, (due, self.seq, kind, thread))
 
+    def _next_timer(self) -> tuple[float, int, str, int] | None:
+        """The timer due first, of the heap's and the silences' (not taken)."""
+        timers, silences = self.timers, self.silences
+        if not silences:
+            return timers[0] if timers else None
+        if not timers:
+            return silences[0]
+        return timers[0] if timers[0][:2] < silences[0][:2] else silences[0]
+
     def _set_clock(self, t: float) -> None:
         resident = len(self.world.mem.resident)
         self.rss_area += resident * (t - self.t)  # pages x ms: resident memory over time
@@ -171,7 +186,8 @@ class Simulation:
         timers = self.timers
         on = self.on_timer
         while True:
-            due = timers[0][0] if timers else INF
+            first = self._next_timer()
+            due = first[0] if first is not None else INF
             if self.next_sample <= due:
                 if self.next_sample > t:
                     break
@@ -187,7 +203,10 @@ class Simulation:
                 break
             self.events += 1
             self._set_clock(max(self.t, due))
-            _, _, kind, thread = heapq.heappop(timers)
+            if self.silences and first is self.silences[0]:
+                _, _, kind, thread = self.silences.popleft()
+            else:
+                _, _, kind, thread = heapq.heappop(timers)
             on[kind](thread)
         if t > self.t:
             self._set_clock(t)
@@ -197,8 +216,9 @@ class Simulation:
     def call(self, c: Call) -> None:
         t_ms, th, op, name, size, request = c  # one unpacking, not six attribute reads
         t = self.t0 + t_ms
-        timers = self.timers
-        if t >= self.next_sample or (timers and timers[0][0] <= t):
+        timers, silences = self.timers, self.silences
+        if t >= self.next_sample or (timers and timers[0][0] <= t) or \
+                (silences and silences[0][0] <= t):
             self.advance_to(t)  # something of the background is due first
         elif t > self.t:
             self._set_clock(t)
@@ -242,7 +262,8 @@ class Simulation:
             if self.idle == "pool":
                 self._timer(self.t + POOL_IDLE_MS, "pool", th)
             if self.park_after_ms is not None:
-                self._timer(self.t + self.park_after_ms, "park_after", th)
+                self.seq += 1
+                silences.append((self.t + self.park_after_ms, self.seq, "park_after", th))
         world.log.clear()  # the model's event log: the simulator keeps counters only
         resident = len(world.mem.resident)  # only a call writes: the peak is after one
         if resident > self.rss_peak:
