@@ -116,6 +116,7 @@ class Simulation:
         self.rng = random.Random(seed)
         self.idle = idle
         self.world = World(design_options(design, options))
+        self.clock, self.resident = self.world.clock, self.world.mem.resident  # read per call
         self.opts = self.world.options
         self.interval = self.opts.purge_holes_min_interval
         self.sample_ms = sample_ms
@@ -173,12 +174,12 @@ class Simulation:
         return timers[0] if timers[0][:2] < silences[0][:2] else silences[0]
 
     def _set_clock(self, t: float) -> None:
-        resident = len(self.world.mem.resident)
+        resident = len(self.resident)
         self.rss_area += resident * (t - self.t)  # pages x ms: resident memory over time
         self.t = t
         now = int(t)
-        if now > self.world.clock.now:
-            self.world.clock.set(now)
+        if now > self.clock.now:
+            self.clock.set(now)
 
     def advance_to(self, t: float) -> None:
         """Run what happens in the background until `t`: samples, the scavenger, the pool's
@@ -228,7 +229,7 @@ class Simulation:
         if op == "malloc":
             if thread.park_state != RUNNING:
                 mi_on_thread_idle_end(world, th)
-            self.ptrs[name] = mi_heap_malloc(world, world.heap(th), size)
+            self.ptrs[name] = mi_heap_malloc(world, world.heaps.get(th) or world.heap(th), size)
             if self.opts.retire_cycles:
                 self._note_sweep()  # the kept pages it counted down and retired (model.retire)
             self.allocations += 1
@@ -265,7 +266,7 @@ class Simulation:
                 self.seq += 1
                 silences.append((self.t + self.park_after_ms, self.seq, "park_after", th))
         world.log.clear()  # the model's event log: the simulator keeps counters only
-        resident = len(world.mem.resident)  # only a call writes: the peak is after one
+        resident = len(self.resident)  # only a call writes: the peak is after one
         if resident > self.rss_peak:
             self.rss_peak = resident
 
