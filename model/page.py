@@ -91,15 +91,19 @@ class Page:
         if i in self.handed_out:
             return
         self.handed_out.add(i)
-        if self.mem.live is not None:
-            self.mem.live.block_live(self.geom.block_addr(i), self.geom.block_size)
+        live = self.mem.live
+        if live is not None:
+            g = self.geom
+            live.block_live(g.page_start + i * g.block_size, g.block_size)  # block_addr, inline
 
     def take_back(self, i: int) -> None:
         """Block `i` is no longer the program's: freed, or gone with its page."""
         if i in self.handed_out:
             self.handed_out.remove(i)
-            if self.mem.live is not None:
-                self.mem.live.block_dead(self.geom.block_addr(i), self.geom.block_size)
+            live = self.mem.live
+            if live is not None:
+                g = self.geom
+                live.block_dead(g.page_start + i * g.block_size, g.block_size)
 
     def relist(self) -> None:
         """Rebuild `on_lists` from the three lists (after one of them was assigned whole)."""

@@ -215,7 +215,7 @@ def test_the_blocks_noted_between_samples_are_applied_right(monkeypatch):
     dead = LiveOsPages.block_dead
 
     def counting(self, addr, size):
-        cancelled[0] += self.pending.get((addr, size)) == 1
+        cancelled[0] += self.pending.get(addr) == size
         dead(self, addr, size)
     monkeypatch.setattr(LiveOsPages, "block_dead", counting)
     out, checks = simulated_disagreements(monkeypatch, RUNS, every_call=False)
@@ -227,7 +227,7 @@ def test_a_block_that_lived_and_died_between_samples_applied_as_a_free_is_caught
     replaces the malloc's note instead of cancelling it, so the flush takes off a block that
     was never counted."""
     monkeypatch.setattr(LiveOsPages, "block_dead",
-                        lambda self, addr, size: self.pending.__setitem__((addr, size), -1))
+                        lambda self, addr, size: self.pending.__setitem__(addr, -size))
     try:
         out, _ = simulated_disagreements(monkeypatch, RUNS[:1], every_call=False)
     except KeyError as e:  # a shared OS page's count taken below zero
