@@ -14,14 +14,16 @@ its blocks handed out (`Page.handed_out`, the program's blocks), counted where r
 
 Nothing else changes either side: an abandon, a reclaim, an unpurge, a collect or a retire
 of an all-free page moves no block in or out of `handed_out` and writes through `touch`.
-tests/test_live_pages.py checks the kept figure against `count_live_resident` after every op.
+tests/test_live_pages.py checks the kept figure against the plain one (`recount_live_resident`)
+after every op.
 
 Blocks of a page do not overlap, so an OS page that lies wholly inside a block holds no other
 block: only the OS pages where a block begins or ends part way can be shared with its
 neighbours (blocks smaller than an OS page, or straddling one). Those carry a count of the
-live blocks on them (`edges`); the pages wholly inside a block are live exactly while it is. Pages of the arena do not share
-OS pages (they start at slice boundaries, 64 KiB apart at least, and an OS page is 4 KiB to
-64 KiB), so an OS page belongs to one page's blocks, as the per-page definition assumes.
+live blocks on them (`edges`); the pages wholly inside a block are live exactly while it is.
+Pages of the arena do not share OS pages (they start at slice boundaries, 64 KiB apart at
+least, and an OS page is 4 KiB to 64 KiB), so an OS page belongs to one page's blocks, as
+the per-page definition assumes.
 """
 
 from __future__ import annotations
@@ -47,20 +49,6 @@ class LiveOsPages:
         # the mask (applied at once, `bun-serve` took 16 % more instructions a request).
         # Residency may change meanwhile: a block is applied against the residency of then.
         self.pending: dict[int, int] = {}
-
-    def _split(self, addr: int, size: int) -> tuple[tuple[int, ...], range]:
-        """A block's OS pages: those it shares, or may share, with its neighbours (the first
-        and the last where the block begins or ends inside them), and the run of those wholly
-        inside it, which no other block touches."""
-        ps = self.os_page_size
-        end = addr + size
-        first, last = addr // ps, (end - 1) // ps
-        own = range(-(-addr // ps), end // ps)
-        if not addr % ps:
-            return ((last,) if end % ps else ()), own
-        if end % ps and last != first:
-            return (first, last), own
-        return (first,), own
 
     def block_live(self, addr: int, size: int) -> None:
         """Block [addr, addr+size) becomes live: noted, applied at the next flush."""
