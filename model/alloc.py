@@ -69,7 +69,7 @@ def mi_page_malloc(page: Page, zero: bool = False) -> int | None:
     i = page.free.pop(0)
     page.on_lists.discard(i)
     page.used += 1
-    page.handed_out.add(i)
+    page.hand_out(i)
     addr = page.geom.block_addr(i)
     if zero:
         # mi_zalloc: a block from a page whose free blocks are known zero needs only its
@@ -91,7 +91,7 @@ def check_free(page: Page, i: int) -> None:
 def mi_free_local(page: Page, i: int) -> None:
     """mi_free by the owner: push on local_free, write the link."""
     check_free(page, i)
-    page.handed_out.discard(i)
+    page.take_back(i)
     page.written.discard(i)
     page.local_free.insert(0, i)
     page.on_lists.add(i)
@@ -105,7 +105,7 @@ def mi_free_xthread(page: Page, i: int) -> None:
     """mi_free from another thread: only an atomic push on xthread_free (seed 000: "A free
     from another thread only pushes on xthread_free")."""
     check_free(page, i)
-    page.handed_out.discard(i)
+    page.take_back(i)
     page.written.discard(i)
     page.xthread_free.insert(0, i)
     page.on_lists.add(i)

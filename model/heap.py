@@ -197,7 +197,8 @@ def is_realloc_in_place(size: int, block_size: int) -> bool:
 def mi_page_retire(world, page: Page) -> None:
     """A page with no live block goes back to the arena: unpurge all, drop its lists."""
     mi_page_unpurge_all(page)
-    page.handed_out.clear()
+    for i in list(page.handed_out):  # mi_heap_destroy's live blocks go with their page
+        page.take_back(i)
     page.written.clear()
     page.free, page.local_free, page.xthread_free = [], [], []
     page.on_lists.clear()

@@ -11,24 +11,37 @@ from dataclasses import dataclass, field
 
 from model.stats import HoleStats
 
-REGION_BITS = 12  # OS pages per region of the resident mask: 4,096 (16 MiB of 4 KiB pages)
+REGION_BITS = 12  # OS pages per region of a mask: 4,096 (16 MiB of 4 KiB pages)
 REGION = 1 << REGION_BITS
 _ONES = memoryview(b"\x01" * REGION)
 _ZEROS = memoryview(bytes(REGION))
 
 
-class ResidentMask:
-    """A byte per OS page, 1 while it is resident: Memory.resident kept again, so that a
-    write to pages all resident already is seen as such by one search of a bytearray (not
-    by adding each page to the set again, which took most of a large block's write). The
-    set stays the model's residency; this only mirrors it (tests/test_simulate.py checks
-    the two agree after every op)."""
+def region_spans(pages: range):
+    """(region, start, stop) for each region of a mask that the run of pages crosses."""
+    p, stop = pages.start, pages.stop
+    while p < stop:
+        r = p >> REGION_BITS
+        hi = min(stop, (r + 1) << REGION_BITS)
+        yield r, p & (REGION - 1), ((hi - 1) & (REGION - 1)) + 1
+        p = hi
+
+
+class PageMask:
+    """A byte per OS page, 1 where set, in regions made on first use.
+
+    Memory.mask is Memory.resident kept again, so that a write to pages all resident
+    already is seen as such by one search of a bytearray (not by adding each page to the
+    set again, which took most of a large block's write). The set stays the model's
+    residency; the mask only mirrors it (tests/test_simulate.py checks the two agree after
+    every op). model.live_pages keeps the OS pages of live blocks in another."""
 
     def __init__(self) -> None:
         self.regions: dict[int, bytearray] = {}
 
     def _spans(self, pages: range):
-        """(region's bytes, start, stop) for each region the run of pages crosses."""
+        """(region's bytes, start, stop) for each region the run of pages crosses (as
+        region_spans, inline: a write's path)."""
         p, stop = pages.start, pages.stop
         while p < stop:
             r = p >> REGION_BITS
@@ -48,15 +61,62 @@ class ResidentMask:
                                             ((hi - 1) & (REGION - 1)) + 1) < 0
         return all(b.find(0, lo, hi) < 0 for b, lo, hi in self._spans(pages))
 
+    def _one_region(self, pages: range) -> tuple[bytearray | None, int, int] | None:
+        """(the region's bytes or None, start, stop) when the run lies in one region (the
+        usual case, taken without the generator of `_spans`), else None."""
+        lo, hi = pages.start, pages.stop
+        r = lo >> REGION_BITS
+        if lo < hi and (hi - 1) >> REGION_BITS == r:
+            return self.regions.get(r), lo & (REGION - 1), ((hi - 1) & (REGION - 1)) + 1
+        return None
+
     def count(self, pages: range) -> int:
         """How many of `pages` are set."""
+        one = self._one_region(pages)
+        if one is not None:
+            b, lo, hi = one
+            return 0 if b is None else b.count(1, lo, hi)
         return sum(b.count(1, lo, hi) for b, lo, hi in self._spans(pages))
 
+    def count_both(self, other: PageMask, pages: range) -> int:
+        """How many of `pages` are set both here and in `other`: each span's bytes read as
+        integers, ANDed, the set bits counted (a byte is 0 or 1), no loop over the pages."""
+        n = 0
+        for r, lo, hi in region_spans(pages):
+            a, b = self.regions.get(r), other.regions.get(r)
+            if a is not None and b is not None:
+                n += (int.from_bytes(a[lo:hi], "little")
+                      & int.from_bytes(b[lo:hi], "little")).bit_count()
+        return n
+
+    def is_set(self, p: int) -> bool:
+        b = self.regions.get(p >> REGION_BITS)
+        return b is not None and b[p & (REGION - 1)] == 1
+
+    def put(self, p: int, value: int) -> None:
+        """Set (1) or clear (0) one page."""
+        r = p >> REGION_BITS
+        b = self.regions.get(r)
+        if b is None:
+            b = self.regions[r] = bytearray(REGION)
+        b[p & (REGION - 1)] = value
+
     def set(self, pages: range) -> None:
+        one = self._one_region(pages)
+        if one is not None and one[0] is not None:
+            b, lo, hi = one
+            b[lo:hi] = _ONES[:hi - lo]
+            return
         for b, lo, hi in self._spans(pages):
             b[lo:hi] = _ONES[:hi - lo]
 
     def clear(self, pages: range) -> None:
+        one = self._one_region(pages)
+        if one is not None:
+            b, lo, hi = one
+            if b is not None:
+                b[lo:hi] = _ZEROS[:hi - lo]
+            return
         for b, lo, hi in self._spans(pages):
             b[lo:hi] = _ZEROS[:hi - lo]
 
@@ -81,7 +141,10 @@ class Memory:
     dropped: set[int] = field(default_factory=set)  # discarded while resident, not written since
     holes: HoleStats = field(default_factory=HoleStats)  # the process-wide counters
     # `resident` again, a byte a page: Memory's methods are the only writers of both
-    mask: ResidentMask = field(default_factory=ResidentMask, repr=False, compare=False)
+    mask: PageMask = field(default_factory=PageMask, repr=False, compare=False)
+    # model.live_pages.LiveOsPages when a caller counts the resident pages of live blocks
+    # (the simulator's samples): told of every change of residency below
+    live: object | None = field(default=None, repr=False, compare=False)
 
     def os_pages(self, addr: int, size: int) -> range:
         """OS pages touched by the byte range [addr, addr+size)."""
@@ -106,6 +169,8 @@ class Memory:
             if back:
                 self.refaults += len(back)
                 self.dropped.difference_update(back)
+        if self.live is not None:
+            self.live.gain_residency(pages)
         self.resident.update(pages)
         self.mask.set(pages)
 
@@ -117,6 +182,8 @@ class Memory:
             self.fail_next_discards -= 1
             return False
         pages = self.os_pages(addr, size)
+        if self.live is not None:
+            self.live.lose_residency(pages)
         self.dropped.update(self.resident.intersection(pages))
         self.resident.difference_update(pages)
         self.mask.clear(pages)
@@ -130,6 +197,8 @@ class Memory:
         pages = self.os_pages(addr, size)
         resident = self.resident.intersection(pages)
         if resident:
+            if self.live is not None:
+                self.live.lose_residency(pages)
             self.resident.difference_update(pages)
             self.mask.clear(pages)
         return resident

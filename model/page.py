@@ -86,6 +86,25 @@ class Page:
         self.units = UnitMap.of(self.geom)
         self.relist()
 
+    def hand_out(self, i: int) -> None:
+        """The program takes block `i` (`handed_out`, and the live OS pages where kept)."""
+        if i in self.handed_out:
+            return
+        self.handed_out.add(i)
+        live = self.mem.live
+        if live is not None:
+            g = self.geom
+            live.block_live(g.page_start + i * g.block_size, g.block_size)  # block_addr, inline
+
+    def take_back(self, i: int) -> None:
+        """Block `i` is no longer the program's: freed, or gone with its page."""
+        if i in self.handed_out:
+            self.handed_out.remove(i)
+            live = self.mem.live
+            if live is not None:
+                g = self.geom
+                live.block_dead(g.page_start + i * g.block_size, g.block_size)
+
     def relist(self) -> None:
         """Rebuild `on_lists` from the three lists (after one of them was assigned whole)."""
         self.on_lists = {*self.free, *self.local_free, *self.xthread_free}

@@ -312,17 +312,10 @@ def test_the_live_pages_kept_as_calls_come_agree_with_a_rebuild_at_every_sample(
 
 
 def test_a_free_left_out_of_the_live_pages_is_caught(monkeypatch):
-    """Broken variant: a free does not mark its page as changed, so the page's live OS
-    pages are not worked out again at the next sample."""
-    from purgecheck.simulate import mimalloc
-    kept = mimalloc.Simulation.call
-
-    def call_free_unmarked(self, c):
-        ptr = self.ptrs.get(c.name)
-        kept(self, c)
-        if c.op == "free":
-            self.dirty.discard(ptr.page)
-    monkeypatch.setattr(mimalloc.Simulation, "call", call_free_unmarked)
+    """Broken variant: a free takes its block out of `handed_out` without telling the kept
+    count (model.live_pages), which keeps the block's OS pages live."""
+    from model.page import Page
+    monkeypatch.setattr(Page, "take_back", lambda self, i: self.handed_out.discard(i))
     sampled_against_the_rebuild(monkeypatch)
     with pytest.raises(AssertionError):
         simulate(make_workload("bun-serve", requests=200, idle_ms=100), "epoch", sample_ms=5)
@@ -341,19 +334,20 @@ def live_pages_under_a_mutant_that_discards_live_memory(monkeypatch) -> list[int
 
 
 def test_the_live_pages_are_counted_again_where_a_sweep_discarded(monkeypatch):
-    """The resident count of a page's live OS pages is kept between samples; a sweep's
-    discards are the one thing besides the program's calls that changes it (here, under a
-    mutant, in live blocks too): it agrees with the rebuild at every sample."""
+    """The resident count of the live OS pages is kept as the model goes
+    (model.live_pages); a discard changes it where it drops live pages (here, under a
+    mutant whose discards reach into live blocks): it agrees with the rebuild at every
+    sample."""
     seen = live_pages_under_a_mutant_that_discards_live_memory(monkeypatch)
     assert len(seen) > 100
 
 
 def test_a_discard_left_out_of_the_recount_is_caught(monkeypatch):
-    """Broken variant: the pages a sweep discarded in are not counted again."""
-    from purgecheck.simulate import mimalloc
-    monkeypatch.setattr(mimalloc.Simulation, "_note_sweep",
-                        lambda self: [self._note_retired(e["page"]) for e in self.world.log
-                                      if e["ev"] == "retire"])
+    """Broken variant: a discard drops resident pages without telling the kept count (the
+    blocks noted so far applied first, so that the live blocks it drops are counted)."""
+    from model.live_pages import LiveOsPages
+    monkeypatch.setattr(LiveOsPages, "lose_residency",
+                        lambda self, pages: self.pending and self.flush())
     with pytest.raises(AssertionError):
         live_pages_under_a_mutant_that_discards_live_memory(monkeypatch)
 

@@ -44,11 +44,13 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections import deque
 from dataclasses import replace
 from typing import Iterable, Iterator
 
 from model.drivers import mi_on_thread_idle, mi_on_thread_idle_pending
 from model.heap import Ptr, mi_free, mi_heap_malloc, mi_realloc
+from model.live_pages import track_live_pages
 from model.park import mi_on_thread_idle_end, mi_on_thread_idle_start, mi_theap_sweep_parked
 from model.thread import RUNNING
 from model.variants import VARIANTS
@@ -114,6 +116,7 @@ class Simulation:
         self.rng = random.Random(seed)
         self.idle = idle
         self.world = World(design_options(design, options))
+        self.clock, self.resident = self.world.clock, self.world.mem.resident  # read per call
         self.opts = self.world.options
         self.interval = self.opts.purge_holes_min_interval
         self.sample_ms = sample_ms
@@ -127,6 +130,11 @@ class Simulation:
         self.sampled_after = -1  # `events` at the last sample computed
         # timers: (due time, seq, kind, thread); kinds: scavenger, pool, park_after, purge
         self.timers: list[tuple[float, int, str, int]] = []
+        # the park_after timers, one per call: due in the order set (a call's time plus the
+        # same silence), so a FIFO beside the heap keeps them in the heap's order for an
+        # append and a popleft (a heap push and pop at every call of a recording were a
+        # seventh of its run); advance_to takes the earlier of the two heads by (due, seq)
+        self.silences: deque[tuple[float, int, str, int]] = deque()
         self.on_timer = {kind: getattr(self, f"_on_{kind}") for kind in TIMERS}
         self.seq = 0
         self.scavenger_due: float | None = None
@@ -140,13 +148,11 @@ class Simulation:
         self.retired_seen: set[int] = set()
         self.purge_pending: list[int] = []  # retired pages the next arena purge looks at
         self.purge_due: float | None = None  # the arena's expiry (arena_purge_runs)
-        # page id -> how many OS pages of its live blocks are resident, counted again at a
-        # sample only for the pages whose blocks changed since the one before or that a
-        # sweep discarded in (`dirty`): nothing else changes them (pages never share an OS
-        # page, and the arena purges only retired pages). Rebuilding every page's set of
-        # live OS pages at each sample was a quarter of a simulation's time.
-        self.live_counts: dict[int, int] = {}
-        self.dirty: set[int] = set()
+        # the resident OS pages of live blocks, kept as blocks live and die and as pages
+        # gain and lose residency (model.live_pages): a sample reads it. Recounting the live
+        # blocks of the pages changed since the sample before was a third of a large
+        # recording's run.
+        self.live = track_live_pages(self.world)
         self.load_end = self.t
         self.at_load_end: dict[str, float] = {}
         self.rss_peak = 0  # resident OS pages at most
@@ -158,13 +164,22 @@ class Simulation:
         self.seq += 1
         heapq.heappush(self.timers, (due, self.seq, kind, thread))
 
+    def _next_timer(self) -> tuple[float, int, str, int] | None:
+        """The timer due first, of the heap's and the silences' (not taken)."""
+        timers, silences = self.timers, self.silences
+        if not silences:
+            return timers[0] if timers else None
+        if not timers:
+            return silences[0]
+        return timers[0] if timers[0][:2] < silences[0][:2] else silences[0]
+
     def _set_clock(self, t: float) -> None:
-        resident = len(self.world.mem.resident)
+        resident = len(self.resident)
         self.rss_area += resident * (t - self.t)  # pages x ms: resident memory over time
         self.t = t
         now = int(t)
-        if now > self.world.clock.now:
-            self.world.clock.set(now)
+        if now > self.clock.now:
+            self.clock.set(now)
 
     def advance_to(self, t: float) -> None:
         """Run what happens in the background until `t`: samples, the scavenger, the pool's
@@ -172,7 +187,8 @@ class Simulation:
         timers = self.timers
         on = self.on_timer
         while True:
-            due = timers[0][0] if timers else INF
+            first = self._next_timer()
+            due = first[0] if first is not None else INF
             if self.next_sample <= due:
                 if self.next_sample > t:
                     break
@@ -188,7 +204,10 @@ class Simulation:
                 break
             self.events += 1
             self._set_clock(max(self.t, due))
-            _, _, kind, thread = heapq.heappop(timers)
+            if self.silences and first is self.silences[0]:
+                _, _, kind, thread = self.silences.popleft()
+            else:
+                _, _, kind, thread = heapq.heappop(timers)
             on[kind](thread)
         if t > self.t:
             self._set_clock(t)
@@ -198,8 +217,9 @@ class Simulation:
     def call(self, c: Call) -> None:
         t_ms, th, op, name, size, request = c  # one unpacking, not six attribute reads
         t = self.t0 + t_ms
-        timers = self.timers
-        if t >= self.next_sample or (timers and timers[0][0] <= t):
+        timers, silences = self.timers, self.silences
+        if t >= self.next_sample or (timers and timers[0][0] <= t) or \
+                (silences and silences[0][0] <= t):
             self.advance_to(t)  # something of the background is due first
         elif t > self.t:
             self._set_clock(t)
@@ -209,8 +229,7 @@ class Simulation:
         if op == "malloc":
             if thread.park_state != RUNNING:
                 mi_on_thread_idle_end(world, th)
-            self.ptrs[name] = ptr = mi_heap_malloc(world, world.heap(th), size)
-            self.dirty.add(ptr.page)
+            self.ptrs[name] = mi_heap_malloc(world, world.heaps.get(th) or world.heap(th), size)
             if self.opts.retire_cycles:
                 self._note_sweep()  # the kept pages it counted down and retired (model.retire)
             self.allocations += 1
@@ -220,7 +239,6 @@ class Simulation:
                 mi_on_thread_idle_end(world, th)
             ptr = self.ptrs.pop(name)
             mi_free(world, ptr, th)
-            self.dirty.add(ptr.page)
             if world.pages[ptr.page].retired:
                 self._note_retired(ptr.page)
         elif op == "realloc":
@@ -229,7 +247,6 @@ class Simulation:
             old = self.ptrs[name]
             self.ptrs[name] = new = mi_realloc(world, world.heap(th), old, size)
             if new != old:
-                self.dirty.update((old.page, new.page))
                 self.allocations += 1
                 self.load_end = self.t
                 self._note_retired(old.page)
@@ -246,9 +263,10 @@ class Simulation:
             if self.idle == "pool":
                 self._timer(self.t + POOL_IDLE_MS, "pool", th)
             if self.park_after_ms is not None:
-                self._timer(self.t + self.park_after_ms, "park_after", th)
+                self.seq += 1
+                silences.append((self.t + self.park_after_ms, self.seq, "park_after", th))
         world.log.clear()  # the model's event log: the simulator keeps counters only
-        resident = len(world.mem.resident)  # only a call writes: the peak is after one
+        resident = len(self.resident)  # only a call writes: the peak is after one
         if resident > self.rss_peak:
             self.rss_peak = resident
 
@@ -394,16 +412,12 @@ class Simulation:
 
     def _note_sweep(self) -> None:
         """After a sweep, read off the model's event log before it is cleared: the pages it
-        retired (mi_page_retire's `retire` event), whose memory the arena purges later, and
-        the pages it discarded in, whose resident live pages are counted again at the next
-        sample. (Looking at every page not yet retired instead cost a pass over the live
-        pages at every park.)"""
+        retired (mi_page_retire's `retire` event), whose memory the arena purges later.
+        (Looking at every page not yet retired instead cost a pass over the live pages at
+        every park.)"""
         for e in self.world.log:
-            ev = e["ev"]
-            if ev == "retire":
+            if e["ev"] == "retire":
                 self._note_retired(e["page"])
-            elif ev == "discard" or ev == "discard_tail":
-                self.dirty.add(e["page"])
 
     def _on_purge(self, pid: int) -> None:
         """The arena gives a retired page's memory back (the same for every design), unless a
@@ -459,34 +473,9 @@ class Simulation:
     # -- what it costs -----------------------------------------------------------------------
 
     def live_resident_pages(self) -> int:
-        """Resident OS pages that hold part of a live allocation."""
-        pages, counts = self.world.pages, self.live_counts
-        for pid in self.dirty:
-            page = pages[pid]
-            if page.retired or not page.handed_out:
-                counts.pop(pid, None)
-            else:
-                counts[pid] = self.count_live_resident(page)
-        self.dirty.clear()
-        return sum(counts.values())
-
-    def count_live_resident(self, page) -> int:
-        """The resident OS pages of one page's live blocks: the blocks' OS pages in runs
-        (neighbours share an OS page where the block size is not a multiple of it), each run
-        counted at once."""
-        mem, g = self.world.mem, page.geom
-        count, lo, hi = 0, 0, -1
-        for i in sorted(page.handed_out):
-            run = mem.os_pages(g.block_addr(i), g.block_size)
-            if run.start <= hi:
-                hi = max(hi, run.stop)
-                continue
-            if hi > lo:
-                count += mem.count_resident(range(lo, hi))
-            lo, hi = run.start, run.stop
-        if hi > lo:
-            count += mem.count_resident(range(lo, hi))
-        return count
+        """Resident OS pages that hold part of a live allocation (model.live_pages: kept as
+        the model goes; `recount_live_resident` is the plain definition)."""
+        return self.live.count()
 
     def _sample(self) -> None:
         if self.events == self.sampled_after and self.samples:  # nothing ran since: the same

@@ -177,28 +177,31 @@ def ops_of_calls(calls: list[Call], stats: Conversion | None = None) -> Iterator
 def calls_of(timed_ops: Iterator[TimedOp]) -> Iterator[Call]:
     """The mimalloc side's calls: every allocating op is a malloc of its block, a realloc
     of a block not live a malloc, a realloc to 0 bytes a free; threads keep their numbers;
-    start, join, mallopt and malloc_trim have no mimalloc call."""
+    start, join, mallopt and malloc_trim have no mimalloc call. Each Call is made with
+    tuple.__new__ (the named tuple's own __new__ is a Python call per call)."""
     live: set[int] = set()
+    new = tuple.__new__
     for t, op in timed_ops:
         name = op.name
         if name in ALLOCATING:
-            block, size = op.args[0], op.args[-1]
+            block = op.args[0]
             live.add(block)
-            yield Call(t, op.thread, "malloc", block, max(1, size))
+            yield new(Call, (t, op.thread, "malloc", block, max(1, op.args[-1]), False))
         elif name == "free":
-            if op.args[0] in live:
-                live.discard(op.args[0])
-                yield Call(t, op.thread, "free", op.args[0])
+            block = op.args[0]
+            if block in live:
+                live.discard(block)
+                yield new(Call, (t, op.thread, "free", block, 0, False))
         elif name == "realloc":
             block, size = op.args
             if block not in live:
                 if size:
                     live.add(block)
-                    yield Call(t, op.thread, "malloc", block, size)
+                    yield new(Call, (t, op.thread, "malloc", block, size, False))
             elif size == 0:
                 live.discard(block)
-                yield Call(t, op.thread, "free", block)
+                yield new(Call, (t, op.thread, "free", block, 0, False))
             else:
-                yield Call(t, op.thread, "realloc", block, size)
+                yield new(Call, (t, op.thread, "realloc", block, size, False))
         elif name == "loop":
             yield Call(t, op.thread, "loop", request=op.args[0])
