@@ -69,8 +69,11 @@ def mi_page_malloc(page: Page, zero: bool = False) -> int | None:
     i = page.free.pop(0)
     page.on_lists.discard(i)
     page.used += 1
-    page.hand_out(i)
     addr = page.geom.block_addr(i)
+    if i not in page.handed_out:  # Page.hand_out, inline: the path of every malloc
+        page.handed_out.add(i)
+        if page.mem.live is not None:
+            page.mem.live.block_live(addr, page.geom.block_size)
     if zero:
         # mi_zalloc: a block from a page whose free blocks are known zero needs only its
         # link word cleared; any other block is zeroed in full, so it never shows stale bytes.
@@ -91,13 +94,18 @@ def check_free(page: Page, i: int) -> None:
 def mi_free_local(page: Page, i: int) -> None:
     """mi_free by the owner: push on local_free, write the link."""
     check_free(page, i)
-    page.take_back(i)
+    g, mem = page.geom, page.mem
+    addr = g.page_start + i * g.block_size  # block_addr, inline: the path of every free
+    if i in page.handed_out:  # Page.take_back, inline
+        page.handed_out.remove(i)
+        if mem.live is not None:
+            mem.live.block_dead(addr, g.block_size)
     page.written.discard(i)
     page.local_free.insert(0, i)
     page.on_lists.add(i)
     page.used -= 1
     page.free_is_zero = False
-    page.mem.touch(page.geom.block_addr(i), 1)
+    mem.touch(addr, 1)
     page.emit("free", block=i, thread="owner")
 
 
