@@ -109,6 +109,21 @@ def z3_runs(name: str, run: Callable[[], T]) -> tuple[T, list[int]]:
     return once(f"z3 {name}", measured)
 
 
+def shared_bmc(bmc):
+    """`bmc` (proofs.advance_z3's bounded model check of a broken advance, the proof's own copy
+    of the step: no mutant of the model reaches it) once a session for its arguments: the
+    start-before-increment twin's is test_proofs_z3's and test_proofs_cli's (3.5 s of CPU). A
+    run with a mutant applied is run, not kept."""
+    from purgecheck.mutants.patching import active
+
+    def run(*args, **kwargs):
+        if active():
+            return bmc(*args, **kwargs)
+        return once(f"bmc {bmc.__module__}.{bmc.__qualname__} {args!r} {sorted(kwargs.items())!r}",
+                    lambda: bmc(*args, **kwargs))
+    return run
+
+
 def _weak_key(what: str, cfg, checker) -> str:
     """The key of a weak explorer's run of `cfg`: the configuration and the mutants applied
     now, but for those whose every patch is an entry of proofs.weak.configs.WEAKENED (the weak
