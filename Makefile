@@ -60,10 +60,16 @@ nightly: setup
 # on the helpers' machine) every process that imports them (the 2 xdist workers, each Dask
 # worker, each command a test starts) compiled them again from source, 1.2 to 1.8 s of CPU
 # each; compileall writes the .pyc files anyway (1 s once), and Python reads them.
+# The test processes (xdist's workers, each a module at a time): one more than the cores. Beside
+# a second job a third process on 2 cores takes a larger share of the machine and fills the
+# others' waits (a Dask cluster's start, a hang's timeout); alone it costs about 5 % of wall
+# (docs/guide.md section 8, the sixth, seventh and ninth rounds). `make test TEST_WORKERS=2`
+# for one a core.
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: setup
 	$(BIN)/python -m compileall -q model proofs purgecheck stateful_tests \
 		tests/session_cache.py > /dev/null
-	$(BIN)/python -m pytest --no-header -rfE -n auto --dist loadfile --no-loadscope-reorder  # a process per core, each module's tests in one of them (its fixtures, e.g. a Dask cluster, shared), the costliest modules first (tests/conftest.py); failures listed at the end
+	$(BIN)/python -m pytest --no-header -rfE -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder  # TEST_WORKERS processes, each module's tests in one of them (its fixtures, e.g. a Dask cluster, shared), the costliest modules first (tests/conftest.py); failures listed at the end
 
 bench: setup
 	$(BIN)/python -m purgecheck.bench

@@ -122,10 +122,13 @@ def simulations_once(request):
         yield
 
 
-# `make test` runs the modules in two processes, a module at a time (`--dist loadfile`), in the
-# order of the collection (`--no-loadscope-reorder`: xdist's own order is by test count, which
-# put the costliest module, 13 tests, among the last). A module that starts last while the other
-# process has nothing left holds the run alone, one core idle (or taken by a second job):
+# `make test` runs the modules in TEST_WORKERS processes (the cores and one: the Makefile), a
+# module at a time (`--dist loadfile`), in the order of the collection (`--no-loadscope-reorder`:
+# xdist's own order is by test count, which put the costliest module, 13 tests, among the last).
+# Nothing here counts on the number: the session's runs are kept in files any process reads
+# (tests/session_cache.py), each process has its own tmp folder, Dask and redis take free ports.
+# A module that starts last while the others have nothing left holds the run alone, a core idle
+# (or taken by a second job):
 # the costliest modules go first (longest first), the rest in their own order after them.
 # Measured with PURGECHECK_TEST_CPU (s of CPU, `-n 2`, load 3 to 5, 2026-12-04: a whole run
 # after the first changes of issue 30's seventh round; the modules it changed later, in a run of

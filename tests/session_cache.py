@@ -109,16 +109,51 @@ def z3_runs(name: str, run: Callable[[], T]) -> tuple[T, list[int]]:
     return once(f"z3 {name}", measured)
 
 
-def weak_check(cfg, checker=None):
-    """The weak explorer's check of configuration `cfg` (by `checker`, default
-    proofs.weak.configs.checker's), the mutants applied now in the key."""
-    from proofs.weak import configs as C
+def shared_bmc(bmc):
+    """`bmc` (proofs.advance_z3's bounded model check of a broken advance, the proof's own copy
+    of the step: no mutant of the model reaches it) once a session for its arguments: the
+    start-before-increment twin's is test_proofs_z3's and test_proofs_cli's (3.5 s of CPU). A
+    run with a mutant applied is run, not kept."""
     from purgecheck.mutants.patching import active
 
+    def run(*args, **kwargs):
+        if active():
+            return bmc(*args, **kwargs)
+        return once(f"bmc {bmc.__module__}.{bmc.__qualname__} {args!r} {sorted(kwargs.items())!r}",
+                    lambda: bmc(*args, **kwargs))
+    return run
+
+
+def _weak_key(what: str, cfg, checker) -> str:
+    """The key of a weak explorer's run of `cfg`: the configuration and the mutants applied
+    now, but for those whose every patch is an entry of proofs.weak.configs.WEAKENED (the weak
+    mutants, purgecheck/mutants/catalogue/weak.py): only configs.engine_config reads that table,
+    so their whole effect is in `cfg` already, and test_weak_park's weakened configuration is
+    the weak engine's under the mutant of the same weakening."""
+    from purgecheck.mutants.patching import active
+
+    mutants = [m.name for m in active()
+               if any((p.module, p.attr) != ("proofs.weak.configs", "WEAKENED")
+                      for p in m.patches)]
+    return f"weak {what} {checker.__name__} {hashlib.sha256(pickle.dumps(cfg)).hexdigest()} " \
+           f"{mutants}"
+
+
+def weak_check(cfg, checker=None):
+    """The weak explorer's check of configuration `cfg` (by `checker`, default
+    proofs.weak.configs.checker's), the mutants applied now in the key (_weak_key)."""
+    from proofs.weak import configs as C
+
     checker = checker or C.checker(cfg)
-    key = f"weak {checker.__name__} {hashlib.sha256(pickle.dumps(cfg)).hexdigest()} " \
-          f"{[m.name for m in active()]}"
-    return once(key, lambda: checker.check(cfg))
+    return once(_weak_key("check", cfg, checker), lambda: checker.check(cfg))
+
+
+def weak_counterexample(cfg, checker=None):
+    """The shortest counterexample of `cfg` (its checker's `counterexample`), once a session."""
+    from proofs.weak import configs as C
+
+    checker = checker or C.checker(cfg)
+    return once(_weak_key("counterexample", cfg, checker), lambda: checker.counterexample(cfg))
 
 
 class SharedChecker:
@@ -131,6 +166,9 @@ class SharedChecker:
 
     def check(self, cfg):
         return weak_check(cfg, self.module)
+
+    def counterexample(self, cfg):
+        return weak_counterexample(cfg, self.module)
 
     def __getattr__(self, name):
         return getattr(self.module, name)

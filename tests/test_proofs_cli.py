@@ -40,11 +40,16 @@ def test_prove_table_names_property_engine_result_time(capsys):
     assert rc == 0 and states in out
 
 
-def test_mutants_are_refuted_and_shown(capsys):
+def test_mutants_are_refuted_and_shown(capsys, monkeypatch):
     """A Z3 twin's trace and an explorer twin's path, as --mutants shows them: the broken
     advance whose bounded model check is the cheaper of the two (no-cas-exclusion's twin is
     refuted in tests/test_proofs_z3.py); --verbose, so that the longer names leave the result
-    whole."""
+    whole. The check itself is test_proofs_z3's, once a session (session_cache.shared_bmc)."""
+    from proofs import advance_z3
+
+    import session_cache
+
+    monkeypatch.setattr(advance_z3, "bmc", session_cache.shared_bmc(advance_z3.bmc))
     rc, out, _ = run(capsys, "prove", "--quick", "--mutants", "--verbose", "--only",
                      "start-before-increment", "--only", "explore-start-before-increment")
     assert rc == 0

@@ -8,8 +8,6 @@ the same run (bmc is deterministic: Z3 bounded by resource counts, docs/proofs.m
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 import z3
 
@@ -19,7 +17,7 @@ from proofs.core import DIFFERS, PROVED, REFUTED, VACUOUS, Claim, check_claim
 from purgecheck.mutants import MUTANTS, applied
 
 MODULES = [unit_z3, walk_z3, age_z3, advance_z3, hold_z3]
-BMC = functools.cache(advance_z3.bmc)  # unmutated runs only: a mutant's must not be kept
+BMC = session_cache.shared_bmc(advance_z3.bmc)  # unmutated runs only (test_proofs_cli reads them)
 
 
 @pytest.mark.parametrize("mod", MODULES, ids=lambda m: m.PROOF.name)

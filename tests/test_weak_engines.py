@@ -130,7 +130,11 @@ def test_every_weak_mutant_has_its_place():
 
 
 @pytest.mark.parametrize("name", sorted(WEAKENINGS))
-def test_weak_mutant_killed_by_both_engines(name):
+def test_weak_mutant_killed_by_both_engines(name, monkeypatch):
+    # the weakened configuration's exploration and counterexample are test_weak_park's
+    # test_unsafe_weakening_fails's: once a session (session_cache._weak_key)
+    checker = C.checker
+    monkeypatch.setattr(C, "checker", lambda cfg: session_cache.SharedChecker(checker(cfg)))
     m = MUTANTS[name]
     config, suffix, scenario = KILLED_AT[name]
     with applied(m):
