@@ -1,0 +1,43 @@
+"""mi_page_extend_free as the v3 fork Bun runs (Options.extend_v3, on in the comparison).
+
+The fork's page.c (oven-sh/mimalloc, the version with hole purging) forms at least
+MI_MIN_EXTEND = 1 block (MI_SECURE < 2) and at most MI_MAX_EXTEND_SIZE = 8 KiB worth; the
+checked model and the C reference keep the older 4 blocks and 4 KiB. On the real Bun the
+buffer loop's commonest discard is 15 blocks of 256 KiB, the unformed tail of a large page
+with one block formed; the older rule's tail is 12 blocks, which the real never makes
+(docs/measure.md, "The unformed tail of a fresh large page").
+"""
+
+from __future__ import annotations
+
+from model.geometry import KiB
+from model.holes import compute_unformed_tail, mi_page_purge_unformed_tail
+from model.world import Options
+from test_page_scenarios import run_checked
+
+
+def tail_blocks(page) -> int:
+    lo, hi = compute_unformed_tail(page)
+    return (hi - lo) // page.block_size
+
+
+def test_v3_forms_a_large_pages_blocks_one_at_a_time():
+    """A 256 KiB buffer: 1 block formed, a tail of 15 discarded in one call (the older rule:
+    4 and 12). Fails on a compute_extend_count that ignores extend_v3 (4 blocks formed)."""
+    for v3, formed in ((True, 1), (False, 4)):
+        run = run_checked("1 malloc a 262144", Options(extend_v3=v3))
+        page = run.world.pages[1]
+        assert (page.capacity, page.reserved) == (formed, 16)
+        calls = page.mem.discard_calls
+        assert mi_page_purge_unformed_tail(page)
+        assert page.mem.discard_calls == calls + 1
+        assert tail_blocks(page) == 16 - formed
+
+
+def test_v3_forms_8_kib_of_small_blocks():
+    """Blocks under 8 KiB: 8 KiB worth (64 B: 128 blocks; 4 KiB: 2, not the older 4 for
+    both). Fails on a rule that keeps 4 KiB worth or at least 4 blocks under extend_v3."""
+    for size, v3, formed in ((64, True, 128), (64, False, 64), (4096, True, 2),
+                             (4096, False, 4), (16 * KiB, True, 1)):
+        run = run_checked(f"1 malloc a {size}", Options(extend_v3=v3))
+        assert run.world.pages[1].capacity == formed, (size, v3)
