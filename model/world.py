@@ -52,8 +52,9 @@ class Options:
     # expiry for the arena, and each run of adjacent retired pages purged with one call; pages
     # are laid out slice after slice. Off: each retired page purged on its own, 4 MiB apart.
     arena_purge_runs: bool = False
-    # mi_page_extend_free as the v3 fork Bun runs forms blocks (model.alloc): at least 1, 8 KiB
-    # worth; off: at least 4, 4 KiB worth, as the checked model and the C reference do
+    # mi_page_extend_free as the v3 fork Bun runs it (model.alloc): at least 1 block, 8 KiB
+    # worth, and only the discarded tail it formats brought back; off: at least 4, 4 KiB worth,
+    # and the whole tail brought back, as the checked model and the C reference do
     extend_v3: bool = False
     clock_monotone: bool = True
     clock_start_ms: int = 1_000
