@@ -34,8 +34,10 @@ def mi_page_extend_free(page: Page) -> int:
     if n <= 0:
         return 0
     # the v3 fork brings back only what it formats; the checked model the whole tail
-    mi_page_reuse_unformed_tail(page, page.geom.block_addr(page.capacity + n)
-                                if page.extend_v3 else None)
+    if page.extend_v3:
+        mi_page_reuse_unformed_tail(page, page.geom.block_addr(page.capacity + n))
+    else:
+        mi_page_reuse_unformed_tail(page)
     new = list(range(page.capacity, page.capacity + n))
     for i in new:
         page.mem.touch(page.geom.block_addr(i), 1)  # the link in the first word
