@@ -7,7 +7,8 @@ when the free list is empty (digest section 4).
 
 from __future__ import annotations
 
-from model.geometry import MI_MAX_EXTEND_SIZE_BYTES, MI_MIN_EXTEND_BLOCKS
+from model.geometry import (MI_MAX_EXTEND_SIZE_BYTES, MI_MAX_EXTEND_SIZE_BYTES_V3,
+                            MI_MIN_EXTEND_BLOCKS, MI_MIN_EXTEND_BLOCKS_V3)
 from model.holes import mi_page_reuse_unformed_tail, mi_page_unpurge_run
 from model.page import Page
 
@@ -17,10 +18,13 @@ class DoubleFree(Exception):
 
 
 def compute_extend_count(page: Page) -> int:
-    """How many blocks mi_page_extend_free forms at once: 4 KiB worth, at least 4."""
+    """How many blocks mi_page_extend_free forms at once: 4 KiB worth, at least 4; on a page
+    of the v3 fork (`extend_v3`), 8 KiB worth, at least 1. Which blocks a fresh large page
+    has free decides the runs of its holes and the length of its unformed tail's discard."""
     bs = page.block_size
-    max_extend = MI_MIN_EXTEND_BLOCKS if bs >= MI_MAX_EXTEND_SIZE_BYTES \
-        else max(MI_MIN_EXTEND_BLOCKS, MI_MAX_EXTEND_SIZE_BYTES // bs)
+    least, most = (MI_MIN_EXTEND_BLOCKS_V3, MI_MAX_EXTEND_SIZE_BYTES_V3) if page.extend_v3 \
+        else (MI_MIN_EXTEND_BLOCKS, MI_MAX_EXTEND_SIZE_BYTES)
+    max_extend = least if bs >= most else max(least, most // bs)
     return min(page.reserved - page.capacity, max_extend)
 
 
@@ -29,7 +33,11 @@ def mi_page_extend_free(page: Page) -> int:
     n = compute_extend_count(page)
     if n <= 0:
         return 0
-    mi_page_reuse_unformed_tail(page)
+    # the v3 fork brings back only what it formats; the checked model the whole tail
+    if page.extend_v3:
+        mi_page_reuse_unformed_tail(page, page.geom.block_addr(page.capacity + n))
+    else:
+        mi_page_reuse_unformed_tail(page)
     new = list(range(page.capacity, page.capacity + n))
     for i in new:
         page.mem.touch(page.geom.block_addr(i), 1)  # the link in the first word

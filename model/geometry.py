@@ -21,6 +21,11 @@ MI_PAGE_OSPAGE_BLOCK_ALIGN2_BYTES = 4 * KiB
 # Blocks formed at once by mi_page_extend_free (mimalloc: at least 4 blocks, else 4 KiB worth).
 MI_MIN_EXTEND_BLOCKS = 4
 MI_MAX_EXTEND_SIZE_BYTES = 4 * KiB
+# The same in the v3 fork Bun runs (oven-sh/mimalloc page.c, the version with hole purging:
+# MI_MIN_EXTEND 1 where MI_SECURE < 2, MI_MAX_EXTEND_SIZE 8 KiB): a large page's blocks are
+# formed one at a time (model.world.Options.extend_v3).
+MI_MIN_EXTEND_BLOCKS_V3 = 1
+MI_MAX_EXTEND_SIZE_BYTES_V3 = 8 * KiB
 
 OS_PAGE_SIZES = (4 * KiB, 16 * KiB, 64 * KiB)
 

@@ -244,8 +244,22 @@ def mi_page_purge_unformed_tail(page: Page) -> bool:
     return ok
 
 
-def mi_page_reuse_unformed_tail(page: Page) -> None:
-    """Bring the tail back before mi_page_extend_free writes into it."""
+def mi_page_reuse_unformed_tail(page: Page, upto: int | None = None) -> None:
+    """Bring the tail back before mi_page_extend_free writes into it: all of it, or with
+    `upto` (an address) only the OS pages below it, the rest staying discarded (the v3 fork's
+    _mi_page_unpurge_unformed_upto, called on exactly the range the extend formats)."""
+    lo, hi = page.unformed_purged_lo, page.unformed_purged_hi
+    if upto is not None and hi > lo:
+        ps = page.mem.os_page_size
+        end = min(hi, -(-upto // ps) * ps)
+        if end <= lo:
+            return  # nothing of the discarded tail is formed yet
+        if end < hi:
+            page.mem.holes.reuse_calls += 1
+            page.mem.holes.unformed_bytes -= end - lo
+            page.emit("reuse_tail", addr=lo, size=end - lo)
+            page.unformed_purged_lo = end
+            return
     if page.unformed_purged_hi > page.unformed_purged_lo:
         page.mem.holes.reuse_calls += 1
         page.mem.holes.unformed_bytes -= page.unformed_purged_hi - page.unformed_purged_lo

@@ -63,6 +63,7 @@ class Page:
     discarded_bytes: int = 0  # accounting of the bitmap's discards (units * unit size)
     discarded_blocks: int = 0  # blocks off every list because they overlap a discarded unit
     sweeping: bool = False  # a sweep has the page: the allocation path may not unpurge
+    extend_v3: bool = False  # mi_page_extend_free as the v3 fork (model.alloc.compute_extend_count)
     owner: int = 0  # owning thread id
     heap: int = 0
     abandoned: bool = False

@@ -52,6 +52,10 @@ class Options:
     # expiry for the arena, and each run of adjacent retired pages purged with one call; pages
     # are laid out slice after slice. Off: each retired page purged on its own, 4 MiB apart.
     arena_purge_runs: bool = False
+    # mi_page_extend_free as the v3 fork Bun runs it (model.alloc): at least 1 block, 8 KiB
+    # worth, and only the discarded tail it formats brought back; off: at least 4, 4 KiB worth,
+    # and the whole tail brought back, as the checked model and the C reference do
+    extend_v3: bool = False
     clock_monotone: bool = True
     clock_start_ms: int = 1_000
 
@@ -115,7 +119,7 @@ class World:
                                         arch=self.options.arch,
                                         first_block_offset=self.options.first_block_offset)
         page = Page(id=pid, geom=geom, mem=self.mem, owner=heap.thread, heap=heap.id,
-                    log=self.log)
+                    log=self.log, extend_v3=self.options.extend_v3)
         self.pages[pid] = page
         queue = heap.queues.setdefault(block_size, [])
         if self.options.page_queue_order:

@@ -60,6 +60,8 @@ class MachineModel:
     measured_inputs: bool = True  # the loop's turns, the collections, the scavenger's reach
     page_queue_order: bool = True  # mimalloc's page queues (model.world.Options)
     abandon_full_pages: bool = True  # full pages abandoned, back through the map (model.full_pages)
+    # the v3 fork's mi_page_extend_free: a large page's blocks formed one at a time (model.alloc)
+    extend_v3: bool = True
     # Bun's other threads' own idle sweeps (JIT workers), which pass the abandoned map, at the
     # rate measured (other_sweep_ms)
     other_sweeps: bool = True
@@ -505,7 +507,7 @@ def _run_model_once(workload: str, params: dict, summary: dict, designs: list[st
         opts = Options(arena_reuse=machine.arena_reuse, page_queue_order=machine.page_queue_order,
                        abandon_full_pages=machine.abandon_full_pages,
                        retire_cycles=machine.small_pages, arena_purge_runs=machine.small_pages,
-                       **extra)
+                       extend_v3=machine.extend_v3, **extra)
         c = dict(simulate(w, md, opts, sample_ms=sample_ms, seed=machine.seed,
                           sweeper_every_ms=sweeper_every_ms,
                           **(scavenger or dict(
