@@ -11,8 +11,6 @@ that drops live pages under a mutant, unseen by the index)."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 import model.heap
@@ -26,6 +24,7 @@ from purgecheck.scenarios import SCENARIOS
 from purgecheck.simulate import mimalloc
 from purgecheck.simulate.mimalloc import simulate
 from purgecheck.simulate.workloads import make_workload
+from two_thread_scripts import two_thread_script
 
 
 class TrackedWorld(World):
@@ -62,31 +61,9 @@ def random_script(seed: int, ops: int = 1200) -> str:
     ones that straddle two or more), frees from either thread, walks, collects, and now and
     then thread 2 abandons its heap (thread 1 reclaims a page of it) or destroys it with its
     blocks live."""
-    rng = random.Random(seed)
-    lines, live, n = [], [], 0
-    for _ in range(ops):
-        r = rng.random()
-        if r < 0.5 or not live:
-            owner = rng.choice((1, 2))
-            lines.append(f"{owner} malloc b{n} {rng.choice((24, 1000, 3000, 5000, 70_000))}")
-            live.append((f"b{n}", owner))
-            n += 1
-        elif r < 0.88:
-            name, owner = live.pop(rng.randrange(len(live)))
-            lines.append(f"{owner if rng.random() < 0.6 else 3 - owner} free {name}")
-        elif r < 0.93:
-            lines += [f"clock {rng.randrange(50, 400)}", f"{rng.choice((1, 2))} walk"]
-        elif r < 0.97:
-            lines.append(f"{rng.choice((1, 2))} collect")
-        elif r < 0.99:
-            held = [name for name, owner in live if owner == 2]
-            if held:
-                lines += ["2 abandon", f"1 reclaim {rng.choice(held)}"]
-                live = [(name, 1 if owner == 2 else owner) for name, owner in live]
-        else:
-            lines.append("2 heap_destroy")
-            live = [(name, owner) for name, owner in live if owner != 2]
-    return "\n".join(lines)
+    return two_thread_script(seed, ops, (24, 1000, 3000, 5000, 70_000),
+                             ((0.5, "malloc"), (0.88, "free"), (0.93, "clock-walk"),
+                              (0.97, "collect"), (0.99, "abandon"), (1.0, "destroy")))
 
 
 SCRIPTS = [(f"seed {s}", random_script(s), Options()) for s in range(3)]

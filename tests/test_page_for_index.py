@@ -9,8 +9,6 @@ other thread gives a block back stays passed over) or the owner's frees."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 import model.heap
@@ -20,6 +18,7 @@ from model.world import Options, World
 from purgecheck.formats.ops import parse_script
 from purgecheck.runner import run_ops
 from purgecheck.scenarios import SCENARIOS
+from two_thread_scripts import two_thread_script
 
 
 def disagreements(world: World) -> list[str]:
@@ -39,28 +38,9 @@ def random_script(seed: int, ops: int = 1500) -> str:
     """Two threads allocating 1000-byte blocks (65 to a small page, so pages fill), frees
     from either thread, walks, collects, and now and then thread 2 abandons its heap and
     thread 1 reclaims a page of it."""
-    rng = random.Random(seed)
-    lines, live, n = [], [], 0
-    for _ in range(ops):
-        r = rng.random()
-        if r < 0.55 or not live:
-            owner = rng.choice((1, 2))
-            lines.append(f"{owner} malloc b{n} {rng.choice((1000, 1000, 3000))}")
-            live.append((f"b{n}", owner))
-            n += 1
-        elif r < 0.9:
-            name, owner = live.pop(rng.randrange(len(live)))
-            lines.append(f"{owner if rng.random() < 0.6 else 3 - owner} free {name}")
-        elif r < 0.94:
-            lines.append(f"{rng.choice((1, 2))} walk")
-        elif r < 0.98:
-            lines.append(f"{rng.choice((1, 2))} collect")
-        else:
-            held = [name for name, owner in live if owner == 2]
-            if held:
-                lines += ["2 abandon", f"1 reclaim {rng.choice(held)}"]
-                live = [(name, 1 if owner == 2 else owner) for name, owner in live]
-    return "\n".join(lines)
+    return two_thread_script(seed, ops, (1000, 1000, 3000),
+                             ((0.55, "malloc"), (0.9, "free"), (0.94, "walk"),
+                              (0.98, "collect"), (1.0, "abandon")))
 
 
 def script_disagreements(seeds=range(3)) -> list[str]:
