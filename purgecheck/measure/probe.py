@@ -91,22 +91,28 @@ def discards(calls: list[Madvise], t0: float, t1: float) -> tuple[int, int]:
     return len(sel), sum(c.length for c in sel)
 
 
-def thread_names(pid: int) -> dict[int, str]:
-    """The threads of a process, tid -> name (/proc/PID/task/TID/comm); empty when it is gone.
-    Bun names its threads: "mi-scavenger" (mimalloc's), "JITWorker", "HeapHelper", "Bun Pool N";
-    the main thread's tid is the pid."""
-    names = {}
+def task_files(pid: int, name: str) -> dict[int, str]:
+    """tid -> the text of /proc/PID/task/TID/`name` for each thread of a process; empty when
+    it is gone (a thread that ends while it is read is left out)."""
+    out = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return {}
     for tid in tids:
         try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                names[int(tid)] = f.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/{name}") as f:
+                out[int(tid)] = f.read()
         except (OSError, ValueError):
             continue
-    return names
+    return out
+
+
+def thread_names(pid: int) -> dict[int, str]:
+    """The threads of a process, tid -> name (/proc/PID/task/TID/comm); empty when it is gone.
+    Bun names its threads: "mi-scavenger" (mimalloc's), "JITWorker", "HeapHelper", "Bun Pool N";
+    the main thread's tid is the pid."""
+    return {tid: text.strip() for tid, text in task_files(pid, "comm").items()}
 
 
 def sweeps(calls: list[Madvise], gap_s: float) -> int:
