@@ -3,8 +3,8 @@ apart by thread (strace's thread ids, /proc/PID/task/TID/{stat,comm})."""
 
 import os
 
-from purgecheck.measure.probe import Madvise
-from purgecheck.measure.threads import by_thread, thread_faults
+from purgecheck.measure.probe import Madvise, parse_call
+from purgecheck.measure.threads import by_thread, large_calls, thread_faults
 
 PID = 100
 NAMES = {100: "bun", 101: "mi-scavenger", 102: "HeapHelper"}
@@ -35,3 +35,19 @@ def test_thread_faults_of_this_process():
     faults = thread_faults(os.getpid())
     assert faults[os.getpid()] > 0
     assert thread_faults(1 << 30) == {}
+
+
+def test_large_calls_by_address():
+    """The load's discard calls of 1 MiB or more, by address relative to the lowest of them:
+    a 4 MiB page purged twice shows at one address twice. Fails if the address were not read
+    from strace's line (every call at 0), if the phase's window were not applied (the idle's
+    1.5 MiB call would show), or if a call that is not a discard counted (the 1 GiB one)."""
+    calls = [parse_call(f"101 {t} madvise({a}, {n}, {adv}) = 0") for t, a, n, adv in (
+        (1.0, "0x7f0000400000", 4 << 20, "MADV_DONTNEED"),
+        (1.1, "0x7f0000000000", 1 << 30, "MADV_DONTFORK"),
+        (1.2, "0x7f0000c00000", 64 << 10, "MADV_DONTNEED"),
+        (1.5, "0x7f0000400000", 4 << 20, "MADV_DONTNEED"),
+        (1.6, "0x7f0000800000", 2 << 20, "MADV_DONTNEED"),
+        (2.6, "0x7f0000000000", 1536 << 10, "MADV_DONTNEED"))]
+    assert large_calls(calls, 0.5, 2.0) == [[0.5, 0, 4096], [1.0, 0, 4096], [1.1, 4096, 2048]]
+    assert parse_call("101 1.0 madvise(NULL, 4096, MADV_DONTNEED) = 0").addr == 0

@@ -65,6 +65,7 @@ class Madvise:
     length: int
     advice: str
     tid: int = 0  # the thread that made the call (strace -f prints it first)
+    addr: int = 0  # the range's start (0 for NULL)
 
 
 _CALL = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+madvise\((0x[0-9a-f]+|NULL), (\d+), (\w+)")
@@ -75,7 +76,8 @@ def parse_call(line: str) -> Madvise | None:
     line, or a call that failed)."""
     m = _CALL.match(line)
     if m and not line.rstrip().endswith("= -1") and " = -1 " not in line:
-        return Madvise(float(m.group(2)), int(m.group(4)), m.group(5), int(m.group(1)))
+        addr = 0 if m.group(3) == "NULL" else int(m.group(3), 16)
+        return Madvise(float(m.group(2)), int(m.group(4)), m.group(5), int(m.group(1)), addr)
     return None
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from purgecheck.measure import probe
 from purgecheck.measure.designs import design_env
+from purgecheck.measure.probe import DISCARD_ADVICES
 from purgecheck.measure.run import START_TIMEOUT_S, RunError, _Lines, _stop
 from purgecheck.measure.workloads import JS, WORKLOADS, workload_params
 
@@ -50,7 +51,7 @@ def by_thread(calls: list[probe.Madvise], t0: float, t1: float, pid: int,
     """Discard calls with t0 <= t < t1 per thread name: count, MB, lengths in KiB (sorted)."""
     out: dict[str, dict] = {}
     for c in calls:
-        if not (t0 <= c.t < t1) or c.advice not in probe.DISCARD_ADVICES:
+        if not (t0 <= c.t < t1) or c.advice not in DISCARD_ADVICES:
             continue
         row = out.setdefault(name_of(c.tid, pid, names), {"calls": 0, "mb": 0.0, "kib": []})
         row["calls"] += 1
@@ -59,6 +60,18 @@ def by_thread(calls: list[probe.Madvise], t0: float, t1: float, pid: int,
     for row in out.values():
         row["kib"].sort()
     return out
+
+
+def large_calls(calls: list[probe.Madvise], t0: float, t1: float,
+                least: int = MB) -> list[list]:
+    """The discard calls of `least` bytes or more with t0 <= t < t1 by address, in order: [time
+    since t0 in s, start less the lowest start among them in KiB, length in KiB]. Whether the
+    arena purges the same few large pages again and again (taken back between) or ever new
+    ones, and how many pages reach it at all with `purge_delay=0` (every page it gets is purged
+    at once, each a call of its own length)."""
+    sel = [c for c in calls if t0 <= c.t < t1 and c.advice in DISCARD_ADVICES and c.length >= least]
+    base = min((c.addr for c in sel), default=0)
+    return [[round(c.t - t0, 4), (c.addr - base) // KiB, c.length // KiB] for c in sel]
 
 
 def run_once(bun: Path, workload: str, params: dict, design: str,
@@ -103,6 +116,7 @@ def run_once(bun: Path, workload: str, params: dict, design: str,
     return {"design": design, "requests": requests, "load_s": t1 - t0,
             "faults_load": dict(faults), "calls_load": by_thread(calls, t0, t1, pid, names),
             "calls_idle": by_thread(calls, t1, t2, pid, names),
+            "large_load": large_calls(calls, t0, t1),
             "anon_mb_load_end": anon_load_end / MB, "anon_mb_idle_end": anon_idle_end / MB}
 
 
@@ -113,6 +127,9 @@ def _print(run: dict) -> None:
     per_request = {k: round(v / run["requests"], 3) for k, v in
                    sorted(run["faults_load"].items(), key=lambda kv: -kv[1])}
     print(f"          faults a request by thread: {per_request}")
+    large = run["large_load"]
+    print(f"          load's calls of 1 MiB or more: {len(large)} at {len({c[1] for c in large})} "
+          f"addresses, {sum(c[2] == 4096 for c in large)} of 4 MiB")
     for phase in ("calls_load", "calls_idle"):
         for name, row in sorted(run[phase].items()):
             print(f"          {phase[6:]:>4} {name:>14}: {row['calls']:4d} calls "
