@@ -76,8 +76,8 @@ def recording_figures(tiny: bool = False) -> list[Figure]:
     from purgecheck.bench.record import PERL_HASH
     from purgecheck.record.run import record
     from purgecheck.simulate import glibc_simulator
-    from purgecheck.simulate.mimalloc import DESIGNS, simulate
-    from purgecheck.simulate.program import calls_of, load_program
+    from purgecheck.simulate.mimalloc import DESIGNS, calls_of, simulate
+    from purgecheck.simulate.program import load_program
     from purgecheck.simulate.workloads import Workload
 
     keys = 1_000 if tiny else 10_000

@@ -302,8 +302,8 @@ def _simulate_program(args, params: dict, designs: list[str]):
     from purgecheck.formats.heaptrack import HeaptrackError
     from purgecheck.glibc.fromtrace import ConvertError
     from purgecheck.simulate import glibc_simulator
-    from purgecheck.simulate.mimalloc import simulate
-    from purgecheck.simulate.program import calls_of, load_program
+    from purgecheck.simulate.mimalloc import calls_of, simulate
+    from purgecheck.simulate.program import load_program
     from purgecheck.simulate.workloads import Workload
 
     path = Path(args.workload)
