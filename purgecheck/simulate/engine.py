@@ -107,12 +107,12 @@ class Input:
             pickle.dump(header, f, protocol=PROTOCOL)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        # the progress lines pass through as they come; with `quiet`, kept for an error
         done = subprocess.run([pypy, "-m", "purgecheck.simulate.engine", str(head), str(out)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        if not quiet:
-            sys.stderr.write(done.stderr.decode(errors="replace"))
+                              env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE if quiet else None)
         if done.returncode != 0:
-            tail = done.stderr.decode(errors="replace").strip().splitlines()[-1:]
+            tail = (done.stderr or b"").decode(errors="replace").strip().splitlines()[-1:]
             raise EngineError(f"the {PYPY} child failed (exit {done.returncode})"
                               + (f": {tail[0]}" if tail else ""))
         with open(out, "rb") as f:
@@ -129,6 +129,18 @@ def design_run(doc: dict):
     """A DesignRun back from its `as_json`."""
     from purgecheck.simulate.result import DesignRun, Sample
     return DesignRun(**{**doc, "samples": [Sample(**s) for s in doc["samples"]]})
+
+
+def simulate_in_pypy(rows: Iterable[tuple], timed_ops: bool, jobs: list[tuple[str, str]],
+                     workload, sample_ms: float, park_after_ms: float | None,
+                     quiet: bool) -> list:
+    """`jobs` on `rows` in a PyPy child: the DesignRuns, as CPython would have made them."""
+    inp = Input(rows, timed_ops)
+    try:
+        return [design_run(doc) for doc, _ in inp.run(jobs, workload, sample_ms,
+                                                      park_after_ms, quiet)]
+    finally:
+        inp.close()
 
 
 # -- the child's side -------------------------------------------------------------------------
