@@ -96,7 +96,8 @@ class Input:
         pypy = pypy_path()
         if pypy is None:
             raise EngineError(f"--engine pypy: {PYPY} is not on PATH (make setup installs it)")
-        header = {"rows": str(self.path), "size": self.size, "timed_ops": self.timed_ops,
+        header = {"rows": str(self.path), "size": self.size, "keep": KEEP_OPS,
+                  "timed_ops": self.timed_ops,
                   "jobs": jobs, "quiet": quiet, "name": workload.name,
                   "idle": workload.idle, "idle_ms": workload.idle_ms,
                   "collect_at_end": workload.collect_at_end,
@@ -171,7 +172,7 @@ def child(header_path: str, out: str) -> int:
 
     with open(header_path, "rb") as f:
         h = pickle.load(f)
-    kept = list(read_rows(h["rows"], h["timed_ops"])) if h["size"] <= KEEP_OPS else None
+    kept = list(read_rows(h["rows"], h["timed_ops"])) if h["size"] <= h["keep"] else None
 
     def stream() -> Iterator[tuple]:
         return iter(kept) if kept is not None else read_rows(h["rows"], h["timed_ops"])
