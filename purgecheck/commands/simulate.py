@@ -195,9 +195,9 @@ def run(args) -> int:
                          "workload takes --set)")
     if not args.workload:
         raise UsageError("name a workload or a trace (see --list), or give --seeds")
-    from purgecheck.simulate.engine import pypy_path
+    from purgecheck.simulate.engine import MISSING, pypy_path
     if args.engine == "pypy" and pypy_path() is None:
-        raise UsageError("--engine pypy: pypy3 is not on PATH (make setup installs it)")
+        raise UsageError(MISSING)
     if args.engine == "auto" and pypy_path() is None:
         args.engine = "cpython"
     if args.plot is not None:  # before the run: a folder that cannot be made costs no run
@@ -264,6 +264,10 @@ def _simulate(args):
         if args.design:
             raise UsageError(f"{args.workload} is a glibc workload: choose versions with "
                              f"--version, not --design")
+        if args.engine == "pypy":  # seed 001's workloads are small: no engine for them
+            raise UsageError(f"--engine pypy: {args.workload} is a glibc workload of seed "
+                             f"001, which runs on cpython only")
+        args.engine = "cpython"
         try:
             return (glibc_simulator().simulate_glibc(args.workload, args.version,
                                                      idle_ms=args.idle_ms,

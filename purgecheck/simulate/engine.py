@@ -10,14 +10,17 @@ hashes each run's `as_json`); the JIT takes seconds to warm up and then runs the
 5 times faster on a program of a million calls (docs/simulate-guide.md, issue 29's ninth
 and twelfth rounds).
 
-The file, a plain format both interpreters read: pickle (protocol 4) frames, first a header
-(a dict: what to run and how), then the input in chunks of plain tuples, (ms, thread, op
-name, args, record) for timed ops, the fields of `Call` for calls. The child reads the
-chunks once into a list when the input is at most KEEP_OPS long (as program.py keeps a
-pass) and again for each run when it is longer, so its memory stays bounded. It writes
-back (to a second file) a pickled list: for each run, its `as_json` and its CPU seconds.
+The files, in a plain format both interpreters read (pickle, protocol 4, of tuples,
+dicts and numbers only: no class of the project's): the input, in chunks of plain tuples,
+(ms, thread, op name, args, record) for timed ops, the fields of `Call` for calls; a
+header, a dict of what to run (the jobs: ("glibc", version) or ("mimalloc", design)) and
+how (the workload's idle, the sampling step, the park after silence). The child reads the
+input once into a list when it is at most KEEP_OPS long (as program.py keeps a pass) and
+again for each run when it is longer, so its memory stays bounded, and writes back a list:
+for each run, its `as_json` and its CPU seconds (or, when the model refused the input, the
+error CPython would have raised, as a ValueError's words).
 
-    pypy3 -m purgecheck.simulate.engine INPUT OUTPUT      (the child; PYTHONPATH the tree)
+    pypy3 -m purgecheck.simulate.engine HEADER OUTPUT      (the child; PYTHONPATH the tree)
 """
 
 from __future__ import annotations
@@ -34,13 +37,14 @@ from typing import Iterable, Iterator
 
 PYPY = "pypy3"
 ENGINES = ("auto", "cpython", "pypy")
-PROTOCOL = 4  # read by Python 3.9's pickle (5 is 3.8+, 4 is what both write alike)
+PROTOCOL = 4  # what Python 3.9's pickle and 3.12's both read and write
 CHUNK = 65_536  # ops or calls per pickled chunk
 KEEP_OPS = 1_000_000  # the child keeps an input of up to this many in memory
 # `auto` runs on PyPy from this many ops or calls: below it the JIT's warm-up takes the
 # gain (docs/simulate-guide.md, twelfth round)
 AUTO_FROM = 400_000
 ROOT = Path(__file__).resolve().parents[2]
+MISSING = f"--engine pypy: {PYPY} is not on PATH (make setup installs it)"
 
 
 class EngineError(RuntimeError):
@@ -49,15 +53,6 @@ class EngineError(RuntimeError):
 
 def pypy_path() -> str | None:
     return shutil.which(PYPY)
-
-
-def choose(engine: str, size: int) -> str:
-    """Which interpreter runs an input of `size` ops or calls: `cpython` or `pypy`."""
-    if engine == "auto":
-        return "pypy" if size >= AUTO_FROM and pypy_path() else "cpython"
-    if engine == "pypy" and pypy_path() is None:
-        raise EngineError(f"--engine pypy: {PYPY} is not on PATH (make setup installs it)")
-    return engine
 
 
 # -- the parent's side ------------------------------------------------------------------------
@@ -95,7 +90,7 @@ class Input:
         progress lines go to stderr unless `quiet`."""
         pypy = pypy_path()
         if pypy is None:
-            raise EngineError(f"--engine pypy: {PYPY} is not on PATH (make setup installs it)")
+            raise EngineError(MISSING)
         header = {"rows": str(self.path), "size": self.size, "keep": KEEP_OPS,
                   "timed_ops": self.timed_ops,
                   "jobs": jobs, "quiet": quiet, "name": workload.name,
