@@ -109,3 +109,14 @@ def test_engine_pypy_without_pypy3_is_one_line_and_exit_2(capsys, monkeypatch, t
     out, err = capsys.readouterr()
     assert rc == 2 and out == ""
     assert err.strip().count("\n") == 0 and "pypy3 is not on PATH" in err
+
+
+@pytest.mark.parametrize("argv", [("bench-free", "--engine", "pypy"),
+                                  ("--seeds", "--engine", "cpython")])
+def test_engine_where_no_engine_runs_is_a_usage_error(capsys, argv):
+    """Seed 001's glibc workloads and --seeds run on CPython only: --engine there is one
+    line and exit 2, before anything runs. Broken variant caught: an --engine ignored there
+    (exit 0 after the run)."""
+    rc = main(["simulate", *argv])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and err.strip().count("\n") == 0 and "--engine" in err

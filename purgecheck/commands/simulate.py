@@ -74,7 +74,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--image", type=int, metavar="N",
                    help="for a recording: which process image of the file (default: the last "
                         "that allocated, as replay)")
-    p.add_argument("--engine", choices=ENGINES, default="auto",
+    p.add_argument("--engine", choices=ENGINES,
                    help="which interpreter runs the models: cpython (this one), pypy (a pypy3 "
                         "child: the same figures, 2 to 5 times faster on a million calls, "
                         "seconds of warm-up), auto (pypy for an input of "
@@ -120,7 +120,7 @@ SAMPLE_MS = 10.0  # --sample-ms's default
 # What --seeds does not read: the claims choose their workloads, designs and sampling.
 SEEDS_IGNORE = {"design": "--design", "version": "--version", "set": "--set", "idle": "--idle",
                 "idle_ms": "--idle-ms", "park_after": "--park-after", "plot": "--plot",
-                "sample_ms": "--sample-ms"}
+                "sample_ms": "--sample-ms", "engine": "--engine"}
 
 
 def _given(args, options: dict[str, str]) -> list[str]:
@@ -196,6 +196,7 @@ def run(args) -> int:
     if not args.workload:
         raise UsageError("name a workload or a trace (see --list), or give --seeds")
     from purgecheck.simulate.engine import MISSING, pypy_path
+    args.engine = args.engine or "auto"
     if args.engine == "pypy" and pypy_path() is None:
         raise UsageError(MISSING)
     if args.engine == "auto" and pypy_path() is None:
