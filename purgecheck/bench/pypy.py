@@ -9,9 +9,9 @@ of each, rounds alternated, the best of each kept. Prints; asserts nothing but t
 
 `perl`: the perl hash recording of purgecheck/bench/record.py (PERL_HASH) made now, read and
 converted once by CPython to its timed ops (as `simulate TRACE` does), then each design
-(`--design`, default off, epoch, no-hold) run by CPython in this process and by a `pypy3`
-child (purgecheck/simulate/engine.py) on those ops, 10 ms samples, a thread silent for 10
-ms parks. `bun-serve`: the workload's calls, made once by CPython, the same way. `replay`:
+(`--design`, default off, epoch, no-hold; `--design "glibc 2.23+"` a glibc version) run by
+CPython in this process and by a `pypy3` child (purgecheck/simulate/engine.py) on those
+ops, 10 ms samples, a thread silent for 10 ms parks. `bun-serve`: the workload's calls, made once by CPython, the same way. `replay`:
 the model of 2.23+ on the recording's ops, by CPython as `purgecheck replay` does
 (reading, conversion and model), and by PyPy on the ops CPython converted (the conversion's
 CPU is printed apart). The child's CPU is the whole child's (getrusage of the children:
@@ -60,6 +60,7 @@ def compare(what: str, rows, timed_ops: bool, workload, designs, rounds: int,
             sample_ms: float, park_after_ms: float | None) -> None:
     """Each design under CPython (here) and PyPy (a child), `rounds` times in turn."""
     from purgecheck.simulate.engine import Input
+    from purgecheck.simulate.glibc import simulate_ops
     from purgecheck.simulate.mimalloc import calls_of, simulate
 
     c0 = time.process_time()
@@ -73,9 +74,13 @@ def compare(what: str, rows, timed_ops: bool, workload, designs, rounds: int,
         for r in range(1, rounds + 1):
             for d in designs:
                 c0 = time.process_time()
-                calls = calls_of(iter(rows)) if timed_ops else iter(rows)
-                run = simulate(workload, d, sample_ms=sample_ms, park_after_ms=park_after_ms,
-                               calls=calls)
+                if d.startswith("glibc "):  # a glibc version, on the timed ops
+                    (run,) = simulate_ops(workload.name, lambda: iter(rows), [d[6:]],
+                                          idle_ms=workload.idle_ms, sample_ms=sample_ms)
+                else:
+                    calls = calls_of(iter(rows)) if timed_ops else iter(rows)
+                    run = simulate(workload, d, sample_ms=sample_ms,
+                                   park_after_ms=park_after_ms, calls=calls)
                 cpu = time.process_time() - c0
                 allocs[d] = run.counters["allocations"]
                 hashes[("cpython", d)] = digest(run.as_json())
@@ -83,8 +88,9 @@ def compare(what: str, rows, timed_ops: bool, workload, designs, rounds: int,
                 print(f"  round {r} cpython {d}: {cpu:.2f} s, {allocs[d] / cpu:,.0f} "
                       f"allocations/s (load {load()})", flush=True)
             k0 = children_cpu()
-            out = inp.run([("mimalloc", d) for d in designs], workload, sample_ms,
-                          park_after_ms, quiet=True)
+            jobs = [("glibc", d[6:]) if d.startswith("glibc ") else ("mimalloc", d)
+                    for d in designs]
+            out = inp.run(jobs, workload, sample_ms, park_after_ms, quiet=True)
             whole = children_cpu() - k0
             for d, (doc, cpu) in zip(designs, out):
                 hashes[("pypy", d)] = digest(doc)
@@ -206,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("what", choices=("perl", "bun-serve", "replay"))
     p.add_argument("--keys", type=int, default=150_000)
     p.add_argument("--requests", type=int, nargs="+", default=[20_000, 100_000])
-    p.add_argument("--design", action="append")
+    p.add_argument("--design", action="append",
+                   help="a mimalloc design, or `glibc VERSION` (perl: the glibc side)")
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args(argv)
     args.design = args.design or list(DEFAULT_DESIGNS)
