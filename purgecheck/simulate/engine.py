@@ -42,7 +42,7 @@ CHUNK = 65_536  # ops or calls per pickled chunk
 KEEP_OPS = 1_000_000  # the child keeps an input of up to this many in memory
 # `auto` runs on PyPy from this many ops or calls: below it the JIT's warm-up takes the
 # gain (docs/simulate-guide.md, twelfth round)
-AUTO_FROM = 400_000
+AUTO_FROM = 200_000
 ROOT = Path(__file__).resolve().parents[2]
 MISSING = f"--engine pypy: {PYPY} is not on PATH (make setup installs it)"
 
