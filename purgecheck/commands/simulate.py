@@ -76,7 +76,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         "that allocated, as replay)")
     p.add_argument("--engine", choices=ENGINES,
                    help="which interpreter runs the models: cpython (this one), pypy (a pypy3 "
-                        "child: the same figures, 2 to 5 times faster on a million calls, "
+                        "child: the same figures, 1.7 to 5.7 times faster on a million calls, "
                         "seconds of warm-up), auto (pypy for an input of "
                         f"{AUTO_FROM:,} ops or calls or more when pypy3 is found; default)")
     p.add_argument("--plot", metavar="DIR", help="write DIR/<workload>.svg and .png")
