@@ -398,7 +398,7 @@ def _program_in_pypy(args, program, w, versions: list[str], designs: list[str],
     whole pass, which program.py keeps for CPython's runs)."""
     from itertools import chain, islice
 
-    from purgecheck.simulate.engine import Input, design_run
+    from purgecheck.simulate.engine import simulate_in_pypy
     ops = program.timed_ops()
     if args.engine == "auto":
         head = list(islice(ops, AUTO_FROM))
@@ -407,10 +407,5 @@ def _program_in_pypy(args, program, w, versions: list[str], designs: list[str],
             return []
         args.engine = "pypy"
         ops = chain(head, ops)
-    inp = Input(ops, True)
-    try:
-        jobs = [("glibc", v) for v in versions] + [("mimalloc", d) for d in designs]
-        return [design_run(doc) for doc, _ in inp.run(jobs, w, args.sample_ms, park_after,
-                                                      args.json)]
-    finally:
-        inp.close()
+    jobs = [("glibc", v) for v in versions] + [("mimalloc", d) for d in designs]
+    return simulate_in_pypy(ops, True, jobs, w, args.sample_ms, park_after, args.json)
