@@ -21,14 +21,15 @@ setup: tools
 # heaptrack's recordings (docs/record.md), relacy-dev (a header-only C++ checker of weak
 # memory) for the relacy engine (docs/proofs.md), perf (linux-perf) for `purgecheck measure`'s
 # count of the event loop's turns (docs/measure.md), xz and perl, real programs recorded in the
-# tests. One apt-get update, only when one is missing.
-TOOLS := strace sqlite3 redis-server heaptrack zstdcat perf xz perl
+# tests, and pypy3, the engine of `purgecheck simulate` for large inputs (--engine;
+# purgecheck/simulate/engine.py). One apt-get update, only when one is missing.
+TOOLS := strace sqlite3 redis-server heaptrack zstdcat perf xz perl pypy3
 HEADERS := /usr/include/relacy/relacy.hpp
 tools:
 	@(for t in $(TOOLS); do command -v $$t >/dev/null || exit 1; done; \
 	  for h in $(HEADERS); do test -f $$h || exit 1; done) || \
 		(apt-get update && apt-get install -y strace sqlite3 redis-server heaptrack zstd relacy-dev \
-		  linux-perf xz-utils perl)
+		  linux-perf xz-utils perl pypy3)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)

@@ -84,7 +84,10 @@ def cli_json(*argv: str) -> dict:
     out.buffer = buf  # type: ignore[attr-defined]  # orjson writes to stdout.buffer
     with contextlib.redirect_stdout(out):
         rc = main([*argv, "--json"])
-    return {"rc": rc, "out": orjson.loads(buf.getvalue() or out.getvalue() or b"null")}
+    doc = orjson.loads(buf.getvalue() or out.getvalue() or b"null")
+    if isinstance(doc, dict):
+        doc.pop("engine", None)  # the interpreter that ran the models (--engine), no figure
+    return {"rc": rc, "out": doc}
 
 
 def trace_case(path: Path, *extra: str) -> Callable[[], dict]:

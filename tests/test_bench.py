@@ -54,7 +54,9 @@ EXPECTED = {
                 ("purgecheck simulate --seeds (scaled)",
                  "recording of a perl hash of 1,000 keys, glibc, every version: allocations "
                  "per second",
-                 "recording of a perl hash of 1,000 keys, epoch: allocations per second"),
+                 "recording of a perl hash of 1,000 keys, epoch: allocations per second",
+                 "recording of a perl hash of 1,000 keys, epoch, cpython: allocations per second",
+                 "recording of a perl hash of 1,000 keys, epoch, pypy: allocations per second"),
     "weak": ("weak-adv-2: states", "weak-adv-2: seconds",
              "weak-adv-2, sequentially consistent explorer: states",
              "relacy: park at the reference, iterations per second"),

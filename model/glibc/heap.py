@@ -13,6 +13,7 @@ order are sorted only for the invariants and reports (`in_order`).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from operator import attrgetter
 
@@ -26,9 +27,12 @@ TOP = "top"  # the arena's top chunk, always the last chunk of the current segme
 FENCE = "fence"  # the fenceposts closing a heap that is no longer the current one
 MMAPPED = "mmapped"  # a chunk with its own mapping, in no segment
 _ADDRESS = attrgetter("addr")
+# `slots` is Python 3.10's; on 3.9 (Debian's pypy3, the simulator's engine for large
+# traces: purgecheck/simulate/engine.py) the class is the same without __slots__
+SLOTS = {"slots": True} if sys.version_info >= (3, 10) else {}
 
 
-@dataclass(eq=False, slots=True)
+@dataclass(eq=False, **SLOTS)
 class Chunk:
     """One chunk (slots: a replay makes and reads hundreds of thousands of them)."""
 

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 # The benchmarks, in the order `python -m purgecheck.bench` runs them: the modules of this
 # package, by name (adding a benchmark is adding a module with `figures(tiny)`), except the
 # tools that run them (compare: `make bench-compare`; predictions: the model's predictions
-# hashed, to show a change for speed left them as they were).
-TOOLS = frozenset({"compare", "predictions"})
+# hashed, to show a change for speed left them as they were; pypy: CPython and PyPy side by
+# side at full length, rounds alternated, which `simulate`'s figures sum up).
+TOOLS = frozenset({"compare", "predictions", "pypy"})
 BENCHMARKS = tuple(sorted(m.name for m in pkgutil.iter_modules(__path__)
                           if not m.name.startswith("_") and m.name not in TOOLS))
 

@@ -54,6 +54,7 @@ def figures(tiny: bool = False, requests: int | None = None) -> list[Figure]:
                                                f"versions, by CPU time; "
                                                + against_aim(n / cpu, AIM_ALLOCS, "allocs/s")))
     out += recording_figures(tiny)
+    out += engine_figures(tiny)
     scale = 0.02 if tiny else 1.0
     claims, cpu = _cpu(lambda: seed_claims(scale=scale))
     held, failed = (sum(c.verdict == v for c in claims) for v in ("holds", "fails"))
@@ -76,8 +77,8 @@ def recording_figures(tiny: bool = False) -> list[Figure]:
     from purgecheck.bench.record import PERL_HASH
     from purgecheck.record.run import record
     from purgecheck.simulate import glibc_simulator
-    from purgecheck.simulate.mimalloc import DESIGNS, simulate
-    from purgecheck.simulate.program import calls_of, load_program
+    from purgecheck.simulate.mimalloc import DESIGNS, calls_of, simulate
+    from purgecheck.simulate.program import load_program
     from purgecheck.simulate.workloads import Workload
 
     keys = 1_000 if tiny else 10_000
@@ -107,6 +108,65 @@ def recording_figures(tiny: bool = False) -> list[Figure]:
                               "allocs/s", f"{n:,.0f} allocations, by CPU time; "
                                           + against_aim(n / cpu, AIM_ALLOCS, "allocs/s")))
     return out
+
+
+AIM_KEYS = 150_000  # the perl hash of about 1 M calls (issue 29's aim's size)
+ENGINE_DESIGN = "epoch"
+
+
+def engine_figures(tiny: bool = False) -> list[Figure]:
+    """The aim's size on both engines (`simulate --engine`, purgecheck/simulate/engine.py):
+    the perl hash recording of about 1 M calls, converted once by CPython, its `epoch` run by
+    CPython here and by a pypy3 child, whose CPU is the whole child's (its start, reading
+    the input and the JIT's warm-up: getrusage of the children). Not measured without
+    pypy3 or perl."""
+    import resource
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from purgecheck.bench import not_measured
+    from purgecheck.bench.record import PERL_HASH
+    from purgecheck.record.run import record
+    from purgecheck.simulate.engine import Input, pypy_path
+    from purgecheck.simulate.mimalloc import calls_of, simulate
+    from purgecheck.simulate.program import load_program
+    from purgecheck.simulate.workloads import Workload
+
+    keys = 1_000 if tiny else AIM_KEYS
+    what = f"recording of a perl hash of {keys:,} keys, {ENGINE_DESIGN}"
+    names = [f"{what}, {e}: allocations per second" for e in ("cpython", "pypy")]
+    why = ("no perl here" if shutil.which("perl") is None else
+           "no pypy3 here (make setup installs it)" if pypy_path() is None else None)
+    if why:
+        return [not_measured(BENCH, n, "allocs/s", f"not measured: {why}") for n in names]
+
+    def children_cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime
+    with tempfile.TemporaryDirectory(prefix="purgecheck-bench-engine-") as tmp:
+        rec = record(["perl", "-e", PERL_HASH.format(n=keys)], Path(tmp) / "perl.rec",
+                     stdout=subprocess.DEVNULL)
+        program = load_program(rec.files[0])
+        ops = list(program.timed_ops())
+        w = Workload(program.name, "", lambda: iter(()), "park", 100.0)
+        run, cpu = _cpu(lambda: simulate(w, ENGINE_DESIGN, sample_ms=10, park_after_ms=10,
+                                         calls=calls_of(iter(ops))))
+        n = run.counters["allocations"]
+        inp = Input(ops, True)
+        try:
+            k0 = children_cpu()
+            inp.run([("mimalloc", ENGINE_DESIGN)], w, 10, 10, quiet=True)
+            child = children_cpu() - k0
+        finally:
+            inp.close()
+    return [Figure(BENCH, names[0], n / cpu, "allocs/s",
+                   f"{n:,.0f} allocations, by CPU time; "
+                   + against_aim(n / cpu, AIM_ALLOCS, "allocs/s")),
+            Figure(BENCH, names[1], n / child, "allocs/s",
+                   f"the same in a pypy3 child, by the child's CPU time (its start and "
+                   f"warm-up included); " + against_aim(n / child, AIM_ALLOCS, "allocs/s"))]
 
 
 def main(argv: list[str] | None = None) -> int:

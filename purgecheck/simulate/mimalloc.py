@@ -560,6 +560,44 @@ class Simulation:
         }
 
 
+ALLOCATING_OPS = ("malloc", "calloc", "memalign", "valloc", "pvalloc")  # glibc's
+
+
+def calls_of(timed_ops: Iterable[tuple]) -> Iterator[Call]:
+    """The mimalloc side's calls of a program's timed ops (purgecheck/simulate/program.py:
+    (ms, GlibcOp) pairs; here, apart from program.py's readers, so that the simulator's
+    engine under PyPy, purgecheck/simulate/engine.py, imports no numpy): every allocating op is a malloc of its block, a realloc
+    of a block not live a malloc, a realloc to 0 bytes a free; threads keep their numbers;
+    start, join, mallopt and malloc_trim have no mimalloc call. Each Call is made with
+    tuple.__new__ (the named tuple's own __new__ is a Python call per call)."""
+    live: set[int] = set()
+    new = tuple.__new__
+    for t, op in timed_ops:
+        name = op.name
+        if name in ALLOCATING_OPS:
+            block = op.args[0]
+            live.add(block)
+            yield new(Call, (t, op.thread, "malloc", block, max(1, op.args[-1]), False))
+        elif name == "free":
+            block = op.args[0]
+            if block in live:
+                live.discard(block)
+                yield new(Call, (t, op.thread, "free", block, 0, False))
+        elif name == "realloc":
+            block, size = op.args
+            if block not in live:
+                if size:
+                    live.add(block)
+                    yield new(Call, (t, op.thread, "malloc", block, size, False))
+            elif size == 0:
+                live.discard(block)
+                yield new(Call, (t, op.thread, "free", block, 0, False))
+            else:
+                yield new(Call, (t, op.thread, "realloc", block, size, False))
+        elif name == "loop":
+            yield Call(t, op.thread, "loop", request=op.args[0])
+
+
 def simulate(workload: Workload, design: str, options: Options | None = None,
              sample_ms: float = 50.0, park_after_ms: float | None = None,
              calls: Iterable[Call] | None = None, scavenger_late_ms: float = 0.0,

@@ -7,7 +7,7 @@ through the replay's own conversion (purgecheck/glibc/fromtrace.py, heaptrack.py
 glibc side of `simulate` runs the very ops `replay` runs, realloc, calloc and the aligned
 calls included; each op carries its record's timestamp. A call trace becomes ops of the
 same kinds, and its `loop` calls stay as `loop` ops (nothing to glibc). The mimalloc side
-reads the same stream as calls (`calls_of`).
+reads the same stream as calls (`purgecheck.simulate.mimalloc.calls_of`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from purgecheck.formats.alloc_trace import MAGIC, RECORD
 from purgecheck.formats.calls import Call
 from purgecheck.formats.glibc_ops import MAX_THREADS, GlibcOp
 from purgecheck.glibc.fromtrace import Conversion
+from purgecheck.simulate.mimalloc import calls_of  # noqa: F401 (the mimalloc side's reading, here too)
 
 NS_MASK = (1 << 48) - 1
 TIME_CHUNK = 4096  # ops whose record timestamps are read from the file at once
-ALLOCATING = ("malloc", "calloc", "memalign", "valloc", "pvalloc")
 KEEP_OPS = 1_000_000  # a trace of up to this many ops is converted once, not once a pass
 
 TimedOp = tuple[float, GlibcOp]
@@ -172,36 +172,3 @@ def ops_of_calls(calls: list[Call], stats: Conversion | None = None) -> Iterator
             free_slots.append(s)
             free_slots.sort(reverse=True)
             yield c.t_ms, GlibcOp(s, "join", (), i)
-
-
-def calls_of(timed_ops: Iterator[TimedOp]) -> Iterator[Call]:
-    """The mimalloc side's calls: every allocating op is a malloc of its block, a realloc
-    of a block not live a malloc, a realloc to 0 bytes a free; threads keep their numbers;
-    start, join, mallopt and malloc_trim have no mimalloc call. Each Call is made with
-    tuple.__new__ (the named tuple's own __new__ is a Python call per call)."""
-    live: set[int] = set()
-    new = tuple.__new__
-    for t, op in timed_ops:
-        name = op.name
-        if name in ALLOCATING:
-            block = op.args[0]
-            live.add(block)
-            yield new(Call, (t, op.thread, "malloc", block, max(1, op.args[-1]), False))
-        elif name == "free":
-            block = op.args[0]
-            if block in live:
-                live.discard(block)
-                yield new(Call, (t, op.thread, "free", block, 0, False))
-        elif name == "realloc":
-            block, size = op.args
-            if block not in live:
-                if size:
-                    live.add(block)
-                    yield new(Call, (t, op.thread, "malloc", block, size, False))
-            elif size == 0:
-                live.discard(block)
-                yield new(Call, (t, op.thread, "free", block, 0, False))
-            else:
-                yield new(Call, (t, op.thread, "realloc", block, size, False))
-        elif name == "loop":
-            yield Call(t, op.thread, "loop", request=op.args[0])

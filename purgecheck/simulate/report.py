@@ -53,7 +53,7 @@ PROGRAM_COLUMNS = [
 ]
 
 
-def print_program(runs: list[DesignRun], program, file=None) -> None:
+def print_program(runs: list[DesignRun], program, file=None, engine: str | None = None) -> None:
     """One row per glibc version and mimalloc design: what each gives back (calls and
     bytes), refaults, resident memory at its peak and over time, and glibc's system calls by
     category (those that occur); a recording that lost its end says it is a prefix."""
@@ -64,7 +64,7 @@ def print_program(runs: list[DesignRun], program, file=None) -> None:
     c = program.conversion
     cats = sorted({k for r in runs for k, n in r.syscalls.items() if n})
     title = (f"{program.source}: {c.ops:,} ops, at most {c.max_live:,} blocks live; bytes in "
-             f"MB (MiB), residency per OS page")
+             f"MB (MiB), residency per OS page" + _ran_on(engine))
     table = Table(title=title)
     table.add_column("model", no_wrap=True)
     table.add_column("design", no_wrap=True)
@@ -87,15 +87,22 @@ def _cell(fmt, value) -> str:
     return fmt(value) if callable(fmt) else fmt.format(value)
 
 
-def print_runs(runs: list[DesignRun], workload: str, file=None) -> None:
+def _ran_on(engine: str | None) -> str:
+    """The title's note of the interpreter that ran the models (purgecheck/simulate/engine.py)."""
+    return f"; run by {engine}" if engine else ""
+
+
+def print_runs(runs: list[DesignRun], workload: str, file=None,
+               engine: str | None = None) -> None:
     """One table per model (a workload may have run on both)."""
     for model in ("glibc", "mimalloc"):
         part = [r for r in runs if r.model == model]
         if part:
-            _print_table(part, workload, file)
+            _print_table(part, workload, file, engine)
 
 
-def _print_table(runs: list[DesignRun], workload: str, file=None) -> None:
+def _print_table(runs: list[DesignRun], workload: str, file=None,
+                 engine: str | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -105,7 +112,8 @@ def _print_table(runs: list[DesignRun], workload: str, file=None) -> None:
     first = runs[0].counters if runs else {}
     what = (f"{first.get('allocations', 0):,.0f} allocations"
             + (f", {first['requests']:,.0f} requests" if first.get("requests") else ""))
-    table = Table(title=f"{workload}: {what}; bytes in MB (MiB), residency per OS page",
+    table = Table(title=f"{workload}: {what}; bytes in MB (MiB), residency per OS page"
+                        + _ran_on(engine),
                   show_lines=False)
     table.add_column("glibc" if glibc else "design", no_wrap=True)
     for name, _, _ in columns:

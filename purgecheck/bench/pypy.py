@@ -1,0 +1,231 @@
+"""The simulator and the replay's model under CPython and under PyPy, side by side (issue
+29, 4; docs/simulate-guide.md, twelfth round): the same runs on the same input, each run's
+figures hashed under both (`DesignRun.as_json`; the replay's system-call counts), CPU time
+of each, rounds alternated, the best of each kept. Prints; asserts nothing but the hashes.
+
+    .venv/bin/python -m purgecheck.bench.pypy perl --keys 150000 --rounds 3
+    .venv/bin/python -m purgecheck.bench.pypy bun-serve --requests 20000 100000
+    .venv/bin/python -m purgecheck.bench.pypy replay --keys 150000
+
+`perl`: the perl hash recording of purgecheck/bench/record.py (PERL_HASH) made now, read and
+converted once by CPython to its timed ops (as `simulate TRACE` does), then each design
+(`--design`, default off, epoch, no-hold; `--design "glibc 2.23+"` a glibc version) run by
+CPython in this process and by a `pypy3` child (purgecheck/simulate/engine.py) on those
+ops, 10 ms samples, a thread silent for 10 ms parks. `bun-serve`: the workload's calls, made once by CPython, the same way. `replay`:
+the model of 2.23+ on the recording's ops, by CPython as `purgecheck replay` does
+(reading, conversion and model), and by PyPy on the ops CPython converted (the conversion's
+CPU is printed apart). The child's CPU is the whole child's (getrusage of the children:
+start, reading the input, the JIT's warm-up) and, apart, each run's inside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import pickle
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+DEFAULT_DESIGNS = ("off", "epoch", "no-hold")
+
+
+def digest(doc) -> str:
+    import orjson
+    return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+
+
+def children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def load() -> str:
+    return os.getloadavg()[0].__format__(".1f")
+
+
+def perl_recording(keys: int, tmp: Path) -> Path:
+    from purgecheck.bench.record import PERL_HASH
+    from purgecheck.record.run import record
+    rec = record(["perl", "-e", PERL_HASH.format(n=keys)], tmp / f"perl{keys}.rec",
+                 stdout=subprocess.DEVNULL)
+    return rec.files[0]
+
+
+def compare(what: str, rows, timed_ops: bool, workload, designs, rounds: int,
+            sample_ms: float, park_after_ms: float | None) -> None:
+    """Each design under CPython (here) and PyPy (a child), `rounds` times in turn."""
+    from purgecheck.simulate.engine import Input
+    from purgecheck.simulate.glibc import simulate_ops
+    from purgecheck.simulate.mimalloc import calls_of, simulate
+
+    c0 = time.process_time()
+    inp = Input(rows, timed_ops)
+    print(f"{what}: {inp.size:,} {'ops' if timed_ops else 'calls'}; the input written for "
+          f"the child in {time.process_time() - c0:.2f} s of CPU", flush=True)
+    best: dict[tuple[str, str], float] = {}
+    hashes: dict[tuple[str, str], str] = {}
+    allocs: dict[str, int] = {}
+    try:
+        for r in range(1, rounds + 1):
+            for d in designs:
+                c0 = time.process_time()
+                if d.startswith("glibc "):  # a glibc version, on the timed ops
+                    (run,) = simulate_ops(workload.name, lambda: iter(rows), [d[6:]],
+                                          idle_ms=workload.idle_ms, sample_ms=sample_ms)
+                else:
+                    calls = calls_of(iter(rows)) if timed_ops else iter(rows)
+                    run = simulate(workload, d, sample_ms=sample_ms,
+                                   park_after_ms=park_after_ms, calls=calls)
+                cpu = time.process_time() - c0
+                allocs[d] = run.counters["allocations"]
+                hashes[("cpython", d)] = digest(run.as_json())
+                best[("cpython", d)] = min(cpu, best.get(("cpython", d), cpu))
+                print(f"  round {r} cpython {d}: {cpu:.2f} s, {allocs[d] / cpu:,.0f} "
+                      f"allocations/s (load {load()})", flush=True)
+            k0 = children_cpu()
+            jobs = [("glibc", d[6:]) if d.startswith("glibc ") else ("mimalloc", d)
+                    for d in designs]
+            out = inp.run(jobs, workload, sample_ms, park_after_ms, quiet=True)
+            whole = children_cpu() - k0
+            for d, (doc, cpu) in zip(designs, out):
+                hashes[("pypy", d)] = digest(doc)
+                best[("pypy", d)] = min(cpu, best.get(("pypy", d), cpu))
+                print(f"  round {r} pypy    {d}: {cpu:.2f} s, {allocs[d] / cpu:,.0f} "
+                      f"allocations/s", flush=True)
+            best[("pypy", "child")] = min(whole, best.get(("pypy", "child"), whole))
+            print(f"  round {r} pypy child: {whole:.2f} s of CPU for {len(designs)} designs "
+                  f"(load {load()})", flush=True)
+    finally:
+        inp.close()
+    print(f"{what}, best of {rounds}: design, allocations, CPython, PyPy, ratio, same figures")
+    total = {"cpython": 0.0, "pypy": 0.0}
+    for d in designs:
+        a, b = best[("cpython", d)], best[("pypy", d)]
+        total["cpython"] += a
+        total["pypy"] += b
+        same = hashes[("cpython", d)] == hashes[("pypy", d)]
+        print(f"  {d:14} {allocs[d]:>9,} {allocs[d] / a:>9,.0f}/s {allocs[d] / b:>9,.0f}/s "
+              f"{a / b:5.2f}x  {'same ' + hashes[('cpython', d)] if same else 'DIFFER'}")
+    n = sum(allocs.values())
+    child = best[("pypy", "child")]
+    print(f"  together: CPython {n / total['cpython']:,.0f}/s, PyPy {n / total['pypy']:,.0f}/s "
+          f"inside the child, {n / child:,.0f}/s by the whole child's CPU "
+          f"({child:.1f} s: {total['cpython'] / child:.2f}x)", flush=True)
+
+
+def perl(args, tmp: Path) -> None:
+    from purgecheck.simulate.program import load_program
+    from purgecheck.simulate.workloads import Workload
+    rec = perl_recording(args.keys, tmp)
+    program = load_program(rec)
+    c0 = time.process_time()
+    ops = list(program.timed_ops())
+    print(f"perl hash of {args.keys:,} keys: converted to timed ops by CPython in "
+          f"{time.process_time() - c0:.2f} s", flush=True)
+    w = Workload(program.name, "", lambda: iter(()), "park", 100.0)
+    compare(f"perl hash of {args.keys:,} keys", ops, True, w, args.design, args.rounds,
+            10.0, 10.0)
+
+
+def bun_serve(args, tmp: Path) -> None:
+    from purgecheck.simulate.workloads import make_workload
+    for requests in args.requests:
+        w = make_workload("bun-serve", idle_ms=200, requests=requests)
+        calls = list(w.calls())
+        compare(f"bun-serve, {requests:,} requests", calls, False, w, args.design,
+                args.rounds, 50.0, None)
+
+
+REPLAY_CHILD = """
+import pickle, sys, time
+from model.glibc.process import Process
+from model.glibc.versions import VERSIONS
+from purgecheck.glibc.modelrun import handlers
+from purgecheck.simulate.engine import read_rows
+c0 = time.process_time()
+ops = [op for _, op in read_rows(sys.argv[1], True)]
+c1 = time.process_time()
+p = Process(VERSIONS["2.23+"], {}, False)
+do = handlers(p)
+for thread, name, args, _ in ops:
+    do[name](thread, *args)
+c2 = time.process_time()
+pickle.dump((p.count(), c1 - c0, c2 - c1), sys.stdout.buffer, protocol=4)
+"""
+
+
+def replay(args, tmp: Path) -> None:
+    """The replay's model of 2.23+ under both: CPython as `purgecheck replay` runs it,
+    PyPy on the ops CPython converted."""
+    from model.glibc.versions import VERSIONS
+    from purgecheck.glibc.fromtrace import Conversion
+    from purgecheck.glibc.replay import load_stream, ops_of, run_model
+    from purgecheck.simulate.engine import ROOT, Input, pypy_path
+    rec = perl_recording(args.keys, tmp)
+    c0 = time.process_time()
+    img, _ = load_stream(rec)
+    ops = list(ops_of(img, Conversion()))
+    conv = time.process_time() - c0
+    inp = Input(((0.0, op) for op in ops), True)
+    print(f"replay, perl hash of {args.keys:,} keys: {len(ops):,} ops, read and converted by "
+          f"CPython in {conv:.2f} s", flush=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    best = {}
+    try:
+        for r in range(1, args.rounds + 1):
+            c0 = time.process_time()
+            img, _ = load_stream(rec)
+            stats = Conversion()
+            p = run_model(img, VERSIONS["2.23+"], {}, False, stats)
+            cpu = time.process_time() - c0
+            mine = p.count()
+            best["cpython"] = min(cpu, best.get("cpython", cpu))
+            print(f"  round {r} cpython replay: {cpu:.2f} s, {stats.ops / cpu:,.0f} ops/s "
+                  f"(load {load()})", flush=True)
+            k0 = children_cpu()
+            out = subprocess.run([pypy_path(), "-c", REPLAY_CHILD, str(inp.path)], env=env,
+                                 stdout=subprocess.PIPE, check=True).stdout
+            whole = children_cpu() - k0
+            theirs, reading, model = pickle.loads(out)
+            best["pypy"] = min(model, best.get("pypy", model))
+            best["child"] = min(whole, best.get("child", whole))
+            print(f"  round {r} pypy model: {model:.2f} s, {stats.ops / model:,.0f} ops/s; "
+                  f"the child {whole:.2f} s (its reading {reading:.2f} s); same counts: "
+                  f"{theirs == mine} (load {load()})", flush=True)
+    finally:
+        inp.close()
+    n = stats.ops
+    print(f"replay, best of {args.rounds}: CPython {n / best['cpython']:,.0f} ops/s; PyPy's "
+          f"model {n / best['pypy']:,.0f} ops/s, with its child {n / best['child']:,.0f} "
+          f"ops/s, with CPython's conversion too {n / (best['child'] + conv):,.0f} ops/s "
+          f"({best['cpython'] / (best['child'] + conv):.2f}x)", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m purgecheck.bench.pypy",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("what", choices=("perl", "bun-serve", "replay"))
+    p.add_argument("--keys", type=int, default=150_000)
+    p.add_argument("--requests", type=int, nargs="+", default=[20_000, 100_000])
+    p.add_argument("--design", action="append",
+                   help="a mimalloc design, or `glibc VERSION` (perl: the glibc side)")
+    p.add_argument("--rounds", type=int, default=3)
+    args = p.parse_args(argv)
+    args.design = args.design or list(DEFAULT_DESIGNS)
+    from purgecheck.simulate.engine import pypy_path
+    if pypy_path() is None:
+        print("pypy3 is not on PATH (make setup installs it)", file=sys.stderr)
+        return 2
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {load()}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="purgecheck-bench-pypy-") as tmp:
+        {"perl": perl, "bun-serve": bun_serve, "replay": replay}[args.what](args, Path(tmp))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

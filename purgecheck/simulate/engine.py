@@ -1,0 +1,199 @@
+"""The simulator's engine for large inputs: the same model run by PyPy in a child process.
+
+`purgecheck simulate --engine pypy` (or `auto` on a large input) reads and converts its
+input in CPython as always (purgecheck/simulate/program.py: a recording's timed ops; a named
+workload's calls), writes them to a file, and runs each glibc version and mimalloc design
+on them in a `pypy3` child (Debian's PyPy 7.3.11: Python 3.9, no numpy), which writes each
+run back. The child runs the very code CPython would (purgecheck/simulate/mimalloc.py and
+glibc.py on model/), so every figure is the same under both (tests/test_simulate_engine.py
+hashes each run's `as_json`); the JIT takes seconds to warm up and then runs the model 2 to
+5 times faster on a program of a million calls (docs/simulate-guide.md, issue 29's ninth
+and twelfth rounds).
+
+The files, in a plain format both interpreters read (pickle, protocol 4, of tuples,
+dicts and numbers only: no class of the project's): the input, in chunks of plain tuples,
+(ms, thread, op name, args, record) for timed ops, the fields of `Call` for calls; a
+header, a dict of what to run (the jobs: ("glibc", version) or ("mimalloc", design)) and
+how (the workload's idle, the sampling step, the park after silence). The child reads the
+input once into a list when it is at most KEEP_OPS long (as program.py keeps a pass) and
+again for each run when it is longer, so its memory stays bounded, and writes back a list:
+for each run, its `as_json` and its CPU seconds (or, when the model refused the input, the
+error CPython would have raised, as a ValueError's words).
+
+    pypy3 -m purgecheck.simulate.engine HEADER OUTPUT      (the child; PYTHONPATH the tree)
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterable, Iterator
+
+PYPY = "pypy3"
+ENGINES = ("auto", "cpython", "pypy")
+PROTOCOL = 4  # what Python 3.9's pickle and 3.12's both read and write
+CHUNK = 65_536  # ops or calls per pickled chunk
+KEEP_OPS = 1_000_000  # the child keeps an input of up to this many in memory
+# `auto` runs on PyPy from this many ops or calls: below it the JIT's warm-up takes the
+# gain (docs/simulate-guide.md, twelfth round)
+AUTO_FROM = 200_000
+ROOT = Path(__file__).resolve().parents[2]
+MISSING = f"--engine pypy: {PYPY} is not on PATH (make setup installs it)"
+
+
+class EngineError(RuntimeError):
+    """The PyPy child could not run (not found, or it failed)."""
+
+
+def pypy_path() -> str | None:
+    return shutil.which(PYPY)
+
+
+# -- the parent's side ------------------------------------------------------------------------
+
+def write_rows(f, rows: Iterable[tuple], timed_ops: bool) -> int:
+    """`rows` (timed ops, or calls) as chunks of plain tuples; how many."""
+    n = 0
+    chunk: list[tuple] = []
+    for row in rows:
+        chunk.append((row[0], *row[1]) if timed_ops else tuple(row))
+        if len(chunk) == CHUNK:
+            pickle.dump(chunk, f, protocol=PROTOCOL)
+            n += len(chunk)
+            chunk = []
+    if chunk:
+        pickle.dump(chunk, f, protocol=PROTOCOL)
+        n += len(chunk)
+    return n
+
+
+class Input:
+    """An input written to a temporary folder for the child: `size` timed ops or calls."""
+
+    def __init__(self, rows: Iterable[tuple], timed_ops: bool) -> None:
+        self.dir = tempfile.TemporaryDirectory(prefix="purgecheck-engine-")
+        self.timed_ops = timed_ops
+        self.path = Path(self.dir.name) / "input.pickle"
+        with open(self.path, "wb") as f:
+            self.size = write_rows(f, rows, timed_ops)
+
+    def run(self, jobs: list[tuple[str, str]], workload, sample_ms: float,
+            park_after_ms: float | None, quiet: bool) -> list[tuple[dict, float]]:
+        """Each job, ("glibc", version) or ("mimalloc", design), run in the child on
+        `workload`'s idle: each run's `as_json` and the child's CPU seconds for it. Its
+        progress lines go to stderr unless `quiet`."""
+        pypy = pypy_path()
+        if pypy is None:
+            raise EngineError(MISSING)
+        header = {"rows": str(self.path), "size": self.size, "keep": KEEP_OPS,
+                  "timed_ops": self.timed_ops,
+                  "jobs": jobs, "quiet": quiet, "name": workload.name,
+                  "idle": workload.idle, "idle_ms": workload.idle_ms,
+                  "collect_at_end": workload.collect_at_end,
+                  "idle_turns": workload.idle_turns, "sample_ms": sample_ms,
+                  "park_after_ms": park_after_ms}
+        head, out = (Path(self.dir.name) / f"{x}.pickle" for x in ("header", "output"))
+        with open(head, "wb") as f:
+            pickle.dump(header, f, protocol=PROTOCOL)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+        # the progress lines pass through as they come; with `quiet`, kept for an error
+        done = subprocess.run([pypy, "-m", "purgecheck.simulate.engine", str(head), str(out)],
+                              env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE if quiet else None)
+        if done.returncode != 0:
+            tail = (done.stderr or b"").decode(errors="replace").strip().splitlines()[-1:]
+            raise EngineError(f"the {PYPY} child failed (exit {done.returncode})"
+                              + (f": {tail[0]}" if tail else ""))
+        with open(out, "rb") as f:
+            result = pickle.load(f)
+        if isinstance(result, dict):  # the model refused the input: as CPython would say it
+            raise ValueError(result["error"])
+        return result
+
+    def close(self) -> None:
+        self.dir.cleanup()
+
+
+def design_run(doc: dict):
+    """A DesignRun back from its `as_json`."""
+    from purgecheck.simulate.result import DesignRun, Sample
+    return DesignRun(**{**doc, "samples": [Sample(**s) for s in doc["samples"]]})
+
+
+def simulate_in_pypy(rows: Iterable[tuple], timed_ops: bool, jobs: list[tuple[str, str]],
+                     workload, sample_ms: float, park_after_ms: float | None,
+                     quiet: bool) -> list:
+    """`jobs` on `rows` in a PyPy child: the DesignRuns, as CPython would have made them."""
+    inp = Input(rows, timed_ops)
+    try:
+        return [design_run(doc) for doc, _ in inp.run(jobs, workload, sample_ms,
+                                                      park_after_ms, quiet)]
+    finally:
+        inp.close()
+
+
+# -- the child's side -------------------------------------------------------------------------
+
+def read_rows(path: str, timed_ops: bool) -> Iterator[tuple]:
+    """The rows of the input, as the simulator takes them: (ms, GlibcOp), or Call."""
+    from purgecheck.formats.calls import Call
+    from purgecheck.formats.glibc_ops import GlibcOp
+    new = tuple.__new__
+    with open(path, "rb") as f:
+        while True:
+            try:
+                chunk = pickle.load(f)
+            except EOFError:
+                return
+            if timed_ops:
+                for t, *op in chunk:
+                    yield t, new(GlibcOp, op)
+            else:
+                for c in chunk:
+                    yield new(Call, c)
+
+
+def child(header_path: str, out: str) -> int:
+    from purgecheck.simulate.glibc import simulate_ops
+    from purgecheck.simulate.mimalloc import calls_of, simulate
+    from purgecheck.simulate.workloads import Workload
+
+    with open(header_path, "rb") as f:
+        h = pickle.load(f)
+    kept = list(read_rows(h["rows"], h["timed_ops"])) if h["size"] <= h["keep"] else None
+
+    def stream() -> Iterator[tuple]:
+        return iter(kept) if kept is not None else read_rows(h["rows"], h["timed_ops"])
+    w = Workload(h["name"], "", lambda: iter(()), h["idle"], h["idle_ms"],
+                 collect_at_end=h["collect_at_end"], idle_turns=h["idle_turns"])
+    results: list | dict = []
+    try:
+        for side, which in h["jobs"]:
+            if not h["quiet"]:
+                on = f"on glibc {which}" if side == "glibc" else f"under {which}"
+                print(f"simulating {w.name} {on} (pypy) ...", file=sys.stderr, flush=True)
+            c0 = time.process_time()
+            if side == "glibc":
+                (run,) = simulate_ops(w.name, stream, [which], idle_ms=w.idle_ms,
+                                      sample_ms=h["sample_ms"])
+            else:
+                calls = calls_of(stream()) if h["timed_ops"] else stream()
+                run = simulate(w, which, sample_ms=h["sample_ms"],
+                               park_after_ms=h["park_after_ms"], calls=calls)
+            results.append((run.as_json(), time.process_time() - c0))
+    except ValueError as e:
+        results = {"error": str(e)}
+    with open(out, "wb") as f:
+        pickle.dump(results, f, protocol=PROTOCOL)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(child(*sys.argv[1:]))
