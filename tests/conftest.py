@@ -130,10 +130,10 @@ def simulations_once(request):
 # A module that starts last while the others have nothing left holds the run alone, a core idle
 # (or taken by a second job):
 # the costliest modules go first (longest first), the rest in their own order after them.
-# Every module of 6 s of CPU or more is listed: in the ninth round's order (thirteen modules listed)
-# the modules of 10 to 20 s that came late in the alphabet (test_scavenger_wake,
-# test_validate_rare, test_weak_fork) started among the last and ended the run with the other
-# processes idle; listed longest first, what is left at the end is modules of under 6 s.
+# Every module of 6 s of CPU or more is listed: with the ninth round's thirteen, the modules of
+# 10 to 20 s that came late in the alphabet (test_scavenger_wake, test_validate_rare,
+# test_weak_fork) started among the last and ended the run with the other processes idle;
+# listed longest first, what is left at the end is modules of under 6 s.
 # Measured with PURGECHECK_TEST_CPU (s of CPU, the whole fast tier, `-n 3`, load 4 to 6,
 # 2026-12-05, issue 30's tenth round before its changes).
 COSTLIEST_FIRST = (
