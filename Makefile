@@ -9,14 +9,13 @@ STAMP   := $(VENV)/.installed
 
 .PHONY: setup check nightly test bench bench-full bench-compare clean reference tools bun
 
-# The Python packages, the C reference's builds (the two Relacy builds alone are half a
-# minute of g++) and the real Bun are made side by side, the C builds sharing the jobs (GNU
-# make's job server): SETUP_JOBS of them, the cores and one, as `make test`'s TEST_WORKERS
-# (beside a second job a third process takes a larger share of 2 cores: docs/guide.md section
-# 8, the tenth round). The reference comes after the tools (Relacy's header is one of them).
-SETUP_JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
+# The Python packages and the C reference's builds (the two Relacy builds alone are half a
+# minute of g++) are made side by side: 2 jobs, the C builds sharing them (GNU make's job
+# server); the real Bun takes the first job either leaves. Not 3: pip's install is the longest
+# chain (about 65 s of CPU, one process), and a third job took CPU from it (docs/guide.md
+# section 8, the tenth round). The reference comes after the tools (Relacy's header is one).
 setup: tools
-	@$(MAKE) --no-print-directory -j$(SETUP_JOBS) $(STAMP) reference bun
+	@$(MAKE) --no-print-directory -j2 $(STAMP) reference bun
 
 # System tools the checks run (CI is a fresh Debian, as root): strace for glibc conformance,
 # sqlite3, one of the real programs `purgecheck record` is tested on (docs/record.md),
@@ -42,7 +41,7 @@ $(STAMP): pyproject.toml
 # The real Bun whose mimalloc is seed 000's fork (purgecheck measure): version 1.4.4 from the
 # npm registry, its integrity checked against the one pinned in purgecheck/measure/bun.py,
 # into .purgecheck/bun-1.4.4/ (nothing to do when it is there). bun.py needs only Python's
-# standard library: the system's Python runs it from the tree, beside pip's install, not after.
+# standard library: the system's Python runs it from the tree, not after pip's install.
 bun:
 	$(PY) -m purgecheck.measure.bun install
 
