@@ -11,7 +11,9 @@ STAMP   := $(VENV)/.installed
 
 # The Python packages and the C reference's builds (the two Relacy builds alone are half a
 # minute of g++) are made side by side: 2 jobs, the C builds sharing them (GNU make's job
-# server). The reference comes after the tools (Relacy's header is one of them).
+# server); the real Bun takes the first job either leaves. Not 3: pip's install is the longest
+# chain (about 65 s of CPU, one process), and a third job took CPU from it (docs/guide.md
+# section 8, the tenth round). The reference comes after the tools (Relacy's header is one).
 setup: tools
 	@$(MAKE) --no-print-directory -j2 $(STAMP) reference bun
 
@@ -39,9 +41,10 @@ $(STAMP): pyproject.toml
 
 # The real Bun whose mimalloc is seed 000's fork (purgecheck measure): version 1.4.4 from the
 # npm registry, its integrity checked against the one pinned in purgecheck/measure/bun.py,
-# into .purgecheck/bun-1.4.4/ (nothing to do when it is there).
-bun: $(STAMP)
-	$(BIN)/python -m purgecheck.measure.bun install
+# into .purgecheck/bun-1.4.4/ (nothing to do when it is there). bun.py needs only Python's
+# standard library: the system's Python runs it from the tree, not after pip's install.
+bun:
+	$(PY) -m purgecheck.measure.bun install
 
 reference: tools
 	@if [ -f reference_c/Makefile ]; then $(MAKE) --no-print-directory -C reference_c; fi

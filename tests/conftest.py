@@ -130,23 +130,55 @@ def simulations_once(request):
 # A module that starts last while the others have nothing left holds the run alone, a core idle
 # (or taken by a second job):
 # the costliest modules go first (longest first), the rest in their own order after them.
-# Measured with PURGECHECK_TEST_CPU (s of CPU, `-n 2`, load 3 to 5, 2026-12-04: a whole run
-# after the first changes of issue 30's seventh round; the modules it changed later, in a run of
-# them alone at load 4 to 4.6).
+# Every module of 6 s of CPU or more is listed: with the ninth round's thirteen, the modules of
+# 10 to 20 s that came late in the alphabet (test_scavenger_wake, test_validate_rare,
+# test_weak_fork) started among the last and ended the run with the other processes idle;
+# listed longest first, what is left at the end is modules of under 6 s.
+# Measured with PURGECHECK_TEST_CPU (s of CPU, the whole fast tier, `-n 3`, load 4 to 6,
+# 2026-12-05, issue 30's tenth round before its changes).
 COSTLIEST_FIRST = (
-    "test_cluster_matrix.py",     # 49 (and its waits: a hang's timeout, a killed worker)
-    "test_bench.py",              # 42 (the cluster benchmark's two clusters about half)
-    "test_weak_engines.py",       # 31
-    "test_weak_protocol.py",      # 30
-    "test_measure.py",            # 28
-    "test_proofs_explorer.py",    # 28
-    "test_proofs_z3.py",          # 28
-    "test_simulate_real.py",      # 26
-    "test_replay.py",             # 24
-    "test_doc_examples_run.py",   # 22
-    "test_docs.py",               # 20
-    "test_glibc_mutants.py",      # 18
-    "test_retire.py",             # 17
+    "test_cluster_matrix.py",         # 51 (and its waits: a hang's timeout, a killed worker)
+    "test_bench.py",                  # 44 (the cluster benchmark about half)
+    "test_measure.py",                # 43
+    "test_proofs_explorer.py",        # 42
+    "test_proofs_z3.py",              # 42
+    "test_simulate_real.py",          # 39
+    "test_weak_engines.py",           # 38
+    "test_weak_protocol.py",          # 35
+    "test_docs.py",                   # 31
+    "test_doc_examples_run.py",       # 29
+    "test_replay.py",                 # 28
+    "test_retire.py",                 # 28
+    "test_mutation.py",               # 23
+    "test_explorer_cluster.py",       # 22
+    "test_cli.py",                    # 22
+    "test_scavenger_wake.py",         # 20
+    "test_fuzz_cli.py",               # 19
+    "test_glibc_proofs.py",           # 18
+    "test_reference_c.py",            # 18
+    "test_campaign.py",               # 17
+    "test_proofs_mirror.py",          # 16
+    "test_proofs_cli.py",             # 16
+    "test_validate_rare.py",          # 16
+    "test_fuzz_machines.py",          # 16
+    "test_bad_input.py",              # 15
+    "test_hold_mutants.py",           # 15
+    "test_weak_fork.py",              # 13
+    "test_realtests.py",              # 12
+    "test_validate.py",               # 10
+    "test_bench_compare.py",          # 10
+    "test_program_driver.py",         # 10
+    "test_bad_input_commands.py",     # 9
+    "test_page_mutants.py",           # 9
+    "test_simulate_glibc.py",         # 9
+    "test_concurrent.py",             # 9
+    "test_variants.py",               # 8
+    "test_claims.py",                 # 8
+    "test_simulate.py",               # 8
+    "test_exact_invariants.py",       # 7
+    "test_docs_shown.py",             # 7
+    "test_collector_survivors.py",    # 6
+    "test_glibc_mutants.py",          # 6
 )
 
 
