@@ -94,8 +94,8 @@ def trace_case(path: Path, *extra: str) -> Callable[[], dict]:
     """`simulate TRACE --json` with every design and version (and the samples of each run,
     which --json leaves out, from the same calls)."""
     def run() -> dict:
-        from purgecheck.simulate.mimalloc import simulate
-        from purgecheck.simulate.program import calls_of, load_program
+        from purgecheck.simulate.mimalloc import calls_of, simulate
+        from purgecheck.simulate.program import load_program
         from purgecheck.simulate.workloads import Workload
         doc = cli_json("simulate", str(path), *extra)
         doc["out"]["trace"]["source"] = path.name  # not the folder it was written in

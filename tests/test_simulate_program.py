@@ -19,8 +19,8 @@ from purgecheck.cli import main
 from purgecheck.glibc.replay import replay
 from purgecheck.record.run import ROOT, record
 from purgecheck.simulate import glibc as glibc_sim
-from purgecheck.simulate.mimalloc import DESIGNS
-from purgecheck.simulate.program import calls_of, load_program
+from purgecheck.simulate.mimalloc import DESIGNS, calls_of
+from purgecheck.simulate.program import load_program
 
 BUILD = ROOT / "reference_c" / "build"
 PYTHON = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else sys.executable

@@ -59,9 +59,7 @@ def perl_recording(keys: int, tmp: Path) -> Path:
 def compare(what: str, rows, timed_ops: bool, workload, designs, rounds: int,
             sample_ms: float, park_after_ms: float | None) -> None:
     """Each design under CPython (here) and PyPy (a child), `rounds` times in turn."""
-    from purgecheck.simulate.engine import Input
-    from purgecheck.simulate.glibc import simulate_ops
-    from purgecheck.simulate.mimalloc import calls_of, simulate
+    from purgecheck.simulate.engine import Input, run_job
 
     c0 = time.process_time()
     inp = Input(rows, timed_ops)
@@ -70,17 +68,14 @@ def compare(what: str, rows, timed_ops: bool, workload, designs, rounds: int,
     best: dict[tuple[str, str], float] = {}
     hashes: dict[tuple[str, str], str] = {}
     allocs: dict[str, int] = {}
+    # a design "glibc V" is glibc version V, on the timed ops
+    jobs = [("glibc", d[6:]) if d.startswith("glibc ") else ("mimalloc", d) for d in designs]
     try:
         for r in range(1, rounds + 1):
-            for d in designs:
+            for d, job in zip(designs, jobs):
                 c0 = time.process_time()
-                if d.startswith("glibc "):  # a glibc version, on the timed ops
-                    (run,) = simulate_ops(workload.name, lambda: iter(rows), [d[6:]],
-                                          idle_ms=workload.idle_ms, sample_ms=sample_ms)
-                else:
-                    calls = calls_of(iter(rows)) if timed_ops else iter(rows)
-                    run = simulate(workload, d, sample_ms=sample_ms,
-                                   park_after_ms=park_after_ms, calls=calls)
+                run = run_job(job, lambda: iter(rows), timed_ops, workload, sample_ms,
+                              park_after_ms)
                 cpu = time.process_time() - c0
                 allocs[d] = run.counters["allocations"]
                 hashes[("cpython", d)] = digest(run.as_json())
@@ -88,8 +83,6 @@ def compare(what: str, rows, timed_ops: bool, workload, designs, rounds: int,
                 print(f"  round {r} cpython {d}: {cpu:.2f} s, {allocs[d] / cpu:,.0f} "
                       f"allocations/s (load {load()})", flush=True)
             k0 = children_cpu()
-            jobs = [("glibc", d[6:]) if d.startswith("glibc ") else ("mimalloc", d)
-                    for d in designs]
             out = inp.run(jobs, workload, sample_ms, park_after_ms, quiet=True)
             whole = children_cpu() - k0
             for d, (doc, cpu) in zip(designs, out):
@@ -217,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args(argv)
     args.design = args.design or list(DEFAULT_DESIGNS)
+    if args.what != "perl" and any(d.startswith("glibc ") for d in args.design):
+        p.error("a glibc version is a design of `perl` only (bun-serve's calls are not ops)")
     from purgecheck.simulate.engine import pypy_path
     if pypy_path() is None:
         print("pypy3 is not on PATH (make setup installs it)", file=sys.stderr)

@@ -160,9 +160,24 @@ def read_rows(path: str, timed_ops: bool) -> Iterator[tuple]:
                     yield new(Call, c)
 
 
-def child(header_path: str, out: str) -> int:
+def run_job(job: tuple[str, str], stream, timed_ops: bool, workload, sample_ms: float,
+            park_after_ms: float | None):
+    """One job, ("glibc", version) or ("mimalloc", design), on the rows `stream()` gives
+    (timed ops, or calls): its DesignRun. The child's runs and the benchmark's CPython side
+    (purgecheck/bench/pypy.py) are this one call."""
     from purgecheck.simulate.glibc import simulate_ops
     from purgecheck.simulate.mimalloc import calls_of, simulate
+    side, which = job
+    if side == "glibc":
+        (run,) = simulate_ops(workload.name, stream, [which], idle_ms=workload.idle_ms,
+                              sample_ms=sample_ms)
+        return run
+    calls = calls_of(stream()) if timed_ops else stream()
+    return simulate(workload, which, sample_ms=sample_ms, park_after_ms=park_after_ms,
+                    calls=calls)
+
+
+def child(header_path: str, out: str) -> int:
     from purgecheck.simulate.workloads import Workload
 
     with open(header_path, "rb") as f:
@@ -180,13 +195,8 @@ def child(header_path: str, out: str) -> int:
                 on = f"on glibc {which}" if side == "glibc" else f"under {which}"
                 print(f"simulating {w.name} {on} (pypy) ...", file=sys.stderr, flush=True)
             c0 = time.process_time()
-            if side == "glibc":
-                (run,) = simulate_ops(w.name, stream, [which], idle_ms=w.idle_ms,
-                                      sample_ms=h["sample_ms"])
-            else:
-                calls = calls_of(stream()) if h["timed_ops"] else stream()
-                run = simulate(w, which, sample_ms=h["sample_ms"],
-                               park_after_ms=h["park_after_ms"], calls=calls)
+            run = run_job((side, which), stream, h["timed_ops"], w, h["sample_ms"],
+                          h["park_after_ms"])
             results.append((run.as_json(), time.process_time() - c0))
     except ValueError as e:
         results = {"error": str(e)}

@@ -22,7 +22,6 @@ from purgecheck.formats.alloc_trace import MAGIC, RECORD
 from purgecheck.formats.calls import Call
 from purgecheck.formats.glibc_ops import MAX_THREADS, GlibcOp
 from purgecheck.glibc.fromtrace import Conversion
-from purgecheck.simulate.mimalloc import calls_of  # noqa: F401 (the mimalloc side's reading, here too)
 
 NS_MASK = (1 << 48) - 1
 TIME_CHUNK = 4096  # ops whose record timestamps are read from the file at once
