@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -69,6 +70,13 @@ class Madvise:
 
 
 _CALL = re.compile(r"^(\d+)\s+(\d+\.\d+)\s+madvise\((0x[0-9a-f]+|NULL), (\d+), (\w+)")
+
+
+def strace_argv(strace: str, log: Path | str, argv: list[str], stacks: bool = False) -> list[str]:
+    """`argv` run under strace, every thread's madvise calls logged to `log` with their times
+    (and with `stacks`, each call's stack: `-k`, for the call sites)."""
+    return [strace, "-f", "--seccomp-bpf", "-qq", "-ttt", *(["-k"] if stacks else []),
+            "-e", "trace=madvise", "-e", "signal=none", "-o", str(log), *argv]
 
 
 def parse_call(line: str) -> Madvise | None:

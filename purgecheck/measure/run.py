@@ -204,9 +204,7 @@ def measure_once(bun: Path, w: MeasuredWorkload, params: dict, design: str,
         log = Path(tmp) / "madvise.log"
         argv = [str(bun), str(JS / w.script)]
         if strace:
-            argv = [strace, "-f", "--seccomp-bpf", "-qq", "-ttt",
-                    *(["-k"] if strace_stacks else []), "-e", "trace=madvise",
-                    "-e", "signal=none", "-o", str(log), *argv]
+            argv = probe.strace_argv(strace, log, argv, strace_stacks)
         err = open(Path(tmp) / "stderr", "w+")
         proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=err, text=True, start_new_session=True)

@@ -89,8 +89,7 @@ def run_once(bun: Path, workload: str, params: dict, design: str,
         raise RunError("strace is not installed (make setup installs it)")
     with tempfile.TemporaryDirectory(prefix="purgecheck-threads-") as tmp:
         log = Path(tmp) / "madvise.log"
-        argv = [strace, "-f", "--seccomp-bpf", "-qq", "-ttt", "-e", "trace=madvise",
-                "-e", "signal=none", "-o", str(log), str(bun), str(JS / w.script)]
+        argv = probe.strace_argv(strace, log, [str(bun), str(JS / w.script)])
         proc = subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL, text=True, start_new_session=True)
         try:
