@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from purgecheck.bench.record import perl_hash_recording
+
 DEFAULT_DESIGNS = ("off", "epoch", "no-hold")
 
 
@@ -46,14 +48,6 @@ def children_cpu() -> float:
 
 def load() -> str:
     return os.getloadavg()[0].__format__(".1f")
-
-
-def perl_recording(keys: int, tmp: Path) -> Path:
-    from purgecheck.bench.record import PERL_HASH
-    from purgecheck.record.run import record
-    rec = record(["perl", "-e", PERL_HASH.format(n=keys)], tmp / f"perl{keys}.rec",
-                 stdout=subprocess.DEVNULL)
-    return rec.files[0]
 
 
 def compare(what: str, rows, timed_ops: bool, workload, designs, rounds: int,
@@ -114,7 +108,7 @@ def compare(what: str, rows, timed_ops: bool, workload, designs, rounds: int,
 def perl(args, tmp: Path) -> None:
     from purgecheck.simulate.program import load_program
     from purgecheck.simulate.workloads import Workload
-    rec = perl_recording(args.keys, tmp)
+    rec = perl_hash_recording(args.keys, tmp)
     program = load_program(rec)
     c0 = time.process_time()
     ops = list(program.timed_ops())
@@ -159,7 +153,7 @@ def replay(args, tmp: Path) -> None:
     from purgecheck.glibc.fromtrace import Conversion
     from purgecheck.glibc.replay import load_stream, ops_of, run_model
     from purgecheck.simulate.engine import ROOT, Input, pypy_path
-    rec = perl_recording(args.keys, tmp)
+    rec = perl_hash_recording(args.keys, tmp)
     c0 = time.process_time()
     img, _ = load_stream(rec)
     ops = list(ops_of(img, Conversion()))

@@ -126,6 +126,16 @@ def figures(tiny: bool = False, pairs: int | None = None,
 PERL_HASH = ("srand(1); my %h; $h{{$_}}=[$_] for 1..{n}; "
              "for (1..{n}/2) {{ delete $h{{int(rand({n}))}} }} "
              "$h{{\"k$_\"}}=\"x\" x ($_ % 300) for 1..{n}/2; %h=();")
+
+
+def perl_hash_recording(keys: int, folder: Path) -> Path:
+    """PERL_HASH of `keys` keys recorded now (`purgecheck record`) into `folder`: its trace."""
+    from purgecheck.record.run import record
+    rec = record(["perl", "-e", PERL_HASH.format(n=keys)], folder / f"perl{keys}.rec",
+                 stdout=subprocess.DEVNULL)
+    return rec.files[0]
+
+
 HASH_KEYS = {False: (40_000, 400_000), True: (2_000, 20_000)}  # two sizes: ten times apart
 # Issue 29's aims: the replay's rate at every size, the 10 M-call trace's CPU time
 REPLAY_AIM_OPS = 200_000
@@ -141,7 +151,6 @@ def live_block_figures(sizes: tuple[int, int], tmp: Path) -> list[Figure]:
     from model.glibc.versions import VERSIONS
     from purgecheck.glibc.fromtrace import Conversion
     from purgecheck.glibc.replay import load_stream, run_model
-    from purgecheck.record.run import record
 
     out = []
     for n in sizes:
@@ -149,18 +158,17 @@ def live_block_figures(sizes: tuple[int, int], tmp: Path) -> list[Figure]:
         if shutil.which("perl") is None:
             out.append(not_measured(BENCH, name, "ops/s", "not measured: no perl here"))
             continue
-        rec = record(["perl", "-e", PERL_HASH.format(n=n)], tmp / f"perl{n}.rec",
-                     stdout=subprocess.DEVNULL)
+        trace = perl_hash_recording(n, tmp)
         stats = Conversion()
         c0 = time.process_time()
-        img, _ = load_stream(rec.files[0])
+        img, _ = load_stream(trace)
         run_model(img, VERSIONS["2.23+"], {}, False, stats)
         cpu = time.process_time() - c0
         out.append(Figure(BENCH, name, stats.ops / cpu, "ops/s",
                           f"{stats.ops:,} ops, at most {stats.max_live:,} blocks live, CPU time "
                           f"(reading, conversion, model of 2.23+); "
                           + against_aim(stats.ops / cpu, REPLAY_AIM_OPS, "ops/s")))
-        rec.files[0].unlink()
+        trace.unlink()
     return out
 
 

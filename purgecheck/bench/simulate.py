@@ -70,12 +70,10 @@ def recording_figures(tiny: bool = False) -> list[Figure]:
     version, the mimalloc side per design (as the command runs them: 10 ms samples, a
     thread silent for 10 ms parks)."""
     import shutil
-    import subprocess
     import tempfile
     from pathlib import Path
 
-    from purgecheck.bench.record import PERL_HASH
-    from purgecheck.record.run import record
+    from purgecheck.bench.record import perl_hash_recording
     from purgecheck.simulate import glibc_simulator
     from purgecheck.simulate.mimalloc import DESIGNS, calls_of, simulate
     from purgecheck.simulate.program import load_program
@@ -89,9 +87,7 @@ def recording_figures(tiny: bool = False) -> list[Figure]:
                              "not measured: no perl here")
                 for side in ("glibc, every version", *DESIGNS)]
     with tempfile.TemporaryDirectory(prefix="purgecheck-bench-sim-") as tmp:
-        rec = record(["perl", "-e", PERL_HASH.format(n=keys)], Path(tmp) / "perl.rec",
-                     stdout=subprocess.DEVNULL)
-        program = load_program(rec.files[0])
+        program = load_program(perl_hash_recording(keys, Path(tmp)))
         w = Workload(program.name, "", lambda: iter(()), "park", 100.0)
         runs, cpu = _cpu(lambda: glibc_simulator().simulate_ops(w.name, program.timed_ops,
                                                                 idle_ms=100))
@@ -120,15 +116,13 @@ def engine_figures(tiny: bool = False) -> list[Figure]:
     CPython here and by a pypy3 child, whose CPU is the whole child's (its start, reading
     the input and the JIT's warm-up: getrusage of the children). Not measured without
     pypy3 or perl."""
-    import resource
     import shutil
-    import subprocess
     import tempfile
     from pathlib import Path
 
     from purgecheck.bench import not_measured
-    from purgecheck.bench.record import PERL_HASH
-    from purgecheck.record.run import record
+    from purgecheck.bench.pypy import children_cpu
+    from purgecheck.bench.record import perl_hash_recording
     from purgecheck.simulate.engine import Input, pypy_path
     from purgecheck.simulate.mimalloc import calls_of, simulate
     from purgecheck.simulate.program import load_program
@@ -141,14 +135,8 @@ def engine_figures(tiny: bool = False) -> list[Figure]:
            "no pypy3 here (make setup installs it)" if pypy_path() is None else None)
     if why:
         return [not_measured(BENCH, n, "allocs/s", f"not measured: {why}") for n in names]
-
-    def children_cpu() -> float:
-        r = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return r.ru_utime + r.ru_stime
     with tempfile.TemporaryDirectory(prefix="purgecheck-bench-engine-") as tmp:
-        rec = record(["perl", "-e", PERL_HASH.format(n=keys)], Path(tmp) / "perl.rec",
-                     stdout=subprocess.DEVNULL)
-        program = load_program(rec.files[0])
+        program = load_program(perl_hash_recording(keys, Path(tmp)))
         ops = list(program.timed_ops())
         w = Workload(program.name, "", lambda: iter(()), "park", 100.0)
         run, cpu = _cpu(lambda: simulate(w, ENGINE_DESIGN, sample_ms=10, park_after_ms=10,
