@@ -262,3 +262,18 @@ def test_the_scale_figures_carry_their_aims(tiny_figures):
     assert len(aimed) == 4 + len(DESIGNS)
     for f in aimed:
         assert not f.measured or "aim: at " in f.note, f
+
+
+def test_the_engine_figures_of_a_tree_without_the_engine_are_not_measured(monkeypatch):
+    """bench.compare runs this tree's benchmarks on an older tree's code: there the simulate
+    benchmark's PyPy part is "not measured" and the rest of the benchmark still runs (before,
+    its import failed the whole benchmark on the base: 0 figures against 24). Fails if the
+    engine's import is not guarded (ImportError) or the part is dropped silently."""
+    import sys
+
+    from purgecheck.bench.simulate import engine_figures
+    monkeypatch.setitem(sys.modules, "purgecheck.simulate.engine", None)  # import fails
+    figs = engine_figures(tiny=True)
+    assert [f.name.rsplit(", ", 1)[-1] for f in figs] == [
+        "cpython: allocations per second", "pypy: allocations per second"]
+    assert all(math.isnan(f.value) and "no engine in this tree" in f.note for f in figs)

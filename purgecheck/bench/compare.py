@@ -184,6 +184,14 @@ def prepare_inputs(names: list[str], tiny: bool, shared: Path, say) -> dict[str,
         traces.ensure_trace(path, events, 0, say=say)
         traces.ensure_twin(path)
         env["PURGECHECK_BENCH_TRACE"] = str(path)
+    if "measure" in names and "PURGECHECK_BUN" not in os.environ:
+        # the real Bun is an input too: this tree's install, the same binary on both sides (a
+        # base's worktree has none of its own)
+        from purgecheck.measure.bun import BunMissing, find_bun
+        try:
+            env["PURGECHECK_BUN"] = str(find_bun())
+        except BunMissing as e:
+            say(f"measure: {e}")
     return env
 
 

@@ -22,6 +22,10 @@ from purgecheck.formats.alloc_trace import MAGIC, RECORD
 from purgecheck.formats.calls import Call
 from purgecheck.formats.glibc_ops import MAX_THREADS, GlibcOp
 from purgecheck.glibc.fromtrace import Conversion
+# the mimalloc side's reading lives beside the simulator (the PyPy engine imports no numpy);
+# named here too because the benchmarks take it from here, and bench.compare runs this
+# tree's benchmarks on older trees, where it was defined here
+from purgecheck.simulate.mimalloc import calls_of  # noqa: F401
 
 NS_MASK = (1 << 48) - 1
 TIME_CHUNK = 4096  # ops whose record timestamps are read from the file at once
