@@ -176,3 +176,22 @@ def test_a_hold_one_epoch_short_is_caught_by_its_chances_not_by_the_time_it_ran(
     clean = run_stress(tmp_path, ms=1, min_crossings=need, name="clean")
     assert clean.returncode == 0 and clean.summary["crossed_b"] >= need, clean.stderr
     accepted(clean)
+
+
+def test_the_foreign_sweep_found_on_2026_12_05_stays_rejected(tmp_path):
+    """A regression case, not yet fixed: in a fresh clone's `make test` (2026-12-05 09:17 UTC,
+    test_concurrent_op_scripts_validate[driver_tsan-3], real threads) the C driver's
+    concurrent mode traced thread 3's sweep reaching page 235 (`sweep_page ... held`) right
+    after thread 2 made it (`page_new`, lin 6567) and before any abandon (lin 6681). Either the
+    C reference's sweep took a page of another heap or its linearization ordered the events
+    wrongly; the cause is open (see the trace in tests/data/regressions/). The validator must
+    keep rejecting it at that event; fails if a change to the model or the validator let a
+    sweep take another heap's page."""
+    import gzip
+    path = tmp_path / "run.jsonl"
+    from pathlib import Path
+    stored = Path(__file__).parent / "data" / "regressions" / "concurrent-tsan-3-foreign-sweep.jsonl.gz"
+    path.write_bytes(gzip.decompress(stored.read_bytes()))
+    v = validate_file(str(path))
+    assert not v.accepted and v.line == 6611
+    assert "the sweep of thread 3 reaches page 235, owned by thread 2" in v.why
