@@ -136,6 +136,7 @@ typedef struct {
     bool concurrent;
     bool linearize;   /* concurrent mode: a linearized trace (linearize.c, docs/validation.md) */
     bool quiet;
+    int64_t abandon_delay_us;   /* test hook: linearize.c mi_abandon_delay (0: off) */
 } config_t;
 
 static config_t base_config;
@@ -242,10 +243,15 @@ static int set_option(config_t *c, const char *key, const char *val, char *err, 
     else if (!strcmp(key, "clock_start")) { NEED_INT(); c->opt.clock_start_ms = n; }
     else if (!strcmp(key, "concurrent")) { NEED_INT(); c->concurrent = n != 0; }
     else if (!strcmp(key, "linearize")) { NEED_INT(); c->linearize = n != 0; }
-    else {
+    else if (!strcmp(key, "abandon_delay_us")) {   /* test hook: linearize.c mi_abandon_delay */
+        NEED_INT();
+        if (n < 0) { snprintf(err, errlen, "abandon_delay_us: expected 0 or more"); return -1; }
+        c->abandon_delay_us = n;
+    } else {
         snprintf(err, errlen, "unknown option '%s'; expected one of clock, variant, mutant, "
                  "observe, interval, os_page, arch, offset, full_every, purge_delay, "
-                 "purge_holes, stale_epochs, sweep_ms, monotone, clock_start, concurrent, linearize", key);
+                 "purge_holes, stale_epochs, sweep_ms, monotone, clock_start, concurrent, linearize, "
+                 "abandon_delay_us", key);
         return -1;
     }
 #undef NEED_INT
@@ -968,6 +974,7 @@ static void run_script(char *text, const config_t *c, const char *option_error) 
     mi_mutant = (mi_mutant_t)c->mutant;
     mi_world = mi_world_new(&c->opt);
     atomic_store(&script_failed, false);
+    atomic_store(&mi_abandon_delay_us, c->abandon_delay_us);
     tr_linearized = c->linearize && c->concurrent && c->opt.clock_real && !c->quiet;
     atomic_store(&tr_lin, 0);
     tr_tid = 0;

@@ -354,12 +354,17 @@ void mi_heap_abandon(mi_tld_t *heap) {
     int n = mi_heap_page_ids(heap, &ids);
     for (int i = 0; i < n; i++) {
         mi_page_t *p = mi_page_of(ids[i]);
+        /* One lin step: a sweeper's snapshot of the map (taken under lin_lock) cannot see the
+         * page before its event, or a traced sweep of it would precede the abandon. */
+        lin_lock();
         atomic_store(&p->abandoned, true);
         atomic_store(&p->owner, -1);
         abandoned_append(p->id);
+        mi_abandon_delay();   /* test hook (linearize.c): off unless set */
         tr_begin("abandon");
         tr_int("page", p->id);
         tr_end();
+        lin_unlock();
     }
     free(ids);
     queues_clear(heap);

@@ -120,3 +120,16 @@ void mi_park_work_delay(void) {
     tr_end();
     lin_unlock();
 }
+
+/* Test hook: mi_heap_abandon sleeps mi_abandon_delay_us between publishing a page in the
+ * abandoned map and its `abandon` event, holding open the window in which another thread's
+ * sweep could take the page from the map. The two are one lin step (heap.c), so the other
+ * sweeps wait for the step, and a traced sweep of the page always follows its abandon; with
+ * the map published outside the step (before 2026-12-05) the window let a sweep of the page
+ * precede it (tests/test_concurrent.py). */
+_Atomic int64_t mi_abandon_delay_us;
+
+void mi_abandon_delay(void) {
+    int64_t us = atomic_load_explicit(&mi_abandon_delay_us, memory_order_relaxed);
+    if (us > 0) sleep_us(us);
+}

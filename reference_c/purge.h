@@ -359,6 +359,8 @@ extern _Atomic int mi_advance_delaying;              /* the point a sweeper slee
 extern void (*mi_advance_hook)(const char *pc);
 extern _Atomic int64_t mi_park_work_delay_us;         /* test hook: see mi_park_work_delay */
 void mi_park_work_delay(void);
+extern _Atomic int64_t mi_abandon_delay_us;           /* test hook: see mi_abandon_delay */
+void mi_abandon_delay(void);
 
 /* A broken internal state (a corrupted list under a mutant): report and stop the script. */
 _Noreturn void mi_corrupt(const char *what);

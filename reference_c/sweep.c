@@ -175,19 +175,29 @@ mi_sweep_ctx_t mi_holes_sweep_begin(mi_tld_t *t) {
 }
 
 /* Collect (never unpurge) and sweep each page; a page left with no live block goes back to
- * the arena. An abandoned page is claimed first: another thread may be sweeping it. */
-static void sweep_pages(mi_tld_t *t, const int *ids, int n, const mi_sweep_ctx_t *ctx) {
+ * the arena. `abandoned`: the ids are a snapshot of the abandoned map, so each page is
+ * claimed first (another thread may be sweeping or reclaiming it) and swept only if it is
+ * still abandoned under the claim: a page reclaimed since the snapshot belongs to its new
+ * owner's heap, which a sweep of this thread must not touch (found by a traced run,
+ * tests/data/regressions/concurrent-tsan-3-foreign-sweep.jsonl.gz). */
+static void sweep_pages(mi_tld_t *t, const int *ids, int n, const mi_sweep_ctx_t *ctx,
+                        bool abandoned) {
     for (int i = 0; i < n; i++) {
         if (ctx->in_handoff && atomic_load(&t->park_reclaim)) return;   /* the owner is back */
         mi_page_t *p = mi_page_of(ids[i]);
-        bool claimed = atomic_load(&p->abandoned);
-        if (claimed && atomic_flag_test_and_set_explicit(&p->claim, memory_order_acquire)) continue;
+        if (abandoned) {
+            if (atomic_flag_test_and_set_explicit(&p->claim, memory_order_acquire)) continue;
+            if (!atomic_load(&p->abandoned)) {
+                atomic_flag_clear_explicit(&p->claim, memory_order_release);
+                continue;
+            }
+        }
         if (!p->retired) {
             mi_page_free_collect(p);
             if (mi_page_is_all_free(p) && p->capacity) mi_page_retire(p);
             else mi_page_purge_holes(p, t, ctx);
         }
-        if (claimed) atomic_flag_clear_explicit(&p->claim, memory_order_release);
+        if (abandoned) atomic_flag_clear_explicit(&p->claim, memory_order_release);
     }
 }
 
@@ -200,15 +210,20 @@ bool mi_on_thread_idle(int tid, bool in_handoff) {
     ctx.in_handoff = in_handoff;
     int *ids;
     int n = mi_heap_page_ids(t, &ids);
-    sweep_pages(t, ids, n, &ctx);
+    sweep_pages(t, ids, n, &ctx, false);
     free(ids);
+    /* The snapshot under lin_lock: a page is in the map only after its `abandon` event
+     * (mi_heap_abandon publishes both in one lin step), so this sweep's events of the page
+     * come after it in the lin order. */
+    lin_lock();
     pthread_mutex_lock(&mi_world->abandoned_lock);
     n = mi_world->nab;
     ids = malloc(sizeof(int) * (size_t)(n ? n : 1));
     if (!ids) mi_corrupt("out of memory");
     for (int i = 0; i < n; i++) ids[i] = mi_world->abandoned[i];
     pthread_mutex_unlock(&mi_world->abandoned_lock);
-    sweep_pages(t, ids, n, &ctx);
+    lin_unlock();
+    sweep_pages(t, ids, n, &ctx, true);
     free(ids);
     if (in_handoff) mi_park_work_delay();   /* test hook (linearize.c): off unless set */
     bool deferred = atomic_load(&t->holes_sweep_deferred);

@@ -179,14 +179,15 @@ def test_a_hold_one_epoch_short_is_caught_by_its_chances_not_by_the_time_it_ran(
 
 
 def test_the_foreign_sweep_found_on_2026_12_05_stays_rejected(tmp_path):
-    """A regression case, not yet fixed: in a fresh clone's `make test` (2026-12-05 09:17 UTC,
+    """A regression case: in a fresh clone's `make test` (2026-12-05 09:17 UTC,
     test_concurrent_op_scripts_validate[driver_tsan-3], real threads) the C driver's
-    concurrent mode traced thread 3's sweep reaching page 235 (`sweep_page ... held`) right
-    after thread 2 made it (`page_new`, lin 6567) and before any abandon (lin 6681). Either the
-    C reference's sweep took a page of another heap or its linearization ordered the events
-    wrongly; the cause is open (see the trace in tests/data/regressions/). The validator must
-    keep rejecting it at that event; fails if a change to the model or the validator let a
-    sweep take another heap's page."""
+    concurrent mode traced thread 3's sweep reaching page 235 (`sweep_page ... held`, lin 6609)
+    before thread 2's `abandon` of it (lin 6681). The cause was the C reference's
+    linearization: mi_heap_abandon put the page in the abandoned map and wrote its event in
+    two steps, so a sweep could take the page from the map in between (fixed: one lin step,
+    and the sweep's snapshot of the map under lin_lock; the test below holds the window
+    open). The validator must keep rejecting this trace at that event; fails if a change to
+    the model or the validator let a sweep take a page of another heap."""
     import gzip
     path = tmp_path / "run.jsonl"
     from pathlib import Path
@@ -195,3 +196,47 @@ def test_the_foreign_sweep_found_on_2026_12_05_stays_rejected(tmp_path):
     v = validate_file(str(path))
     assert not v.accepted and v.line == 6611
     assert "the sweep of thread 3 reaches page 235, owned by thread 2" in v.why
+
+
+def abandon_window_script(delay_us: int, pages: int = 6, idles: int = 400) -> str:
+    """Thread 2 makes `pages` large pages and abandons them, sleeping `delay_us` between
+    publishing each page in the abandoned map and its `abandon` event (the driver's test hook
+    abandon_delay_us, reference_c/linearize.c mi_abandon_delay); threads 1 and 3 sweep
+    (`idle`) meanwhile, from the moment thread 2's last allocation exists (a free waits for
+    it)."""
+    lines = ["%options clock=real concurrent=1 linearize=1 interval=2 full_every=3 "
+             f"abandon_delay_us={delay_us}"]
+    lines += [f"2 malloc a{i} {262144 * (i + 1)}" for i in range(pages)]
+    lines += ["2 malloc go 64", "1 malloc m1 300000", "3 malloc m3 300000", "1 free go"]
+    lines += ["1 idle", "3 idle"] * idles
+    lines.append("2 abandon")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("build", ["driver", "driver_tsan"])
+def test_a_sweep_of_an_abandoned_page_follows_its_abandon(tmp_path, build):
+    """The cause of the regression case above, held open: with 2 ms between a page's entry
+    in the abandoned map and its `abandon` event, the other threads' sweeps run into the
+    window many times. The trace must validate: the entry and the event are one lin step and
+    the sweepers snapshot the map under lin_lock. Fails with the entry published outside the
+    step (6ff8baa's heap.c and sweep.c, checked by hand on 2026-12-05: rejected at "the sweep
+    of thread 1 reaches page 1, owned by thread 2" in 2 of 2 runs, one per build)."""
+    import json
+    path = tmp_path / "run.jsonl"
+    with open(path, "wb") as out:
+        proc = subprocess.run([str(BUILD_DIR / build), "-"],
+                              input=abandon_window_script(2000).encode(), stdout=out,
+                              stderr=subprocess.PIPE, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    v = validate_file(str(path))
+    assert v.accepted, f"{v.source}:{v.line}: {v.why}"
+    events = [json.loads(line) for line in path.read_text().splitlines()[1:]]
+    assert sum(e["ev"] == "abandon" for e in events) == 7   # 6 pages and `go`'s small page
+
+
+def test_the_driver_refuses_a_negative_abandon_delay():
+    proc = subprocess.run([str(BUILD_DIR / "driver"), "-"],
+                          input=b"%options abandon_delay_us=-1\n1 malloc a 64\n",
+                          capture_output=True)
+    assert proc.returncode == 2
+    assert b'"ev":"error","line":0,"msg":"abandon_delay_us: expected 0 or more"' in proc.stdout
