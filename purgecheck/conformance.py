@@ -527,6 +527,36 @@ def stress_options_line(interval_ms: int = 2) -> str:
     return f"%options clock=real concurrent=1 interval={interval_ms} full_every=3"
 
 
+LINEARIZED_OPTIONS = "%options clock=real concurrent=1 linearize=1 interval=2 full_every=3"
+
+
+def abandon_window_script(delay_us: int = 2000, pages: int = 6, idles: int = 400) -> str:
+    """Thread 2 makes `pages` large pages and exits (`abandon`), sleeping `delay_us` between
+    putting each page in the abandoned map and its `abandon` event (the driver's test hook
+    abandon_delay_us, reference_c/linearize.c mi_abandon_delay); threads 1 and 3 sweep
+    (`idle`) meanwhile, from the moment thread 2's last allocation exists (the cross-thread
+    free waits for it). A sweep that takes a page from the map before its event is traced
+    before the abandon: the trace validates only if the two are one lin step."""
+    lines = [f"{LINEARIZED_OPTIONS} abandon_delay_us={delay_us}"]
+    lines += [f"2 malloc a{i} {262144 * (i + 1)}" for i in range(pages)]
+    lines += ["2 malloc go 64", "1 malloc m1 300000", "3 malloc m3 300000", "1 free go"]
+    lines += ["1 idle", "3 idle"] * idles
+    lines.append("2 abandon")
+    return "\n".join(lines) + "\n"
+
+
+def run_linearized(text: str, out: Path, build: str = "release", mutant: str | None = None,
+                   timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run one script (its first line the `%options` of a linearized concurrent run) through
+    the driver of `build`, under the C switch `mutant` if given, its trace into `out`."""
+    if mutant:
+        first, _, rest = text.partition("\n")
+        text = f"{first} mutant={mutant}\n{rest}"
+    with open(out, "wb") as f:
+        return subprocess.run([str(driver_path(build)), "-"], input=text.encode(), stdout=f,
+                              stderr=subprocess.PIPE, timeout=timeout)
+
+
 # -- replay commands ------------------------------------------------------------------------------
 
 # Options field -> the `purgecheck diff` flag that sets it.

@@ -355,12 +355,15 @@ void mi_heap_abandon(mi_tld_t *heap) {
     for (int i = 0; i < n; i++) {
         mi_page_t *p = mi_page_of(ids[i]);
         /* One lin step: a sweeper's snapshot of the map (taken under lin_lock) cannot see the
-         * page before its event, or a traced sweep of it would precede the abandon. */
-        lin_lock();
+         * page before its event, or a traced sweep of it would precede the abandon (the
+         * mutant publishes the page first, the event in a step of its own). */
+        bool split = mi_mutant == M_ABANDON_OUTSIDE_LIN_STEP;
+        if (!split) lin_lock();
         atomic_store(&p->abandoned, true);
         atomic_store(&p->owner, -1);
         abandoned_append(p->id);
         mi_abandon_delay();   /* test hook (linearize.c): off unless set */
+        if (split) lin_lock();
         tr_begin("abandon");
         tr_int("page", p->id);
         tr_end();

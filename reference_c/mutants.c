@@ -50,6 +50,7 @@ const char *const mi_mutant_names[M_COUNT] = {
     [M_ALIGNED_AT_BLOCK_START] = "aligned_at_block_start",
     [M_SIZE_CLASS_WORD_LESS] = "size_class_word_less",
     [M_FULL_SWEEPS_UNCOUNTED] = "full_sweeps_uncounted",
+    [M_ABANDON_OUTSIDE_LIN_STEP] = "abandon_outside_lin_step",
 };
 
 int mi_mutant_by_name(const char *name) {

@@ -310,6 +310,7 @@ typedef enum {
     M_ALIGNED_AT_BLOCK_START,  /* issue 21: malloc_aligned hands out the block, not the address */
     M_SIZE_CLASS_WORD_LESS,    /* issue 21: size classes above 8 words are a word short */
     M_FULL_SWEEPS_UNCOUNTED,   /* issue 28: a full sweep is not counted in full_sweeps */
+    M_ABANDON_OUTSIDE_LIN_STEP,   /* the abandoned map's entry and its event in two lin steps */
     M_COUNT
 } mi_mutant_t;
 extern mi_mutant_t mi_mutant;

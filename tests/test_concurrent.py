@@ -132,12 +132,14 @@ def test_validate_engine_quick():
     results = {r.invariant: r for r in run_validate(Budget(quick=True))}
     assert set(results) == {"EP-NO-SHORT-EPOCH", "HD-YOUNG-KEPT", "PK-DONE-TWO-EPOCHS",
                             "PK-SPACING", "EP-MOVING-HELD", "EP-BACK-IS-DUE",
-                            "PG-WALK-REVERSES", "PG-WALK-TAKES-EVERY-FREE-UNIT"}
+                            "PG-WALK-REVERSES", "PG-WALK-TAKES-EVERY-FREE-UNIT",
+                            "CF-LINEARIZED-RUNS"}
     for r in results.values():
         assert r.status == "hold", (r.invariant, r.detail)
     assert "2/2 broken advances caught" in results["EP-NO-SHORT-EPOCH"].figure
     assert "6 parks" in results["PK-DONE-TWO-EPOCHS"].figure
     assert results["PK-SPACING"].figure.startswith("3 parks with park sweeps of 10 ms")
+    assert results["CF-LINEARIZED-RUNS"].figure.startswith("2 scripts, ")
     assert results["EP-BACK-IS-DUE"].figure.startswith("3 steps of the clock back")
 
 
@@ -198,22 +200,7 @@ def test_the_foreign_sweep_found_on_2026_12_05_stays_rejected(tmp_path):
     assert "the sweep of thread 3 reaches page 235, owned by thread 2" in v.why
 
 
-def abandon_window_script(delay_us: int, pages: int = 6, idles: int = 400) -> str:
-    """Thread 2 makes `pages` large pages and abandons them, sleeping `delay_us` between
-    publishing each page in the abandoned map and its `abandon` event (the driver's test hook
-    abandon_delay_us, reference_c/linearize.c mi_abandon_delay); threads 1 and 3 sweep
-    (`idle`) meanwhile, from the moment thread 2's last allocation exists (a free waits for
-    it)."""
-    lines = ["%options clock=real concurrent=1 linearize=1 interval=2 full_every=3 "
-             f"abandon_delay_us={delay_us}"]
-    lines += [f"2 malloc a{i} {262144 * (i + 1)}" for i in range(pages)]
-    lines += ["2 malloc go 64", "1 malloc m1 300000", "3 malloc m3 300000", "1 free go"]
-    lines += ["1 idle", "3 idle"] * idles
-    lines.append("2 abandon")
-    return "\n".join(lines) + "\n"
-
-
-@pytest.mark.parametrize("build", ["driver", "driver_tsan"])
+@pytest.mark.parametrize("build", ["release", "tsan"])
 def test_a_sweep_of_an_abandoned_page_follows_its_abandon(tmp_path, build):
     """The cause of the regression case above, held open: with 2 ms between a page's entry
     in the abandoned map and its `abandon` event, the other threads' sweeps run into the
@@ -222,11 +209,9 @@ def test_a_sweep_of_an_abandoned_page_follows_its_abandon(tmp_path, build):
     step (6ff8baa's heap.c and sweep.c, checked by hand on 2026-12-05: rejected at "the sweep
     of thread 1 reaches page 1, owned by thread 2" in 2 of 2 runs, one per build)."""
     import json
+    from purgecheck.conformance import abandon_window_script, run_linearized
     path = tmp_path / "run.jsonl"
-    with open(path, "wb") as out:
-        proc = subprocess.run([str(BUILD_DIR / build), "-"],
-                              input=abandon_window_script(2000).encode(), stdout=out,
-                              stderr=subprocess.PIPE, timeout=120)
+    proc = run_linearized(abandon_window_script(2000), path, build=build)
     assert proc.returncode == 0, proc.stderr[-2000:]
     v = validate_file(str(path))
     assert v.accepted, f"{v.source}:{v.line}: {v.why}"
@@ -240,3 +225,17 @@ def test_the_driver_refuses_a_negative_abandon_delay():
                           capture_output=True)
     assert proc.returncode == 2
     assert b'"ev":"error","line":0,"msg":"abandon_delay_us: expected 0 or more"' in proc.stdout
+
+
+def test_the_op_script_part_kills_the_abandon_outside_lin_step_mutant(tmp_path):
+    """CF-LINEARIZED-RUNS (the validate engine's op-script part) holds on the clean C
+    reference and fails under the C switch abandon_outside_lin_step (the abandoned map's entry
+    and its event in two lin steps): the abandon-window script's trace is rejected at a sweep
+    of a page that, in lin order, is still another heap's."""
+    from purgecheck.engines.validate import run_op_scripts
+    clean = run_op_scripts(tmp_path, 1, None)
+    assert clean.ok, clean.detail
+    broken = run_op_scripts(tmp_path, 1, "abandon_outside_lin_step")
+    assert not broken.ok
+    assert broken.detail.startswith("script abandon-window: the trace was rejected")
+    assert "owned by thread 2" in broken.detail

@@ -95,6 +95,8 @@ EXACTNESS: dict[str, tuple[str, str]] = {
     # -- the C reference
     "CF-TRACE-EQUAL": (E, "the C trace equals the model's event for event"),
     "CF-SANITIZERS-CLEAN": (B, "no sanitizer report (absence of a class of bugs)"),
+    "CF-LINEARIZED-RUNS": (B, "safety: each event a step the model allows in lin order; which "
+                              "interleavings a run reaches is the machine's"),
     # -- glibc (seed 001)
     "GL-CHUNKS-TILE": (E, "the chunks tile the heap: no gap, no overlap"),
     "GL-TOP-LAST": (E, "the top chunk is exactly the last chunk"),

@@ -25,6 +25,9 @@ SCOPES = {
     "conformance": "the C reference on real memory, against the traces the model predicts "
                    "(the conformance engine), and its sanitizer builds (the conformance and "
                    "sanitizers engines)",
+    "linearized": "concurrent runs of the C reference's op scripts on real threads, their "
+                  "linearized traces replayed on the model event by event (the validate "
+                  "engine)",
     "glibc-arena": "every glibc arena (heaps, chunks, top, the trim records), after every op "
                    "of every glibc workload for every modelled version",
     "trace": "the traces of the named scenarios that re-express the fork's real test cases "

@@ -1,6 +1,7 @@
 """The `validate` engine of `purgecheck check`: the seed's concurrent tests on real threads
 (reference_c/build/stress), their linearized traces replayed on the model, and the advance's
-broken variants shown failing both ways.
+broken variants shown failing both ways; and the op-script driver's concurrent mode,
+linearized, with a thread's exit while others sweep (CF-LINEARIZED-RUNS).
 
 Seed 000, tests: "sweepers at the same time ... Both fail when the exclusion in
 _mi_page_purge_holes_epoch_advance is removed and when the start of an epoch is recorded
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import orjson
 
+from model.invariants import Invariant, register
 from purgecheck.engines import Budget, engine
 from purgecheck.reports.results import Result
 
@@ -47,6 +49,20 @@ BROKEN = {"no_cas_exclusion": "cas", "start_before_increment": "increment"}
 RARE = {"fork": {"EP-MOVING-HELD": ("m", "n")},
         "clock-back": {"EP-BACK-IS-DUE": ("i",)},
         "walks": {"PG-WALK-REVERSES": ("j",), "PG-WALK-TAKES-EVERY-FREE-UNIT": ("k",)}}
+
+
+register(Invariant(
+    "CF-LINEARIZED-RUNS",
+    "A concurrent run of the C reference's op scripts (each script thread an OS thread, the "
+    "real scavenger thread; cross-thread frees, parks, walks, reallocs and a thread's exit "
+    "whose pages the others sweep meanwhile), traced linearized, is a run of the model: "
+    "`purgecheck validate` takes each of its events as a step in lin order.",
+    "seed 000 (1): \"Abandoned large pages in the abandoned map are swept like the others\"; "
+    "DESIGN \"Real parts\"",
+    "reference_c/linearize.c", scope="linearized"))
+
+# The op-script part: the abandoned map's window held open 2 ms a page, and a stress script.
+OP_SCRIPT_OPS = 1500
 
 
 @dataclass
@@ -170,9 +186,63 @@ def run_rare(tmp: Path, ms: int, switch: str | None) -> list[Result]:
     return out
 
 
+def run_op_scripts(tmp: Path, seed: int, switch: str | None) -> Result:
+    """The driver's concurrent mode, linearized (purgecheck/conformance.py run_linearized):
+    the abandoned map's window (abandon_window_script: a thread's exit while two others sweep)
+    and the stress script of `seed`, each trace validated on the model (CF-LINEARIZED-RUNS).
+    Under a C switch the driver runs the mutant, so that the kill matrix sees it here."""
+    from purgecheck.conformance import LINEARIZED_OPTIONS, abandon_window_script, \
+        run_linearized, stress_script
+    from purgecheck.validate import validate_file
+
+    t0 = time.perf_counter()
+    scripts = {"abandon-window": abandon_window_script(),
+               str(seed): LINEARIZED_OPTIONS + "\n" + stress_script(seed, ops=OP_SCRIPT_OPS)}
+    events = swept = 0
+    for name, text in scripts.items():
+        path = tmp / f"op-script-{name}.jsonl"
+        proc = run_linearized(text, path, mutant=switch)
+        verdict = validate_file(str(path))
+        replay = (f"python -m purgecheck.bench.conformance --linearized-script {name} | "
+                  f"reference_c/build/driver - > t.jsonl; purgecheck validate t.jsonl"
+                  + (f" (with mutant={switch} on the %options line)" if switch else ""))
+        why = []
+        if proc.returncode != 0:
+            why.append(f"the driver exited {proc.returncode}: "
+                       f"{proc.stderr.decode(errors='replace').strip()[-300:]}")
+        if not verdict.accepted:
+            why.append(f"the trace was rejected at line {verdict.line}: {verdict.why}")
+        if why:
+            return _result("CF-LINEARIZED-RUNS", False, "", time.perf_counter() - t0,
+                           f"script {name}: " + "; ".join(why), replay)
+        events += verdict.events
+        swept += _abandoned_sweeps(path)
+    return _result("CF-LINEARIZED-RUNS", True,
+                   f"{len(scripts)} scripts, {events:,} events, {swept:,} sweeps of an "
+                   f"abandoned page by another thread", time.perf_counter() - t0)
+
+
+def _abandoned_sweeps(path: Path) -> int:
+    """The sweeps of a page after its `abandon`, by a thread other than its maker: what the
+    window script is there to make (a figure, so that a run that made none shows it)."""
+    maker, abandoned, n = {}, set(), 0
+    with open(path, "rb") as f:
+        next(f)
+        for line in f:
+            e = orjson.loads(line)
+            ev = e.get("ev")
+            if ev == "page_new":
+                maker[e["page"]] = e["tid"]
+            elif ev == "abandon":
+                abandoned.add(e["page"])
+            elif ev == "sweep_page" and e["page"] in abandoned and e["tid"] != maker.get(e["page"]):
+                n += 1
+    return n
+
+
 @engine(ENGINE, "concurrent C runs on real threads: their traces validated on the model; "
                 "the broken advances rejected; forks while MOVING is held, a clock going "
-                "back, the walk's order")
+                "back, the walk's order; the op-script driver's concurrent mode")
 def run_validate(budget: Budget) -> list[Result]:
     from purgecheck.validate import validate_file
 
@@ -237,4 +307,7 @@ def run_validate(budget: Budget) -> list[Result]:
                            f"{slow.summary.get('parks', 0)} parks with park sweeps of "
                            f"{INTERVAL_MS} ms, {sv.events:,} events",
                            time.perf_counter() - t0, "; ".join(why), slow.replay()))
+        if budget.first_failure and any(not r.ok for r in out):
+            return out
+        out.append(run_op_scripts(tmp, budget.seed, switch))
     return out
