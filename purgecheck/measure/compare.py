@@ -6,8 +6,9 @@ objects in small and medium pages (SMALL_OBJECTS) with the arena's purges of the
 measured, Bun's other threads sweeping the abandoned pages (other_sweep_ms); on buffer-loop
 and typed-arrays (and on the servers at the idle's end) the runtime's own small and medium
 pages are the program's own excess measured apart with its objects at 1 byte
-(RUNTIME_APART), added to the model's; the real process also has the rest of JSC's heap and
-its start-up. So every figure is compared as its excess over the design
+(RUNTIME_APART), added to the model's (the servers' under load too, in place of
+SMALL_OBJECTS, with MachineModel.small_apart: off, as it takes them further out); the real
+process also has the rest of JSC's heap and its start-up. So every figure is compared as its excess over the design
 without hole purging: the real `before` (MIMALLOC_PURGE_HOLES=0) against the model's `off`.
 
 | figure | real | model | band |
@@ -79,6 +80,14 @@ class MachineModel:
     # at 1 byte, RUNTIME_APART), added to the model's excess where the model holds none
     # (buffer-loop's every figure, the servers' memory at the idle's end)
     runtime_apart: bool = True
+    # the servers' small objects under load, measured apart at the real pace (the server at 1
+    # byte, its collector asked as often as the real bodies make it collect, SMALL_APART_OF),
+    # per request, in place of the model's own (SMALL_OBJECTS). Off in the comparison: in
+    # their place it takes nothing-kept's calls of epoch and default out of the band (26 and
+    # 18 against 72 and 62) and both servers' epoch MB under load further out (9.7 and 8.2
+    # against the own 13.2 and 13.3; docs/measure.md, "The servers' small pages under load at
+    # the real pace")
+    small_apart: bool = False
     # the event loop's turns in the idle, measured (loop_turns_idle): the model's loop wakes
     # and parks again as often, evenly spaced (simulate's Workload.idle_turns); off: one park
     # through the idle, as the model had it before they were counted
@@ -182,6 +191,57 @@ RUNTIME_PART = {
     "refaults_per_request": ("faults_per_request", 1),
     "rss_end": ("anon_mb_idle_end", MB),
 }
+
+
+# The servers' small objects under load, measured apart at the real pace: the server with its
+# bodies at 1 byte, its collector asked every as many requests as the real bodies make it
+# collect (serve.js GC_EVERY: 38 on bun-serve, 27 on nothing-kept, the recording's
+# requests_per_collection), so that its small pages live as long as the real server's
+# (docs/measure.md, "The servers' small pages under load at the real pace"). Its excess over
+# before per request, times the design's requests, takes the place of the model's own small
+# objects (SMALL_OBJECTS, then left out of the model's workload): both are the requests' small
+# objects with the runtime's pages beside them, and taking both would count them twice.
+SMALL_APART_OF = {"bun-serve": "bun-serve-paced",
+                  "bun-serve-nothing-kept": "bun-serve-nothing-kept-paced"}
+# model counter -> whether it is a count over the load (taken per request and scaled by the
+# design's requests) rather than a figure per request already
+SMALL_APART_COUNTERS = {"all_large_discards_load": True, "all_discarded_bytes_load": True,
+                        "refaults_per_request": False}
+
+
+def takes_small_apart(workload: str, machine: MachineModel = MachineModel()) -> bool:
+    """Whether the model of `workload` takes its small objects from the measurement apart
+    (SMALL_APART_OF) rather than holding its own (SMALL_OBJECTS)."""
+    return machine.small_apart and machine.small_pages and workload in SMALL_APART_OF \
+        and RUNTIME_APART.is_file()
+
+
+def small_part(workload: str, machine: MachineModel = MachineModel()) -> dict | None:
+    """The summary of the server at 1 byte at the real pace (SMALL_APART_OF), or None where the
+    model holds its own small objects."""
+    if not takes_small_apart(workload, machine):
+        return None
+    import json
+    return json.loads(RUNTIME_APART.read_text())["workloads"][SMALL_APART_OF[workload]]["summary"]
+
+
+def add_small_part(model: dict[str, dict[str, float]], apart: dict,
+                   requests: dict[str, float]) -> None:
+    """Each measured design's counters under load (SMALL_APART_COUNTERS) get the small objects'
+    excess over before as measured apart: per request of the program at 1 byte, times the
+    design's `requests` (the model's excess is a design's cost at its own pace, as the model's
+    other parts are: _run_model_once)."""
+    for d, c in model.items():
+        if d == BASE_REAL or d not in apart or d not in requests:
+            continue
+        for key, per_request in SMALL_APART_COUNTERS.items():
+            fig, scale = RUNTIME_PART[key]
+            if per_request:
+                rate = [apart[x][fig]["median"] / apart[x]["requests"]["median"]
+                        for x in (d, BASE_REAL)]
+                c[key] += scale * (rate[0] - rate[1]) * requests[d]
+            else:
+                c[key] += scale * (apart[d][fig]["median"] - apart[BASE_REAL][fig]["median"])
 
 
 def runtime_part(workload: str, machine: MachineModel = MachineModel()) -> dict | None:
@@ -407,7 +467,8 @@ def _model_workload(workload: str, params: dict, summary: dict,
                              gc_every=max(1, round(gc)) if gc else machine.gc_every,
                              **collector_survivors(run, machine),
                              **({"park_share": share} if share is not None else {}),
-                             **(SMALL_OBJECTS if machine.small_pages else {}))
+                             **(SMALL_OBJECTS if machine.small_pages
+                                and not takes_small_apart(workload, machine) else {}))
     if workload == "typed-arrays":  # measured: the collector apart from the loop's turns
         collector = dict(gc_every=max(1, round(gc)), per_turn=TYPED_ARRAYS_PER_TURN,
                          temp_every=TYPED_ARRAYS_TEMP_EVERY) if gc \
@@ -539,6 +600,10 @@ def _run_model_once(workload: str, params: dict, summary: dict, designs: list[st
     apart = runtime_part(workload, machine)
     if apart is not None:
         add_runtime_part(out, apart, runtime_counters(workload))
+    small = small_part(workload, machine)
+    if small is not None:
+        add_small_part(out, small, {d: measured_run(summary, d)["requests"]["median"]
+                                    for d in out})
     return out
 
 

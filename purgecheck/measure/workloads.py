@@ -36,7 +36,7 @@ class MeasuredWorkload:
 LOAD_PARAMS = ("connections", "load_s", "body", "idle_s", "max_load_s")
 
 SERVE = {"body": 256 * KiB, "kept": 40, "keep_every": 1000, "connections": 16, "load_s": 10.0,
-         "idle_s": 5.0}
+         "idle_s": 5.0, "gc_every": 0, "work_us": 0}
 WORKLOADS: dict[str, MeasuredWorkload] = {w.name: w for w in (
     MeasuredWorkload("bun-serve", "Bun.serve, 256 KiB request bodies, 40 kept (one every 1000 "
                      "requests), 16 connections on loopback for load_s, then idle_s idle",
@@ -85,7 +85,7 @@ RANGES = {"body": (1, 64 << 20), "kept": (0, 100_000), "keep_every": (1, 10_000_
           "allocations": (1, 10_000_000), "lo": (1, 64 << 20), "hi": (1, 64 << 20),
           "lifetime": (0, 100_000), "size": (1, 64 << 20), "batch": (1, 10_000),
           "step_ms": (0, 10_000), "turn_ms": (0, 1000), "seconds": (0.1, 600),
-          "max_load_s": (1, 3600)}
+          "max_load_s": (1, 3600), "gc_every": (0, 1_000_000), "work_us": (0, 100_000)}
 
 
 def workload_params(name: str, sets: dict[str, str],
