@@ -530,19 +530,45 @@ def stress_options_line(interval_ms: int = 2) -> str:
 LINEARIZED_OPTIONS = "%options clock=real concurrent=1 linearize=1 interval=2 full_every=3"
 
 
-def abandon_window_script(delay_us: int = 2000, pages: int = 6, idles: int = 400) -> str:
+def abandon_window_script(delay_us: int = 2000, pages: int = 6, idles: int = 1000) -> str:
     """Thread 2 makes `pages` large pages and exits (`abandon`), sleeping `delay_us` between
     putting each page in the abandoned map and its `abandon` event (the driver's test hook
     abandon_delay_us, reference_c/linearize.c mi_abandon_delay); threads 1 and 3 sweep
-    (`idle`) meanwhile, from the moment thread 2's last allocation exists (the cross-thread
-    free waits for it). A sweep that takes a page from the map before its event is traced
-    before the abandon: the trace validates only if the two are one lin step."""
+    (`idle`) meanwhile, each from the moment thread 2's last allocations exist (a
+    cross-thread free waits for the allocation it names). A sweep that takes a page from the
+    map before its event is traced before the abandon: the trace validates only if the two
+    are one lin step. Whether a run's sweeps overlap the exit is the scheduler's
+    (abandon_overlaps counts it)."""
     lines = [f"{LINEARIZED_OPTIONS} abandon_delay_us={delay_us}"]
     lines += [f"2 malloc a{i} {262144 * (i + 1)}" for i in range(pages)]
-    lines += ["2 malloc go 64", "1 malloc m1 300000", "3 malloc m3 300000", "1 free go"]
+    lines += ["2 malloc go1 64", "2 malloc go3 64", "1 malloc m1 300000", "3 malloc m3 300000",
+              "1 free go1", "3 free go3"]
     lines += ["1 idle", "3 idle"] * idles
     lines.append("2 abandon")
     return "\n".join(lines) + "\n"
+
+
+def abandon_overlaps(path: Path) -> int:
+    """In a trace of abandon_window_script: the sweeps, by a thread other than the page's
+    maker, of a page abandoned before the exit's last `abandon` event, i.e. sweeps that ran
+    while the exit was putting pages in the map (the window a broken order shows in)."""
+    maker: dict[int, int] = {}
+    abandoned: set[int] = set()
+    sweeps: list[tuple[int, int]] = []
+    last = -1
+    with open(path, "rb") as f:
+        next(f)
+        for line in f:
+            e = orjson.loads(line)
+            ev = e.get("ev")
+            if ev == "page_new":
+                maker[e["page"]] = e["tid"]
+            elif ev == "abandon":
+                abandoned.add(e["page"])
+                last = e["lin"]
+            elif ev == "sweep_page" and e["page"] in abandoned and e["tid"] != maker.get(e["page"]):
+                sweeps.append((e["lin"], e["page"]))
+    return sum(lin < last for lin, _ in sweeps)
 
 
 def run_linearized(text: str, out: Path, build: str = "release", mutant: str | None = None,
