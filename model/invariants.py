@@ -105,52 +105,66 @@ def check_world(world, held: "HeldPages | None" = None) -> list[tuple[str, str]]
 
 class HeldPages:
     """The pages of one world on which every page invariant held when last judged, each with
-    its state then (`page_state`) and the OS pages its written blocks need resident.
+    its `Page.version` then and the OS pages its written blocks need resident.
 
-    A page invariant is a function of its page's state and of the residency of those OS
+    A page invariant is a function of its page's fields and of the residency of those OS
     pages (PG-SURVIVORS-KEEP-BYTES, the only page invariant that reads the memory), so a
-    page found again in that state, with those OS pages still resident, holds them all: it
-    is not judged again. A page invariant that reads more of the memory than that must be
-    added here. Held for one run (the invariants and the patched rules do not change in it);
-    a new list of checked invariants starts it again."""
+    page found again at that version, with those OS pages still resident, holds them all: it
+    is not judged again. The version is bumped by every writer of a page field, so "has this
+    page changed" is one read; `HeldStates` asks it of every field's value instead, the
+    reference tests/test_incremental_check.py holds it to. A page invariant that reads more
+    of the memory than that must be added here. Held for one run (the invariants and the
+    patched rules do not change in it); a new list of checked invariants starts it again."""
 
     def __init__(self) -> None:
         self.checked: list | None = None
-        self.states: dict[int, tuple] = {}  # page id -> page_state when all held
+        self.marks: dict[int, tuple] = {}  # page id -> (the page, its mark when all held)
         # page id -> written_os_pages in that state; computed when the state is first met
         # again (a page an op changes each time, as a malloc does, never needs it)
         self.needed: dict[int, set[int] | None] = {}
-        self.pending: dict[int, tuple] = {}  # the states of the pages now being judged
+
+    @staticmethod
+    def mark(page: Page):
+        """What tells a page's state from its state when last held."""
+        return page.version
 
     def changed(self, pages: list[Page], checked: list) -> list[Page]:
         """The pages to judge: those not in a state every page invariant held on."""
         if checked is not self.checked:
-            self.checked, self.states, self.needed = checked, {}, {}
-        self.pending = {}
+            self.checked, self.marks, self.needed = checked, {}, {}
         out = []
+        mark, marks = self.mark, self.marks
         for page in pages:
-            state = page_state(page)
-            if self.states.get(page.id) == state:
+            held = marks.get(page.id)
+            if held is not None and held[0] is page and held[1] == mark(page):
                 needed = self.needed[page.id]
                 if needed is None:
                     needed = self.needed[page.id] = written_os_pages(page)
                 if needed <= page.mem.resident:
                     continue
-            self.pending[page.id] = state
             out.append(page)
         return out
 
     def remember(self, pages: list[Page]) -> None:
-        """Every page invariant held on `pages` (all judged)."""
+        """Every page invariant held on `pages` (all judged, and unchanged since `changed`)."""
         for page in pages:
-            self.states[page.id] = self.pending[page.id]
+            self.marks[page.id] = (page, self.mark(page))
             self.needed[page.id] = None
 
 
+class HeldStates(HeldPages):
+    """The reference: a page's state rebuilt from every field's value (`page_state`) at each
+    check, as the incremental check did before `Page.version` (a fifth of a quick scenarios
+    run). It sees a change whichever writer made it."""
+
+    mark = staticmethod(lambda page: page_state(page))
+
+
 # What a page's state is made of, field by field: the memory is the world's (its residency is
-# judged through written_os_pages) and the log is the world's event list; lists and sets are
-# taken as values; any other field must be of a type whose values do not change in place.
-_PAGE_SKIPPED = ("mem", "log")
+# judged through written_os_pages), the log is the world's event list and the version says
+# that the others changed; lists and sets are taken as values; any other field must be of a
+# type whose values do not change in place.
+_PAGE_SKIPPED = ("mem", "log", "version")
 _AS_VALUE = {list: tuple, set: frozenset, dict: lambda d: tuple(d.items())}
 _IMMUTABLE: set = {int, float, bool, str, type(None), tuple, frozenset}
 
