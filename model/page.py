@@ -82,7 +82,7 @@ class Page:
     # invariants last held on it" is one read (model.invariants.HeldPages; issue 30, 6). A
     # writer that forgets it hides its change from the incremental check:
     # tests/test_incremental_check.py compares it with every field's value after every op.
-    version: int = 0
+    version: int = field(default=0, compare=False, repr=False)
 
     def emit(self, kind: str, **fields) -> None:
         """Record an observable event (the raw material of a trace)."""
