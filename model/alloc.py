@@ -41,6 +41,7 @@ def mi_page_extend_free(page: Page) -> int:
     new = list(range(page.capacity, page.capacity + n))
     for i in new:
         page.mem.touch(page.geom.block_addr(i), 1)  # the link in the first word
+    page.version += 1
     page.free.extend(new)
     page.on_lists.update(new)
     page.capacity += n
@@ -51,6 +52,8 @@ def mi_page_extend_free(page: Page) -> int:
 def mi_page_free_collect(page: Page) -> None:
     """_mi_page_free_collect without unpurge: xthread_free goes in front of local_free, and
     the result is appended to `free`. Frees from other threads leave `used` until now."""
+    if page.xthread_free or page.local_free:  # the sweeps collect every page: most have none
+        page.version += 1
     if page.xthread_free:
         page.used -= len(page.xthread_free)
     collected = page.xthread_free + page.local_free
@@ -74,6 +77,7 @@ def mi_page_malloc(page: Page, zero: bool = False) -> int | None:
         src = "extend"
     if not page.free:
         return None
+    page.version += 1
     i = page.free.pop(0)
     page.on_lists.discard(i)
     page.used += 1
@@ -94,6 +98,7 @@ def check_free(page: Page, i: int) -> None:
     """A free of a block that is not live is a double (or invalid) free."""
     # `on_lists` holds the blocks of the three lists: one lookup, not a search of each list
     if not 0 <= i < page.capacity or i in page.on_lists or page.is_block_purged(i):
+        page.version += 1
         page.double_frees += 1
         page.emit("double_free", block=i)
         raise DoubleFree(f"page {page.id}: block {i} is not live (double free)")
@@ -104,6 +109,7 @@ def mi_free_local(page: Page, i: int) -> None:
     check_free(page, i)
     g, mem = page.geom, page.mem
     addr = g.page_start + i * g.block_size  # block_addr, inline: the path of every free
+    page.version += 1
     if i in page.handed_out:  # Page.take_back, inline
         page.handed_out.remove(i)
         if mem.live is not None:
@@ -121,6 +127,7 @@ def mi_free_xthread(page: Page, i: int) -> None:
     """mi_free from another thread: only an atomic push on xthread_free (seed 000: "A free
     from another thread only pushes on xthread_free")."""
     check_free(page, i)
+    page.version += 1
     page.take_back(i)
     page.written.discard(i)
     page.xthread_free.insert(0, i)
@@ -133,4 +140,5 @@ def mi_free_xthread(page: Page, i: int) -> None:
 def write_block(page: Page, i: int) -> None:
     """The program writes the whole block (as the seed's workloads do before freeing)."""
     page.mem.touch(page.geom.block_addr(i), page.block_size)
+    page.version += 1
     page.written.add(i)

@@ -59,6 +59,7 @@ def mi_page_to_full(world, heap, page: Page) -> None:
     queue = heap.queues.get(page.block_size, [])
     if page.id in queue:
         queue.remove(page.id)
+    page.version += 1
     page.abandoned = True
     page.owner = -1
     world.subproc.pages_abandoned += 1  # mimalloc's pages_abandoned counts it, mapped or not

@@ -199,6 +199,7 @@ def mi_page_retire(world, page: Page) -> None:
     mi_page_unpurge_all(page)
     for i in list(page.handed_out):  # mi_heap_destroy's live blocks go with their page
         page.take_back(i)
+    page.version += 1
     page.written.clear()
     page.free, page.local_free, page.xthread_free = [], [], []
     page.on_lists.clear()
@@ -234,6 +235,7 @@ def mi_heap_delete(world, heap: Heap, into: Heap) -> None:
                 mi_page_retire(world, page)
             else:
                 q.remove(pid)
+                page.version += 1
                 page.heap = into.id
                 page.owner = into.thread
                 into.queues.setdefault(bs, []).append(pid)
@@ -247,6 +249,7 @@ def mi_heap_abandon(world, heap: Heap) -> None:
     for q in heap.queues.values():
         for pid in q:
             page = world.pages[pid]
+            page.version += 1
             page.abandoned = True
             page.owner = -1
             world.abandoned.append(pid)
@@ -259,6 +262,7 @@ def mi_page_reclaim(world, page: Page, heap: Heap) -> None:
     """A thread takes an abandoned page into its heap and becomes its owner."""
     world.abandoned.remove(page.id)
     world.subproc.pages_abandoned -= 1
+    page.version += 1
     page.abandoned = False
     page.owner = heap.thread
     page.heap = heap.id

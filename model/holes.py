@@ -66,6 +66,7 @@ def rebuild_free_list(page: Page, todo: set[int]) -> list[int]:
             dropped.append(i)
         else:
             kept.insert(0, i)
+    page.version += 1
     page.free = kept
     page.on_lists.difference_update(dropped)
     page.free_is_zero = False
@@ -75,6 +76,7 @@ def rebuild_free_list(page: Page, todo: set[int]) -> list[int]:
 
 def count_discarded(page: Page, units: int, blocks: int) -> None:
     """The discard accounting: bytes (units * unit) and blocks off, up or down."""
+    page.version += 1
     page.discarded_bytes += units * page.unit
     page.discarded_blocks += blocks
     page.mem.holes.count_discarded(units * page.unit, blocks)
@@ -149,6 +151,7 @@ def mi_page_purge_holes_walk(page: Page) -> WalkResult:
     # block the next malloc takes (which units come back first), so the trace carries it.
     page.emit("walk", complete=complete, runs=[list(r) for r in runs],
               dropped=dropped_total, free=list(page.free))
+    page.version += 1  # the bits set above, and the ghost
     page.holes_walk = HolesWalkGhost(free_before, purged_before, tuple(page.free), page.purged,
                                      complete, page.capacity)
     return WalkResult(complete, tuple(runs), dropped_total)
@@ -157,6 +160,7 @@ def mi_page_purge_holes_walk(page: Page) -> WalkResult:
 def mark_walked(page: Page) -> None:
     """Digest 3, step 5: a complete walk sets swept_state = (capacity, used), replacing an
     allocation stamp (so a page only freed into after a walk has no hold, digest 9.1)."""
+    page.version += 1
     page.swept_state = encode_walked(page.capacity, page.used)
 
 
@@ -174,6 +178,7 @@ def mi_page_unpurge_range(page: Page, k0: int, k1: int, reuse: bool = True) -> i
     for k in range(k0, k1):
         if cleared >> k & 1:
             before.update(page.units.blocks_of_unit(k, page.capacity))
+    page.version += 1
     page.purged &= ~mask
     page.swept_state = MI_PAGE_SWEPT_NONE
     back = sorted((i for i in before if not page.is_block_purged(i)), reverse=True)
@@ -210,6 +215,7 @@ def mi_page_unpurge_all(page: Page) -> None:
     tail = page.unformed_purged_hi - page.unformed_purged_lo
     holes.unformed_bytes -= max(0, tail)
     holes.reuse_calls += len(runs) + (tail > 0)
+    page.version += 1
     page.purged = 0
     page.discarded_bytes = 0
     page.discarded_blocks = 0
@@ -240,6 +246,7 @@ def mi_page_purge_unformed_tail(page: Page) -> bool:
     if ok:
         old = max(0, page.unformed_purged_hi - page.unformed_purged_lo)
         page.mem.holes.unformed_bytes += (hi - lo) - old
+        page.version += 1
         page.unformed_purged_lo, page.unformed_purged_hi = lo, hi
     return ok
 
@@ -258,6 +265,7 @@ def mi_page_reuse_unformed_tail(page: Page, upto: int | None = None) -> None:
             page.mem.holes.reuse_calls += 1
             page.mem.holes.unformed_bytes -= end - lo
             page.emit("reuse_tail", addr=lo, size=end - lo)
+            page.version += 1
             page.unformed_purged_lo = end
             return
     if page.unformed_purged_hi > page.unformed_purged_lo:
@@ -265,4 +273,6 @@ def mi_page_reuse_unformed_tail(page: Page, upto: int | None = None) -> None:
         page.mem.holes.unformed_bytes -= page.unformed_purged_hi - page.unformed_purged_lo
         page.emit("reuse_tail", addr=page.unformed_purged_lo,
                   size=page.unformed_purged_hi - page.unformed_purged_lo)
-    page.unformed_purged_lo = page.unformed_purged_hi = 0
+    if page.unformed_purged_lo or page.unformed_purged_hi:
+        page.version += 1
+        page.unformed_purged_lo = page.unformed_purged_hi = 0

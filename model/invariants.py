@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from itertools import filterfalse
 from typing import Any, Callable
 
 from model.geometry import MI_PAGE_PURGE_BITS
@@ -105,52 +106,66 @@ def check_world(world, held: "HeldPages | None" = None) -> list[tuple[str, str]]
 
 class HeldPages:
     """The pages of one world on which every page invariant held when last judged, each with
-    its state then (`page_state`) and the OS pages its written blocks need resident.
+    its `Page.version` then and the OS pages its written blocks need resident.
 
-    A page invariant is a function of its page's state and of the residency of those OS
+    A page invariant is a function of its page's fields and of the residency of those OS
     pages (PG-SURVIVORS-KEEP-BYTES, the only page invariant that reads the memory), so a
-    page found again in that state, with those OS pages still resident, holds them all: it
-    is not judged again. A page invariant that reads more of the memory than that must be
-    added here. Held for one run (the invariants and the patched rules do not change in it);
-    a new list of checked invariants starts it again."""
+    page found again at that version, with those OS pages still resident, holds them all: it
+    is not judged again. The version is bumped by every writer of a page field, so "has this
+    page changed" is one read; `HeldStates` asks it of every field's value instead, the
+    reference tests/test_incremental_check.py holds it to. A page invariant that reads more
+    of the memory than that must be added here. Held for one run (the invariants and the
+    patched rules do not change in it); a new list of checked invariants starts it again."""
 
     def __init__(self) -> None:
         self.checked: list | None = None
-        self.states: dict[int, tuple] = {}  # page id -> page_state when all held
+        self.marks: dict[int, tuple] = {}  # page id -> (the page, its mark when all held)
         # page id -> written_os_pages in that state; computed when the state is first met
         # again (a page an op changes each time, as a malloc does, never needs it)
         self.needed: dict[int, set[int] | None] = {}
-        self.pending: dict[int, tuple] = {}  # the states of the pages now being judged
+
+    @staticmethod
+    def mark(page: Page):
+        """What tells a page's state from its state when last held."""
+        return page.version
 
     def changed(self, pages: list[Page], checked: list) -> list[Page]:
         """The pages to judge: those not in a state every page invariant held on."""
         if checked is not self.checked:
-            self.checked, self.states, self.needed = checked, {}, {}
-        self.pending = {}
+            self.checked, self.marks, self.needed = checked, {}, {}
         out = []
+        mark, marks = self.mark, self.marks
         for page in pages:
-            state = page_state(page)
-            if self.states.get(page.id) == state:
+            held = marks.get(page.id)
+            if held is not None and held[0] is page and held[1] == mark(page):
                 needed = self.needed[page.id]
                 if needed is None:
                     needed = self.needed[page.id] = written_os_pages(page)
                 if needed <= page.mem.resident:
                     continue
-            self.pending[page.id] = state
             out.append(page)
         return out
 
     def remember(self, pages: list[Page]) -> None:
-        """Every page invariant held on `pages` (all judged)."""
+        """Every page invariant held on `pages` (all judged, and unchanged since `changed`)."""
         for page in pages:
-            self.states[page.id] = self.pending[page.id]
+            self.marks[page.id] = (page, self.mark(page))
             self.needed[page.id] = None
 
 
+class HeldStates(HeldPages):
+    """The reference: a page's state rebuilt from every field's value (`page_state`) at each
+    check, as the incremental check did before `Page.version` (a fifth of a quick scenarios
+    run). It sees a change whichever writer made it."""
+
+    mark = staticmethod(lambda page: page_state(page))
+
+
 # What a page's state is made of, field by field: the memory is the world's (its residency is
-# judged through written_os_pages) and the log is the world's event list; lists and sets are
-# taken as values; any other field must be of a type whose values do not change in place.
-_PAGE_SKIPPED = ("mem", "log")
+# judged through written_os_pages), the log is the world's event list and the version says
+# that the others changed; lists and sets are taken as values; any other field must be of a
+# type whose values do not change in place.
+_PAGE_SKIPPED = ("mem", "log", "version")
 _AS_VALUE = {list: tuple, set: frozenset, dict: lambda d: tuple(d.items())}
 _IMMUTABLE: set = {int, float, bool, str, type(None), tuple, frozenset}
 
@@ -273,9 +288,10 @@ def purged_iff_overlap(page: Page) -> str | None:
     if page.discarded_blocks != len(purged):
         return f"blocks-off count {page.discarded_blocks} != {len(purged)} blocks overlapping " \
                f"discarded units"
-    known = page.handed_out | set(page.listed_blocks()) | purged
-    lost = set(range(page.capacity)) - known
-    if lost:
+    # checked after every op: the lists are read into one set, compared without a set of all
+    known = page.handed_out.union(page.free, page.local_free, page.xthread_free, purged)
+    if not known.issuperset(range(page.capacity)):
+        lost = set(range(page.capacity)) - known
         return f"blocks {sorted(lost)[:8]} are neither live, listed nor purged"
     return None
 
@@ -330,16 +346,36 @@ def live_not_free(page: Page) -> str | None:
            "seed 000 tests: \"the survivors keep every byte\"",
            "model.holes.mi_page_purge_holes_walk")
 def survivors_keep_bytes(page: Page) -> str | None:
-    # Checked after every op of every scenario: the OS pages of all written blocks are
-    # gathered first and compared with the resident set in one set operation (blocks are
-    # mostly smaller than an OS page, so many share one); the block is named only on failure.
-    if written_os_pages(page) <= page.mem.resident:
+    # Checked after every op of every scenario: the block is named only on failure.
+    if is_every_written_os_page_resident(page):
         return None
     for i in page.written:
         for p in page.mem.os_pages(page.geom.block_addr(i), page.block_size):
             if p not in page.mem.resident:
                 return f"live block {i} lost OS page {p:#x} to a discard"
     raise AssertionError("unreachable: an OS page of a written block is not resident")
+
+
+def is_every_written_os_page_resident(page: Page) -> bool:
+    """`written_os_pages(page) <= resident`, asked the cheaper way round where the formed
+    blocks span fewer OS pages than the program wrote blocks (small blocks): a written block
+    lies among the formed ones, so only the formed area's OS pages that are not resident can
+    have lost its bytes, and only the blocks on those are looked up."""
+    written, resident = page.written, page.mem.resident
+    if not written:
+        return True
+    start, size, os_page = page.geom.page_start, page.block_size, page.mem.os_page_size
+    area = range(start // os_page, (start + page.capacity * size - 1) // os_page + 1)
+    if not (len(area) < len(written) and min(written) >= 0 and max(written) < page.capacity):
+        return written_os_pages(page) <= resident
+    if resident.issuperset(area):
+        return True
+    for p in filterfalse(resident.__contains__, area):
+        # the blocks on OS page p: from the one holding its first byte to its last byte's
+        if not written.isdisjoint(range((p * os_page - start) // size,
+                                        ((p + 1) * os_page - 1 - start) // size + 1)):
+            return False
+    return True
 
 
 def written_os_pages(page: Page) -> set[int]:

@@ -78,6 +78,11 @@ class Page:
     last_alloc_ms: int | None = None  # clock when the program last took a block here
     last_walk: object | None = None  # model.sweep.WalkRecord of the last walk by a sweep
     holes_walk: object | None = None  # model.holes.HolesWalkGhost of the last holes walk
+    # Bumped by every writer of the fields above, so that "has this page changed since the
+    # invariants last held on it" is one read (model.invariants.HeldPages; issue 30, 6). A
+    # writer that forgets it hides its change from the incremental check:
+    # tests/test_incremental_check.py compares it with every field's value after every op.
+    version: int = field(default=0, compare=False, repr=False)
 
     def emit(self, kind: str, **fields) -> None:
         """Record an observable event (the raw material of a trace)."""
@@ -91,6 +96,7 @@ class Page:
         """The program takes block `i` (`handed_out`, and the live OS pages where kept)."""
         if i in self.handed_out:
             return
+        self.version += 1
         self.handed_out.add(i)
         live = self.mem.live
         if live is not None:
@@ -100,6 +106,7 @@ class Page:
     def take_back(self, i: int) -> None:
         """Block `i` is no longer the program's: freed, or gone with its page."""
         if i in self.handed_out:
+            self.version += 1
             self.handed_out.remove(i)
             live = self.mem.live
             if live is not None:
@@ -108,6 +115,7 @@ class Page:
 
     def relist(self) -> None:
         """Rebuild `on_lists` from the three lists (after one of them was assigned whole)."""
+        self.version += 1
         self.on_lists = {*self.free, *self.local_free, *self.xthread_free}
 
     # -- derived views -------------------------------------------------------------------

@@ -52,6 +52,7 @@ def mi_theap_collect_retired(world, heap, force: bool = False) -> None:
             page = world.pages[pid]
             if not page.retire_expire:
                 continue
+            page.version += 1
             if not page.is_all_free():
                 page.retire_expire = 0
                 continue
@@ -68,6 +69,7 @@ def mi_page_try_keep(world, page: Page) -> bool:
         return True  # already kept: it stays kept
     expire = compute_retire_expire(world, page, world.heaps[page.heap].queues.get(
         page.block_size, []))
+    page.version += 1
     page.retire_expire = expire
     return expire > 0
 

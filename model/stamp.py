@@ -27,6 +27,7 @@ def mi_page_stamp(page: Page, epoch: int) -> bool:
     stamp = encode_stamp(epoch)
     if page.swept_state == stamp:
         return False
+    page.version += 1
     page.swept_state = stamp
     page.emit("stamp", epoch=epoch)
     return True

@@ -109,6 +109,7 @@ def mi_page_purge_holes_now(world, page: Page, ctx: SweepContext) -> str:
         page.mem.holes.pages_skipped += 1
         return _done(page, UNCHANGED)
     state_before = page.swept_state
+    page.version += 1
     page.sweeping = True
     result = mi_page_purge_holes_walk(page)
     page.sweeping = False

@@ -64,6 +64,7 @@ def is_held_two_untouched(page: Page, ctx: SweepContext, untouched: dict[int, in
     if ctx.interval <= 0:
         return False
     if is_stamp(page.swept_state):
+        page.version += 1
         page.swept_state = MI_PAGE_SWEPT_NONE
         untouched[page.id] = 0
         return True

@@ -134,6 +134,7 @@ class World:
         """mi_malloc_generic_fallback after a block was taken: the stamp, behind its gate."""
         if not is_stamp_gated(page):
             return
+        page.version += 1
         page.last_alloc_ms = self.clock.now  # ghost: not a read by the allocator
         thread = self.thread(heap.thread)
         seen = read_epoch_relaxed(self.epoch.epoch, thread.epoch_seen, self.options.stale_epochs)

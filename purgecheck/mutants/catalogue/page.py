@@ -11,6 +11,7 @@ from purgecheck.mutants.patching import Patch, mutant
 
 def _rebuild_keeps_purged(page, todo):
     """Broken: the purged blocks stay on the free list."""
+    page.version += 1  # a mutant breaks the rule, not the incremental check
     page.free_is_zero = False
     page.ever_purged = True
     return [i for i in page.free if any(k in todo for k in page.units.units_of_block(i))]
@@ -20,6 +21,7 @@ def _rebuild_keeps_free_is_zero(page, todo):
     """Broken: free_is_zero is not cleared by a purge."""
     zero = page.free_is_zero
     dropped = _original_rebuild_free_list(page, todo)
+    page.version += 1
     page.free_is_zero = zero
     return dropped
 
@@ -124,6 +126,7 @@ def _malloc_head_kept(page, zero=False):
     block is live and free at once (and is handed out again by the next malloc)."""
     i = _original_mi_page_malloc(page, zero)
     if i is not None:
+        page.version += 1
         page.free.insert(0, i)
         page.on_lists.add(i)
     return i
@@ -141,6 +144,7 @@ def _rebuild_keeps_order(page, todo):
     instead of pushing each on a new head, which reverses them (digest 3, step 3). Which
     block is handed out next changes: which units come back first and which stay discarded."""
     dropped = _original_rebuild_free_list(page, todo)
+    page.version += 1
     page.free.reverse()
     return dropped
 

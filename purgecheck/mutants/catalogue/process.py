@@ -16,6 +16,7 @@ def _unpurge_all_keeps_stats(page):
     runs = holes.compute_runs(page.purged_units())
     tail = page.unformed_purged_hi - page.unformed_purged_lo
     page.mem.holes.reuse_calls += len(runs) + (tail > 0)
+    page.version += 1  # a mutant breaks the counters, not the incremental check
     page.purged = 0
     page.discarded_bytes = page.discarded_blocks = 0
     page.unformed_purged_lo = page.unformed_purged_hi = 0
@@ -27,6 +28,7 @@ def _unpurge_all_keeps_stats(page):
 def _count_discarded_up_only(page, units, blocks):
     """Broken: a page's accounting goes up and down, the process-wide counters only up (an
     unpurge is not subtracted from them)."""
+    page.version += 1
     page.discarded_bytes += units * page.unit
     page.discarded_blocks += blocks
     if units > 0:
@@ -39,6 +41,7 @@ def _reuse_tail_keeps_stats(page):
         page.mem.holes.reuse_calls += 1
         page.emit("reuse_tail", addr=page.unformed_purged_lo,
                   size=page.unformed_purged_hi - page.unformed_purged_lo)
+    page.version += 1
     page.unformed_purged_lo = page.unformed_purged_hi = 0
 
 

@@ -35,6 +35,7 @@ def _double_free_uncounted(page, i):
     try:
         _ORIGINAL["check_free"](page, i)
     finally:
+        page.version += 1  # a mutant breaks the count, not the incremental check
         page.double_frees = before
 
 
@@ -55,6 +56,7 @@ mutant("zalloc-clears-link-only", "mi_zalloc clears only the link word of a reus
 def _collect_keeps_xthread(page):
     """Broken: the frees of other threads are taken into `free` but left on xthread_free as
     well, so the next collect takes them again and a block can be handed out twice."""
+    page.version += 1
     if page.xthread_free:
         page.used -= len(page.xthread_free)
     page.free.extend(page.xthread_free + page.local_free)
