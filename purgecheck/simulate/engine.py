@@ -48,6 +48,10 @@ AUTO_FROM = 200_000
 # thirteenth round
 REPLAY_AUTO_FROM = 500_000
 ROOT = Path(__file__).resolve().parents[2]
+# PyPy's young generation (its default here: 1 MB): the models make short-lived tuples and
+# chunks at every op; 16 MB took 8 % off the replay of the perl hash of 1 M calls, with
+# the same peak RSS (docs/record.md, thirteenth round). A PYPY_GC_NURSERY of the caller's wins.
+NURSERY = "16MB"
 MISSING = f"--engine pypy: {PYPY} is not on PATH (make setup installs it)"
 
 
@@ -86,7 +90,7 @@ def run_child(folder: Path, header: dict, quiet: bool):
     head, out = folder / "header.pickle", folder / "output.pickle"
     with open(head, "wb") as f:
         pickle.dump(header, f, protocol=PROTOCOL)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    env = {"PYPY_GC_NURSERY": NURSERY, **os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
     done = subprocess.run([pypy, "-m", "purgecheck.simulate.engine", str(head), str(out)],
                           env=env, stdout=subprocess.DEVNULL,
