@@ -27,6 +27,7 @@ EXAMPLE = """examples:
   purgecheck replay py.rec --invariants           the model's invariants after every call
   purgecheck replay cc.rec.4242 --image 1         the second process image of a file (exec)
   purgecheck replay py.rec --script py.ops        the calls as a glibc op script (docs/glibc.md)
+  purgecheck replay big.rec --engine pypy         the model run by a pypy3 child (large traces)
   heaptrack -o py.heaptrack python3 prog.py; purgecheck replay py.heaptrack.zst
                                                   a heaptrack recording (one thread, docs/record.md)
 exit status: 0 replayed (with --real: the model of the installed version and glibc agree in
@@ -66,9 +67,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
                                                     "stop")
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="what runs the model: cpython (this process), pypy (a pypy3 child: "
-                        "about twice as fast on a trace of a million calls, the same "
-                        "figures), auto (pypy from %s records when pypy3 is installed; the "
-                        "default)" % f"{REPLAY_AUTO_FROM:,}".replace("%", "%%"))
+                        "1.5 times as fast on a recording of a million calls, the same "
+                        "figures), auto (the default: pypy when pypy3 is installed and the "
+                        "trace's records times the versions replayed reach %s)"
+                        % f"{REPLAY_AUTO_FROM:,}")
     p.add_argument("--json", action="store_true", help="JSON on stdout")
     return p
 

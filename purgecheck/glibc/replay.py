@@ -453,13 +453,13 @@ def locate(img: Image, version: Version, settings: dict[str, int], env: dict[str
     return found[0] if found else None
 
 
-def choose_engine(engine: str, img) -> str:
-    """cpython or pypy: `auto` is pypy for an image of REPLAY_AUTO_FROM records or more when
-    pypy3 is on PATH."""
+def choose_engine(engine: str, img, versions: int) -> str:
+    """cpython or pypy: `auto` is pypy when the image's records times the `versions` to
+    replay reach REPLAY_AUTO_FROM and pypy3 is on PATH."""
     from purgecheck.simulate.engine import REPLAY_AUTO_FROM, pypy_path
     if engine != "auto":
         return engine
-    large = not isinstance(img, HeaptrackImage) and len(img) >= REPLAY_AUTO_FROM
+    large = not isinstance(img, HeaptrackImage) and len(img) * versions >= REPLAY_AUTO_FROM
     return "pypy" if large and pypy_path() is not None else "cpython"
 
 
@@ -477,7 +477,7 @@ def replay(path: str | Path, versions: list[str] | None, settings: dict[str, int
         release = installed_release()
         installed = version_for_release(release).name
         names = names if installed in names else names + [installed]
-    engine = choose_engine(engine, img)
+    engine = choose_engine(engine, img, len(names))
     counts, seconds, stats = predict(img, names, settings, overcommit_2, engine)
     rep = Replay(str(path), n, img.pid, stats, counts, seconds, engine=engine)
     rep.prefix = prefix_reason(img, stats)
