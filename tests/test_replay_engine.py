@@ -24,6 +24,7 @@ from purgecheck.simulate import engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from simulate_figures import XZ  # noqa: E402
+from test_heaptrack import HEAD, heaptrack_file  # noqa: E402
 from test_replay_stream import stream, with_unwritten_slots  # noqa: E402
 
 needs_pypy = pytest.mark.skipif(engine.pypy_path() is None,
@@ -67,15 +68,19 @@ def figures(doc: dict) -> str:
 
 
 @needs_pypy
-@pytest.mark.parametrize("image", ["xz", "synthetic"])
+@pytest.mark.parametrize("image", ["xz", "synthetic", "heaptrack"])
 def test_the_pypy_engine_gives_every_figure_cpython_gives(capsys, tmp_path, image):
     """xz -T2's recording (in call order in the file, threads, pthread_create's own blocks),
-    and a synthetic trace out of call order (the child reads the sorted file), every version.
-    Broken variant caught: a child reader that drops the flags (`(w[j + 1] >> 48) & 0xFF`
-    read as 0: pthread_create's own blocks replayed, other ops and counts)."""
+    a synthetic trace out of call order (the child reads the sorted file), a heaptrack file
+    (the child reads it itself), every version. Broken variant caught: a child reader that
+    drops the flags (`(w[j + 1] >> 48) & 0xFF` read as 0: pthread_create's own blocks
+    replayed, other ops and counts)."""
     path = XZ if image == "xz" else tmp_path / "t.rec"
     if image == "synthetic":
         write_synthetic(path, 4_000, threads=3, buffer=64)
+    if image == "heaptrack":  # blocks of 32 B and 200 KiB (mmapped), a third freed
+        path = heaptrack_file(tmp_path, HEAD + "a 20 1\na 32000 1\n" + "".join(
+            f"+ {i % 2}\n" + ("- 0\n" if i % 3 == 0 else "") for i in range(300)))
     _, mine = replay_json(capsys, str(path), "--engine", "cpython")
     _, theirs = replay_json(capsys, str(path), "--engine", "pypy")
     assert (mine["engine"], theirs["engine"]) == ("cpython", "pypy")
