@@ -20,6 +20,12 @@ again for each run when it is longer, so its memory stays bounded, and writes ba
 for each run, its `as_json` and its CPU seconds (or, when the model refused the input, the
 error CPython would have raised, as a ValueError's words).
 
+`purgecheck replay --engine pypy` (or `auto` on a large trace) runs in the same child
+(`replay_in_pypy`, the header's task "replay"): CPython reads the trace (its order and index,
+numpy), the child reads its records from the file that holds them in call order
+(purgecheck/formats/records.py), converts them and runs each version's glibc model
+(docs/record.md, issue 29's thirteenth round).
+
     pypy3 -m purgecheck.simulate.engine HEADER OUTPUT      (the child; PYTHONPATH the tree)
 """
 
@@ -161,7 +167,8 @@ def replay_in_pypy(img, versions: list[str], settings: dict[str, int], overcommi
     version, and the conversion's figures. CPython has read the image (its order and its
     index: alloc_stream.StreamImage); the child reads the records from the file that holds
     them in call order (formats/records.RecordImage, no numpy) and converts and runs them
-    op by op, its collector on (bounded memory). A heaptrack file the child reads itself.
+    op by op, its collector on (memory that does not grow with the ops). A heaptrack file
+    the child reads itself.
     A record the model or the conversion refuses: ReplayError with CPython's words."""
     from purgecheck.formats.heaptrack import HeaptrackImage
     from purgecheck.glibc.fromtrace import Conversion
