@@ -180,6 +180,7 @@ def _long_replay(path: str, engine: str = "cpython") -> dict:
     process (run in a child of the benchmark): its ops, the CPU seconds of this process and
     of its PyPy child (reading, conversion, model, and the child's start), the peak RSS of
     the largest process of the two (tree_peak_kb), the engine that ran and the counts."""
+    import purgecheck.formats.alloc_stream  # noqa: F401 (numpy's import: not the replay's time)
     from purgecheck.bench import children_cpu, tree_peak_kb
     from purgecheck.glibc.replay import replay
 

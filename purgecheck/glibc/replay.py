@@ -456,9 +456,9 @@ def locate(img: Image, version: Version, settings: dict[str, int], env: dict[str
 def choose_engine(engine: str, img, versions: int) -> str:
     """cpython or pypy: `auto` is pypy when the image's records times the `versions` to
     replay reach REPLAY_AUTO_FROM and pypy3 is on PATH."""
-    from purgecheck.simulate.engine import REPLAY_AUTO_FROM, pypy_path
     if engine != "auto":
         return engine
+    from purgecheck.simulate.engine import REPLAY_AUTO_FROM, pypy_path
     large = not isinstance(img, HeaptrackImage) and len(img) * versions >= REPLAY_AUTO_FROM
     return "pypy" if large and pypy_path() is not None else "cpython"
 
