@@ -27,7 +27,7 @@ EXAMPLE = """examples:
   purgecheck replay py.rec --invariants           the model's invariants after every call
   purgecheck replay cc.rec.4242 --image 1         the second process image of a file (exec)
   purgecheck replay py.rec --script py.ops        the calls as a glibc op script (docs/glibc.md)
-  purgecheck replay big.rec --engine pypy         the model run by a pypy3 child (large traces)
+  purgecheck replay py.rec --engine pypy          the model run by a pypy3 child (auto: large traces)
   heaptrack -o py.heaptrack python3 prog.py; purgecheck replay py.heaptrack.zst
                                                   a heaptrack recording (one thread, docs/record.md)
 exit status: 0 replayed (with --real: the model of the installed version and glibc agree in
