@@ -48,7 +48,9 @@ EXPECTED = {
                "long replay: CPU seconds for 10 M calls",
                "real replay, threaded (recorded_threads): ops per second",
                "model replay, perl hash of 2,000 keys: ops per second",
-               "model replay, perl hash of 20,000 keys: ops per second"),
+               "model replay, perl hash of 20,000 keys: ops per second",
+               "replay --engine pypy, perl hash of 20,000 keys: ops per second",
+               "replay --engine pypy, long trace: ops per second"),
     "simulate": tuple(f"bun-serve, {d}: allocations per second"
                       for d in ("off", "epoch", "no-hold", "clock")) +
                 ("purgecheck simulate --seeds (scaled)",
@@ -254,12 +256,14 @@ def test_a_figure_with_an_aim_says_whether_this_run_reached_it():
 
 def test_the_scale_figures_carry_their_aims(tiny_figures):
     """Issue 29's figures name their aim: the replay's rate at both sizes of the perl hash and
-    on the long trace, the long trace's time, the simulator's rate on every design."""
+    on the long trace (by CPython and by the PyPy engine), the long trace's time, the
+    simulator's rate on every design."""
     from purgecheck.simulate.mimalloc import DESIGNS
     aimed = [f for f in tiny_figures["record"] if f.name.startswith(
-        ("model replay, perl hash", "long replay: ops", "long replay: CPU"))]
+        ("model replay, perl hash", "long replay: ops", "long replay: CPU"))
+        or f.name.startswith("replay --engine pypy") and f.name.endswith("ops per second")]
     aimed += [f for f in tiny_figures["simulate"] if f.name.startswith("bun-serve, ")]
-    assert len(aimed) == 4 + len(DESIGNS)
+    assert len(aimed) == 4 + 3 + len(DESIGNS)
     for f in aimed:
         assert not f.measured or "aim: at " in f.note, f
 

@@ -102,10 +102,12 @@ def test_auto_runs_a_large_trace_on_pypy_with_the_same_figures(capsys, monkeypat
     assert theirs == mine
 
 
-def test_engine_pypy_without_pypy3_is_one_line_and_exit_2(capsys, monkeypatch, tmp_path):
+@pytest.mark.parametrize("command", ["simulate", "replay"])  # the replay's: test_replay_engine
+def test_engine_pypy_without_pypy3_is_one_line_and_exit_2(capsys, monkeypatch, tmp_path,
+                                                          command):
     """Broken variant caught: a missing pypy3 that falls back to CPython (exit 0)."""
     monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no pypy3 on it
-    rc = main(["simulate", str(XZ), "--engine", "pypy"])
+    rc = main([command, str(XZ), "--engine", "pypy"])
     out, err = capsys.readouterr()
     assert rc == 2 and out == ""
     assert err.strip().count("\n") == 0 and "pypy3 is not on PATH" in err

@@ -71,3 +71,18 @@ def own_peak_kb() -> int:
             return int(re.search(r"VmHWM:\s*(\d+) kB", f.read()).group(1))
     except (OSError, AttributeError):
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def children_cpu() -> float:
+    """CPU seconds (user and system) of this process's children that have ended."""
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def tree_peak_kb() -> int:
+    """The peak resident memory of the largest process of this process's tree so far (its
+    own, own_peak_kb, and its ended children's): a child's ru_maxrss may hold this process's
+    peak when it started (own_peak_kb), never more than that, so the largest is right."""
+    import resource
+    return max(own_peak_kb(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)

@@ -5,17 +5,18 @@ of each, rounds alternated, the best of each kept. Prints; asserts nothing but t
 
     .venv/bin/python -m purgecheck.bench.pypy perl --keys 150000 --rounds 3
     .venv/bin/python -m purgecheck.bench.pypy bun-serve --requests 20000 100000
-    .venv/bin/python -m purgecheck.bench.pypy replay --keys 150000
+    .venv/bin/python -m purgecheck.bench.pypy replay --keys 40000 150000 --calls 10000000
 
 `perl`: the perl hash recording of purgecheck/bench/record.py (PERL_HASH) made now, read and
 converted once by CPython to its timed ops (as `simulate TRACE` does), then each design
 (`--design`, default off, epoch, no-hold; `--design "glibc 2.23+"` a glibc version) run by
 CPython in this process and by a `pypy3` child (purgecheck/simulate/engine.py) on those
-ops, 10 ms samples, a thread silent for 10 ms parks. `bun-serve`: the workload's calls, made once by CPython, the same way. `replay`:
-the model of 2.23+ on the recording's ops, by CPython as `purgecheck replay` does
-(reading, conversion and model), and by PyPy on the ops CPython converted (the conversion's
-CPU is printed apart). The child's CPU is the whole child's (getrusage of the children:
-start, reading the input, the JIT's warm-up) and, apart, each run's inside it.
+ops, 10 ms samples, a thread silent for 10 ms parks. `bun-serve`: the workload's calls,
+made once by CPython, the same way. The child's CPU is the whole child's (getrusage of the
+children: start, reading the input, the JIT's warm-up) and, apart, each run's inside it.
+`replay`: `purgecheck replay TRACE --version 2.23+` with `--engine cpython` and `--engine
+pypy` in turn, each in a process of its own, on the perl recordings (`--keys`) and synthetic
+traces (`--calls`): CPU of the whole (the CPython process and its pypy3 child), peak RSS.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ import argparse
 import hashlib
 import os
 import pickle
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from purgecheck.bench import children_cpu
 from purgecheck.bench.record import perl_hash_recording
 
 DEFAULT_DESIGNS = ("off", "epoch", "no-hold")
@@ -39,11 +40,6 @@ DEFAULT_DESIGNS = ("off", "epoch", "no-hold")
 def digest(doc) -> str:
     import orjson
     return hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
-
-
-def children_cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def load() -> str:
@@ -108,15 +104,15 @@ def compare(what: str, rows, timed_ops: bool, workload, designs, rounds: int,
 def perl(args, tmp: Path) -> None:
     from purgecheck.simulate.program import load_program
     from purgecheck.simulate.workloads import Workload
-    rec = perl_hash_recording(args.keys, tmp)
-    program = load_program(rec)
-    c0 = time.process_time()
-    ops = list(program.timed_ops())
-    print(f"perl hash of {args.keys:,} keys: converted to timed ops by CPython in "
-          f"{time.process_time() - c0:.2f} s", flush=True)
-    w = Workload(program.name, "", lambda: iter(()), "park", 100.0)
-    compare(f"perl hash of {args.keys:,} keys", ops, True, w, args.design, args.rounds,
-            10.0, 10.0)
+    for keys in args.keys:
+        program = load_program(perl_hash_recording(keys, tmp))
+        c0 = time.process_time()
+        ops = list(program.timed_ops())
+        print(f"perl hash of {keys:,} keys: converted to timed ops by CPython in "
+              f"{time.process_time() - c0:.2f} s", flush=True)
+        w = Workload(program.name, "", lambda: iter(()), "park", 100.0)
+        compare(f"perl hash of {keys:,} keys", ops, True, w, args.design, args.rounds,
+                10.0, 10.0)
 
 
 def bun_serve(args, tmp: Path) -> None:
@@ -128,76 +124,47 @@ def bun_serve(args, tmp: Path) -> None:
                 args.rounds, 50.0, None)
 
 
-REPLAY_CHILD = """
-import pickle, sys, time
-from model.glibc.process import Process
-from model.glibc.versions import VERSIONS
-from purgecheck.glibc.modelrun import handlers
-from purgecheck.simulate.engine import read_rows
-c0 = time.process_time()
-ops = [op for _, op in read_rows(sys.argv[1], True)]
-c1 = time.process_time()
-p = Process(VERSIONS["2.23+"], {}, False)
-do = handlers(p)
-for thread, name, args, _ in ops:
-    do[name](thread, *args)
-c2 = time.process_time()
-pickle.dump((p.count(), c1 - c0, c2 - c1), sys.stdout.buffer, protocol=4)
-"""
-
-
 def replay(args, tmp: Path) -> None:
-    """The replay's model of 2.23+ under both: CPython as `purgecheck replay` runs it,
-    PyPy on the ops CPython converted."""
-    from model.glibc.versions import VERSIONS
-    from purgecheck.glibc.fromtrace import Conversion
-    from purgecheck.glibc.replay import load_stream, ops_of, run_model
-    from purgecheck.simulate.engine import ROOT, Input, pypy_path
-    rec = perl_hash_recording(args.keys, tmp)
-    c0 = time.process_time()
-    img, _ = load_stream(rec)
-    ops = list(ops_of(img, Conversion()))
-    conv = time.process_time() - c0
-    inp = Input(((0.0, op) for op in ops), True)
-    print(f"replay, perl hash of {args.keys:,} keys: {len(ops):,} ops, read and converted by "
-          f"CPython in {conv:.2f} s", flush=True)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    best = {}
-    try:
+    """`purgecheck replay TRACE --version 2.23+` by each engine, rounds alternated, each run
+    in a process of its own (bench.record.replay_process): the CPU of the whole replay
+    (CPython's reading, and with `pypy` the child: its start, the conversion, the model),
+    the peak RSS of the largest process, the system-call counts compared."""
+    from purgecheck.bench.record import replay_process
+    from purgecheck.record.synthetic import write_synthetic
+    traces = [(f"perl hash of {k:,} keys", perl_hash_recording(k, tmp)) for k in args.keys]
+    for calls in args.calls:
+        write_synthetic(tmp / f"synthetic{calls}.rec", calls)
+        traces.append((f"synthetic trace of {calls:,} calls", tmp / f"synthetic{calls}.rec"))
+    for what, path in traces:
+        best: dict[str, dict] = {}
+        counts = set()
         for r in range(1, args.rounds + 1):
-            c0 = time.process_time()
-            img, _ = load_stream(rec)
-            stats = Conversion()
-            p = run_model(img, VERSIONS["2.23+"], {}, False, stats)
-            cpu = time.process_time() - c0
-            mine = p.count()
-            best["cpython"] = min(cpu, best.get("cpython", cpu))
-            print(f"  round {r} cpython replay: {cpu:.2f} s, {stats.ops / cpu:,.0f} ops/s "
-                  f"(load {load()})", flush=True)
-            k0 = children_cpu()
-            out = subprocess.run([pypy_path(), "-c", REPLAY_CHILD, str(inp.path)], env=env,
-                                 stdout=subprocess.PIPE, check=True).stdout
-            whole = children_cpu() - k0
-            theirs, reading, model = pickle.loads(out)
-            best["pypy"] = min(model, best.get("pypy", model))
-            best["child"] = min(whole, best.get("child", whole))
-            print(f"  round {r} pypy model: {model:.2f} s, {stats.ops / model:,.0f} ops/s; "
-                  f"the child {whole:.2f} s (its reading {reading:.2f} s); same counts: "
-                  f"{theirs == mine} (load {load()})", flush=True)
-    finally:
-        inp.close()
-    n = stats.ops
-    print(f"replay, best of {args.rounds}: CPython {n / best['cpython']:,.0f} ops/s; PyPy's "
-          f"model {n / best['pypy']:,.0f} ops/s, with its child {n / best['child']:,.0f} "
-          f"ops/s, with CPython's conversion too {n / (best['child'] + conv):,.0f} ops/s "
-          f"({best['cpython'] / (best['child'] + conv):.2f}x)", flush=True)
+            for engine in ("cpython", "pypy"):
+                got = replay_process(path, engine)
+                counts.add(digest(got["counts"]))
+                rate = got["ops"] / got["cpu"]
+                print(f"  {what}, round {r}, {engine:7}: {got['cpu']:7.2f} s, {rate:9,.0f} "
+                      f"ops/s, peak {got['peak_kb'] / 1024:6,.0f} MB (load {load()})",
+                      flush=True)
+                if engine not in best or got["cpu"] < best[engine]["cpu"]:
+                    best[engine] = got
+        c, p = best["cpython"], best["pypy"]
+        print(f"{what}: {c['ops']:,} ops, best of {args.rounds}: CPython "
+              f"{c['ops'] / c['cpu']:,.0f} ops/s ({c['cpu']:.2f} s, peak "
+              f"{c['peak_kb'] / 1024:,.0f} MB), PyPy engine {p['ops'] / p['cpu']:,.0f} ops/s "
+              f"({p['cpu']:.2f} s, peak {p['peak_kb'] / 1024:,.0f} MB): "
+              f"{c['cpu'] / p['cpu']:.2f}x; "
+              f"{'the same counts' if len(counts) == 1 else 'COUNTS DIFFER'}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m purgecheck.bench.pypy",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("what", choices=("perl", "bun-serve", "replay"))
-    p.add_argument("--keys", type=int, default=150_000)
+    p.add_argument("--keys", type=int, nargs="+", default=[150_000],
+                   help="perl's hash sizes (perl, replay: each)")
+    p.add_argument("--calls", type=int, nargs="*", default=[],
+                   help="replay: also a synthetic trace of each number of calls")
     p.add_argument("--requests", type=int, nargs="+", default=[20_000, 100_000])
     p.add_argument("--design", action="append",
                    help="a mimalloc design, or `glibc VERSION` (perl: the glibc side)")

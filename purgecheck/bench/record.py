@@ -162,42 +162,66 @@ def live_block_figures(sizes: tuple[int, int], tmp: Path) -> list[Figure]:
         stats = Conversion()
         c0 = time.process_time()
         img, _ = load_stream(trace)
-        run_model(img, VERSIONS["2.23+"], {}, False, stats)
+        p = run_model(img, VERSIONS["2.23+"], {}, False, stats)
         cpu = time.process_time() - c0
         out.append(Figure(BENCH, name, stats.ops / cpu, "ops/s",
                           f"{stats.ops:,} ops, at most {stats.max_live:,} blocks live, CPU time "
                           f"(reading, conversion, model of 2.23+); "
                           + against_aim(stats.ops / cpu, REPLAY_AIM_OPS, "ops/s")))
+        pypy = None if no_replay_engine() else replay_process(trace, "pypy")
+        out += engine_figures(f"perl hash of {n:,} keys", pypy,
+                              {"cpu": cpu, "counts": {"2.23+": p.count()}})
         trace.unlink()
     return out
 
 
-def _long_replay(path: str) -> dict:
-    """Replay a trace file as `purgecheck replay` does (streamed, model of 2.23+) in this
-    process: its ops, CPU seconds and peak RSS (run in a child: its own VmHWM, own_peak_kb)."""
-    from model.glibc.versions import VERSIONS
-    from purgecheck.glibc.fromtrace import Conversion
-    from purgecheck.glibc.replay import load_stream, run_model
+def _long_replay(path: str, engine: str = "cpython") -> dict:
+    """Replay a trace file as `purgecheck replay --version 2.23+ --engine E` does in this
+    process (run in a child of the benchmark): its ops, the CPU seconds of this process and
+    of its PyPy child (reading, conversion, model, and the child's start), the peak RSS of
+    the largest process of the two (tree_peak_kb), the engine that ran and the counts."""
+    import purgecheck.formats.alloc_stream  # noqa: F401 (numpy's import: not the replay's time)
+    from purgecheck.bench import children_cpu, tree_peak_kb
+    from purgecheck.glibc.replay import replay
 
-    c0 = time.process_time()
-    img, _ = load_stream(path)
-    stats = Conversion()
-    run_model(img, VERSIONS["2.23+"], {}, False, stats)
-    return {"ops": stats.ops, "cpu": time.process_time() - c0,
-            "peak_kb": own_peak_kb()}
+    c0, k0 = time.process_time(), children_cpu()
+    # bench.compare's base may be a tree from before the replay had engines
+    rep = replay(path, ["2.23+"], {}, {}, False, **({"engine": engine}
+                                                     if engine != "cpython" else {}))
+    return {"ops": rep.conversion.ops, "cpu": time.process_time() - c0 + children_cpu() - k0,
+            "peak_kb": tree_peak_kb(), "engine": getattr(rep, "engine", "cpython"),
+            "counts": rep.predicted}
+
+
+def no_replay_engine() -> str | None:
+    """Why the replay's PyPy engine cannot be measured here, or None."""
+    import inspect
+    from purgecheck.glibc.replay import replay
+    from purgecheck.simulate.engine import pypy_path
+    if "engine" not in inspect.signature(replay).parameters:
+        return "no replay engine in this tree"
+    return "pypy3 is not on PATH (make setup installs it)" if pypy_path() is None else None
+
+
+def replay_process(path: str | Path, engine: str = "cpython") -> dict:
+    """_long_replay in a child process of its own (its peak is its own)."""
+    import json
+    out = subprocess.run([sys.executable, "-m", "purgecheck.bench.record", "--long-replay",
+                          str(path), "--engine", engine], capture_output=True, text=True,
+                         check=True).stdout
+    return json.loads(out)
 
 
 def long_trace_figures(calls: int, tmp: Path) -> list[Figure]:
     """A synthetic trace of `calls` calls (purgecheck/record/synthetic.py, its buffers out of
-    call order) replayed in a child process: rate and peak RSS."""
-    import json
+    call order) replayed in a child process: rate and peak RSS, by CPython and by the PyPy
+    engine (its CPU with the child's)."""
     from purgecheck.record.synthetic import write_synthetic
 
     path = tmp / "long.rec"
     write_synthetic(path, calls)
-    out = subprocess.run([sys.executable, "-m", "purgecheck.bench.record", "--long-replay",
-                          str(path)], capture_output=True, text=True, check=True).stdout
-    got = json.loads(out)
+    got = replay_process(path)
+    pypy = None if no_replay_engine() else replay_process(path, "pypy")
     size = path.stat().st_size
     path.unlink()
     what = f"{calls / 1e6:g} M-call synthetic trace"
@@ -214,7 +238,25 @@ def long_trace_figures(calls: int, tmp: Path) -> list[Figure]:
             Figure(BENCH, "long replay: peak RSS", got["peak_kb"] / 1024, "MB",
                    f"the replaying process, for a trace file of {size / 2**20:,.0f} MB "
                    f"(aim: bounded, whatever the trace's length: "
-                   f"tests/test_replay_stream.py compares two lengths)")]
+                   f"tests/test_replay_stream.py compares two lengths)")] \
+        + engine_figures("long trace", pypy, got)
+
+
+def engine_figures(what: str, pypy: dict | None, cpython: dict) -> list[Figure]:
+    """The PyPy engine's rate and peak RSS on a replay (`replay --engine pypy`, the whole
+    of it: CPython's reading and the child's start counted), beside CPython's."""
+    name = f"replay --engine pypy, {what}"
+    if pypy is None:
+        return [not_measured(BENCH, f"{name}: ops per second", "ops/s",
+                             f"not measured: {no_replay_engine()}")]
+    rate = pypy["ops"] / pypy["cpu"]
+    same = "the same counts" if pypy["counts"] == cpython["counts"] else "OTHER COUNTS"
+    return [Figure(BENCH, f"{name}: ops per second", rate, "ops/s",
+                   f"{pypy['ops']:,} ops in {pypy['cpu']:.1f} s of CPU, this process and the "
+                   f"pypy3 child, {cpython['cpu'] / pypy['cpu']:.2f}x CPython's, {same}; "
+                   + against_aim(rate, REPLAY_AIM_OPS, "ops/s")),
+            Figure(BENCH, f"{name}: peak RSS", pypy["peak_kb"] / 1024, "MB",
+                   "the largest process (CPython reading, or the pypy3 child)")]
 
 
 def _replay_parts(img, what: str) -> list[Figure]:
@@ -250,10 +292,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hash-keys", type=int, nargs=2, metavar=("SMALL", "LARGE"),
                     help="the two sizes of the perl hash workload (default 40000 400000)")
     ap.add_argument("--long-replay", metavar="TRACE", help=argparse.SUPPRESS)  # the child
+    ap.add_argument("--engine", default="cpython", help=argparse.SUPPRESS)  # the child's
     args = ap.parse_args(argv)
     if args.long_replay:
         import json
-        print(json.dumps(_long_replay(args.long_replay)))
+        print(json.dumps(_long_replay(args.long_replay, args.engine)))
         return 0
     for f in figures(args.tiny, args.pairs, args.long_calls,
                      tuple(args.hash_keys) if args.hash_keys else None):

@@ -121,7 +121,7 @@ def engine_figures(tiny: bool = False) -> list[Figure]:
     from pathlib import Path
 
     from purgecheck.bench import not_measured
-    from purgecheck.bench.pypy import children_cpu
+    from purgecheck.bench import children_cpu
     from purgecheck.bench.record import perl_hash_recording
     from purgecheck.simulate.mimalloc import simulate
     from purgecheck.simulate.program import calls_of, load_program

@@ -28,8 +28,8 @@ from typing import Iterator
 
 import numpy as np
 
-from purgecheck.formats.alloc_trace import (KIND, KINDS, MAGIC, RECORD, AllocTraceError,
-                                            _first_bad_check, is_record)
+from purgecheck.formats.alloc_trace import AllocTraceError, _first_bad_check, is_record
+from purgecheck.formats.records import KIND, KINDS, MAGIC, RECORD, OrderedImage
 
 CHUNK = 1 << 16  # records read from a file at a time
 RUN = 1 << 18  # records sorted in memory at a time (one sorted run of the external sort)
@@ -130,7 +130,7 @@ def merge_runs(runs: list[tuple[Path, int]], out: Path, block: int = MERGE_BLOCK
                     del held[j], readers[j], left[j]
 
 
-class StreamImage:
+class StreamImage(OrderedImage):
     """One process image of a trace, read in call order a chunk at a time (module doc)."""
 
     def __init__(self, path: str | Path, lo: int, hi: int, chunk: int = CHUNK,
@@ -261,19 +261,16 @@ class StreamImage:
 
     # -- what the conversion reads -----------------------------------------------------------
 
-    def __len__(self) -> int:
-        return self.n
-
     @property
     def sorted_in_file(self) -> bool:
         """Whether the file had the image in call order (no external sort was needed)."""
         return self._words == 4
 
-    def has_kind(self, kind: str) -> bool:
-        return {"malloc": self.has_malloc, "end": self.ended, "exec": self.execed}[kind]
-
-    def last_of_threads(self) -> dict[int, int]:
-        return dict(self.last)
+    def in_order(self) -> tuple[str, int, int, int]:
+        """(path, words a record, lo, hi) of the file that holds the image in call order
+        (records.RecordImage reads it without numpy; the sorted file lives as long as this
+        image)."""
+        return (str(self._sorted), self._words, *self._span)
 
     def rows(self, start: int = 0) -> Iterator[tuple]:
         """(index, kind, thread, flags, a, r, record number) in call order, up to the cut."""
@@ -288,14 +285,6 @@ class StreamImage:
                            ((w0 >> np.uint64(40)) & np.uint64(0xFFFF)).tolist(),
                            ((w1 >> np.uint64(48)) & np.uint64(0xFF)).tolist(),
                            w[:hi, 2].tolist(), w[:hi, 3].tolist(), recno[:hi].tolist())
-
-    def next_of_thread(self, i: int, thread: int) -> tuple[int, int, int, int] | None:
-        """(kind, a, r, record number) of `thread`'s first record after index i (a second
-        read from there: only a realloc in flight needs it)."""
-        for j, k, t, _, a, r, rec in self.rows(i + 1):
-            if j > i and t == thread:
-                return k, a, r, rec
-        return None
 
 
 def stream_images(path: str | Path, chunk: int = CHUNK, run: int = RUN) -> list[StreamImage]:

@@ -25,16 +25,10 @@ from typing import Iterator
 
 import numpy as np
 
-RECORD = 32
-MAGIC = 0x3130434552435050
-KINDS = {1: "start", 2: "malloc", 3: "free", 4: "calloc", 5: "realloc_old", 6: "realloc",
-         7: "memalign", 8: "posix_memalign", 9: "aligned_alloc", 10: "valloc", 11: "pvalloc",
-         12: "mallopt", 13: "malloc_trim", 14: "thread_new", 15: "thread_exit", 16: "fork",
-         17: "exec", 18: "end"}
-KIND = {v: k for k, v in KINDS.items()}
-F_IN_CREATE = 0x80  # made by pthread_create itself (the new thread's dtv)
-F_NOT_POW2 = 0x40  # an aligned call whose alignment was not a power of two
-ALIGN_LOG2 = 0x3F  # the other bits of an aligned call's flags: log2 of the alignment, rounded up
+# the format's constants, in a module without numpy (the replay's PyPy child reads them)
+from purgecheck.formats.records import (ALIGN_LOG2, F_IN_CREATE, F_NOT_POW2, KIND,  # noqa: F401
+                                        KINDS, MAGIC, RECORD)
+
 ROWS_CHUNK = 1 << 16  # records turned into Python values at a time by Image.rows
 REFUSED = {1: "the program defines malloc itself", 2: "the next malloc is not the C library's"}
 

@@ -32,12 +32,12 @@ from itertools import count
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, NoReturn
 
-from purgecheck.formats.alloc_trace import (ALIGN_LOG2, F_IN_CREATE, F_NOT_POW2, KIND, KINDS,
-                                            Image)
+from purgecheck.formats.records import ALIGN_LOG2, F_IN_CREATE, F_NOT_POW2, KIND, KINDS
 from purgecheck.formats.glibc_ops import MAX_THREADS, GlibcOp
 
 if TYPE_CHECKING:
     from model.glibc.process import Process
+    from purgecheck.formats.alloc_trace import Image
     from purgecheck.formats.alloc_stream import StreamImage
 
 MALLOPT_PARAMS = {-1: "trim_threshold", -2: "top_pad", -3: "mmap_threshold", -4: "mmap_max"}

@@ -11,19 +11,19 @@ model's and the real heap's system calls part, with the model's state there.
 from __future__ import annotations
 
 import gc
+import sys
 import tempfile
 import time
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from model.glibc.malloc import OutOfMemory
 from model.glibc.process import Process, ScriptError
 from model.glibc.resident import ResidentLimit
 from model.glibc.versions import VERSIONS, Version, version_for_release
-from purgecheck.formats.alloc_stream import StreamImage, stream_images
-from purgecheck.formats.alloc_trace import Image, read_trace
 from purgecheck.formats.heaptrack import HeaptrackImage, is_heaptrack
 from purgecheck.formats.glibc_ops import GlibcOp
 from purgecheck.glibc.compare import mismatches
@@ -31,6 +31,10 @@ from purgecheck.glibc.fromtrace import ConvertError, Conversion, image_to_replay
 from purgecheck.glibc.modelrun import apply, handlers
 from purgecheck.glibc.trace import (Classifier, TraceResult, installed_release, may_shrink_heap,
                                     run_traced)
+
+if TYPE_CHECKING:  # the readers need numpy, which the PyPy child (run_model) lacks
+    from purgecheck.formats.alloc_stream import StreamImage
+    from purgecheck.formats.alloc_trace import Image
 
 # strace stops only at the traced calls (the futexes that serialise the driver's threads go
 # through untouched): the real replay's speed is the driver's.
@@ -68,6 +72,7 @@ class Replay:
     addresses_checked: bool = False
     invariant_checks: int = 0
     prefix: str | None = None  # why the figures cover only part of the run (prefix_reason)
+    engine: str = "cpython"  # what ran the model's predictions: cpython, or pypy (a child)
     memory: Memory | None = None  # with --real: resident memory, real and model
 
     @property
@@ -76,6 +81,7 @@ class Replay:
 
 
 def load(path: str | Path, image: int | None = None) -> tuple[Image, int]:
+    from purgecheck.formats.alloc_trace import read_trace
     trace = read_trace(path)
     n = image_to_replay(trace.images) if image is None else image
     if not 0 <= n < len(trace.images):
@@ -87,6 +93,7 @@ def load_stream(path: str | Path, image: int | None = None) -> tuple[StreamImage
     """`load`, read in call order a chunk at a time (purgecheck/formats/alloc_stream.py):
     what `replay` uses, so that a trace of 10 M calls replays in bounded memory. A heaptrack
     file (purgecheck/formats/heaptrack.py) is recognised and read as one image."""
+    from purgecheck.formats.alloc_stream import stream_images
     if is_heaptrack(path):
         if image not in (None, 0):
             raise ValueError(f"--image: a heaptrack file has one image (0), got {image}")
@@ -131,7 +138,14 @@ def collector_paused():
     keeps up to a million chunks live; none of them is garbage only through a cycle (a chunk
     dropped from its segment is freed by its reference count), so the collector finds
     nothing, but each of its full passes walks every live object: 10 % of the CPU at 900,000
-    live blocks (perl hash, 400,000 keys), a cost that grew with the heap."""
+    live blocks (perl hash, 400,000 keys), a cost that grew with the heap.
+
+    Under PyPy (the replay's engine, purgecheck/simulate/engine.py) the collector stays on:
+    there `gc.disable()` stops its major collections too, and memory grew with the ops
+    (2.9 GB on a 10 M-call trace, 114 MB with it on: docs/record.md, ninth round)."""
+    if sys.implementation.name == "pypy":
+        yield
+        return
     was = gc.isenabled()
     gc.disable()
     try:
@@ -142,14 +156,17 @@ def collector_paused():
 
 
 def run_model(img: Image, version: Version, settings: dict[str, int], overcommit_2: bool,
-              stats: Conversion | None = None, after_op=None) -> Process:
-    """The model after every op of the image; ReplayError / ConvertError name the record."""
+              stats: Conversion | None = None, after_op=None, direct: bool = True) -> Process:
+    """The model after every op of the image; ReplayError / ConvertError name the record.
+    `direct`: the conversion makes the short path's ops on the process (to_ops), CPython's
+    shortcut; without it, every op is converted and then run (faster under PyPy: docs/
+    record.md, ninth round)."""
     p = Process(version, dict(settings), overcommit_2)
     do = handlers(p)
     op = None
     try:
         with collector_paused():
-            if after_op is None:  # `purgecheck replay`: the loop is most of a replay's time
+            if after_op is None and direct:  # `purgecheck replay`: most of a replay's time
                 try:
                     for op in ops_of(img, stats, p):
                         thread, name, args, _ = op  # unpacked: cheaper than three attributes
@@ -160,6 +177,10 @@ def run_model(img: Image, version: Version, settings: dict[str, int], overcommit
                     # deterministic)
                     return run_model(img, version, settings, overcommit_2, Conversion(),
                                      lambda i, op, p: False)
+            elif after_op is None:
+                for op in ops_of(img, stats):
+                    thread, name, args, _ = op
+                    do[name](thread, *args)
             else:
                 for i, op in enumerate(ops_of(img, stats)):
                     do[op.name](op.thread, *op.args)
@@ -172,7 +193,12 @@ def run_model(img: Image, version: Version, settings: dict[str, int], overcommit
 
 
 def predict(img: Image, versions: list[str], settings: dict[str, int],
-            overcommit_2: bool = False) -> tuple[dict, dict, Conversion]:
+            overcommit_2: bool = False, engine: str = "cpython") -> tuple[dict, dict, Conversion]:
+    """Each version's system calls by category, its CPU seconds, the conversion's figures;
+    `engine` "pypy": made in a PyPy child (purgecheck/simulate/engine.py), the same."""
+    if engine == "pypy":
+        from purgecheck.simulate.engine import replay_in_pypy
+        return replay_in_pypy(img, versions, settings, overcommit_2)
     counts, seconds, stats = {}, {}, Conversion()
     for name in versions:
         stats = Conversion()
@@ -427,8 +453,21 @@ def locate(img: Image, version: Version, settings: dict[str, int], env: dict[str
     return found[0] if found else None
 
 
+def choose_engine(engine: str, img, versions: int) -> str:
+    """cpython or pypy: `auto` is pypy when the image's records times the `versions` to
+    replay reach REPLAY_AUTO_FROM and pypy3 is on PATH."""
+    if engine != "auto":
+        return engine
+    from purgecheck.simulate.engine import REPLAY_AUTO_FROM, pypy_path
+    large = not isinstance(img, HeaptrackImage) and len(img) * versions >= REPLAY_AUTO_FROM
+    return "pypy" if large and pypy_path() is not None else "cpython"
+
+
 def replay(path: str | Path, versions: list[str] | None, settings: dict[str, int],
-           env: dict[str, str], real: bool, image: int | None = None) -> Replay:
+           env: dict[str, str], real: bool, image: int | None = None,
+           engine: str = "cpython") -> Replay:
+    """The image's predictions on each version's model (run by `engine`: cpython, pypy or
+    auto), and with `real` the real glibc's, compared (in CPython)."""
     img, n = load_stream(path, image)
     if img.refused:
         raise ValueError(f"{path}: the recording was refused (the program replaces malloc)")
@@ -438,8 +477,9 @@ def replay(path: str | Path, versions: list[str] | None, settings: dict[str, int
         release = installed_release()
         installed = version_for_release(release).name
         names = names if installed in names else names + [installed]
-    counts, seconds, stats = predict(img, names, settings, overcommit_2)
-    rep = Replay(str(path), n, img.pid, stats, counts, seconds)
+    engine = choose_engine(engine, img, len(names))
+    counts, seconds, stats = predict(img, names, settings, overcommit_2, engine)
+    rep = Replay(str(path), n, img.pid, stats, counts, seconds, engine=engine)
     rep.prefix = prefix_reason(img, stats)
     if not real:
         return rep

@@ -20,6 +20,12 @@ again for each run when it is longer, so its memory stays bounded, and writes ba
 for each run, its `as_json` and its CPU seconds (or, when the model refused the input, the
 error CPython would have raised, as a ValueError's words).
 
+`purgecheck replay --engine pypy` (or `auto` on a large trace) runs in the same child
+(`replay_in_pypy`, the header's task "replay"): CPython reads the trace (its order and index,
+numpy), the child reads its records from the file that holds them in call order
+(purgecheck/formats/records.py), converts them and runs each version's glibc model
+(docs/record.md, issue 29's thirteenth round).
+
     pypy3 -m purgecheck.simulate.engine HEADER OUTPUT      (the child; PYTHONPATH the tree)
 """
 
@@ -43,7 +49,17 @@ KEEP_OPS = 1_000_000  # the child keeps an input of up to this many in memory
 # `auto` runs on PyPy from this many ops or calls: below it the JIT's warm-up takes the
 # gain (docs/simulate-guide.md, twelfth round)
 AUTO_FROM = 200_000
+# `replay --engine auto` runs the model in PyPy from this many records of a recorder's trace
+# times the versions replayed (a heaptrack file, whose length is not known before it is read,
+# on CPython): below it the child's start and the JIT's warm-up (about 2 s) take the gain.
+# Measured (docs/record.md, thirteenth round): the perl hash of 282,000 records, one version
+# 0.87x, four 1.47x; of 1.05 M records, one version 1.5x.
+REPLAY_AUTO_FROM = 600_000
 ROOT = Path(__file__).resolve().parents[2]
+# PyPy's young generation (its default here: 1 MB): the models make short-lived tuples and
+# chunks at every op; 16 MB took 8 % off the replay of the perl hash of 1 M calls, with
+# the same peak RSS (docs/record.md, thirteenth round). A PYPY_GC_NURSERY of the caller's wins.
+NURSERY = "16MB"
 MISSING = f"--engine pypy: {PYPY} is not on PATH (make setup installs it)"
 
 
@@ -73,6 +89,28 @@ def write_rows(f, rows: Iterable[tuple], timed_ops: bool) -> int:
     return n
 
 
+def run_child(folder: Path, header: dict, quiet: bool):
+    """The child run on `header` (its task: a dict the child reads) in `folder`: what it
+    wrote back. Its progress lines go to stderr unless `quiet` (then kept for an error)."""
+    pypy = pypy_path()
+    if pypy is None:
+        raise EngineError(MISSING)
+    head, out = folder / "header.pickle", folder / "output.pickle"
+    with open(head, "wb") as f:
+        pickle.dump(header, f, protocol=PROTOCOL)
+    env = {"PYPY_GC_NURSERY": NURSERY, **os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = subprocess.run([pypy, "-m", "purgecheck.simulate.engine", str(head), str(out)],
+                          env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE if quiet else None)
+    if done.returncode != 0:
+        tail = (done.stderr or b"").decode(errors="replace").strip().splitlines()[-1:]
+        raise EngineError(f"the {PYPY} child failed (exit {done.returncode})"
+                          + (f": {tail[0]}" if tail else ""))
+    with open(out, "rb") as f:
+        return pickle.load(f)
+
+
 class Input:
     """An input written to a temporary folder for the child: `size` timed ops or calls."""
 
@@ -88,31 +126,14 @@ class Input:
         """Each job, ("glibc", version) or ("mimalloc", design), run in the child on
         `workload`'s idle: each run's `as_json` and the child's CPU seconds for it. Its
         progress lines go to stderr unless `quiet`."""
-        pypy = pypy_path()
-        if pypy is None:
-            raise EngineError(MISSING)
-        header = {"rows": str(self.path), "size": self.size, "keep": KEEP_OPS,
-                  "timed_ops": self.timed_ops,
+        header = {"task": "simulate", "rows": str(self.path), "size": self.size,
+                  "keep": KEEP_OPS, "timed_ops": self.timed_ops,
                   "jobs": jobs, "quiet": quiet, "name": workload.name,
                   "idle": workload.idle, "idle_ms": workload.idle_ms,
                   "collect_at_end": workload.collect_at_end,
                   "idle_turns": workload.idle_turns, "sample_ms": sample_ms,
                   "park_after_ms": park_after_ms}
-        head, out = (Path(self.dir.name) / f"{x}.pickle" for x in ("header", "output"))
-        with open(head, "wb") as f:
-            pickle.dump(header, f, protocol=PROTOCOL)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
-        # the progress lines pass through as they come; with `quiet`, kept for an error
-        done = subprocess.run([pypy, "-m", "purgecheck.simulate.engine", str(head), str(out)],
-                              env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE if quiet else None)
-        if done.returncode != 0:
-            tail = (done.stderr or b"").decode(errors="replace").strip().splitlines()[-1:]
-            raise EngineError(f"the {PYPY} child failed (exit {done.returncode})"
-                              + (f": {tail[0]}" if tail else ""))
-        with open(out, "rb") as f:
-            result = pickle.load(f)
+        result = run_child(Path(self.dir.name), header, quiet)
         if isinstance(result, dict):  # the model refused the input: as CPython would say it
             raise ValueError(result["error"])
         return result
@@ -137,6 +158,32 @@ def simulate_in_pypy(rows: Iterable[tuple], timed_ops: bool, jobs: list[tuple[st
                                                       park_after_ms, quiet)]
     finally:
         inp.close()
+
+
+def replay_in_pypy(img, versions: list[str], settings: dict[str, int], overcommit_2: bool,
+                   quiet: bool = True) -> tuple[dict, dict, object]:
+    """`purgecheck replay`'s predictions (glibc/replay.predict) made in a PyPy child: the
+    system calls of each version's model by category, the child's CPU seconds for each
+    version, and the conversion's figures. CPython has read the image (its order and its
+    index: alloc_stream.StreamImage); the child reads the records from the file that holds
+    them in call order (formats/records.RecordImage, no numpy) and converts and runs them
+    op by op, its collector on (memory that does not grow with the ops). A heaptrack file
+    the child reads itself.
+    A record the model or the conversion refuses: ReplayError with CPython's words."""
+    from purgecheck.formats.heaptrack import HeaptrackImage
+    from purgecheck.glibc.fromtrace import Conversion
+    from purgecheck.glibc.replay import ReplayError
+    image = (("heaptrack", img.source) if isinstance(img, HeaptrackImage)
+             else ("records", *img.in_order(), img.index()))
+    header = {"task": "replay", "image": image, "versions": versions,
+              "settings": settings, "overcommit_2": overcommit_2}
+    with tempfile.TemporaryDirectory(prefix="purgecheck-engine-") as folder:
+        result = run_child(Path(folder), header, quiet)
+    if "error" in result:
+        raise ReplayError(result["error"])
+    counts = {name: c for name, c, _ in result["runs"]}
+    seconds = {name: cpu for name, _, cpu in result["runs"]}
+    return counts, seconds, Conversion(**result["conversion"])
 
 
 # -- the child's side -------------------------------------------------------------------------
@@ -177,11 +224,38 @@ def run_job(job: tuple[str, str], stream, timed_ops: bool, workload, sample_ms: 
                     calls=calls)
 
 
+def replay_child(h: dict) -> dict:
+    """The child's side of replay_in_pypy: each version's counts and CPU seconds."""
+    from model.glibc.versions import VERSIONS
+    from purgecheck.formats.heaptrack import HeaptrackImage
+    from purgecheck.formats.records import RecordImage
+    from purgecheck.glibc.fromtrace import Conversion, ConvertError
+    from purgecheck.glibc.replay import ReplayError, run_model
+    kind, *where = h["image"]
+    img = HeaptrackImage(Path(where[0])) if kind == "heaptrack" else RecordImage(*where)
+    runs = []
+    stats = Conversion()
+    try:
+        for name in h["versions"]:
+            stats = Conversion()
+            c0 = time.process_time()
+            p = run_model(img, VERSIONS[name], h["settings"], h["overcommit_2"], stats,
+                          direct=False)
+            runs.append((name, p.count(), time.process_time() - c0))
+    except (ConvertError, ReplayError) as e:
+        return {"error": str(e)}
+    return {"runs": runs, "conversion": dict(stats.__dict__)}
+
+
 def child(header_path: str, out: str) -> int:
     from purgecheck.simulate.workloads import Workload
 
     with open(header_path, "rb") as f:
         h = pickle.load(f)
+    if h["task"] == "replay":
+        with open(out, "wb") as f:
+            pickle.dump(replay_child(h), f, protocol=PROTOCOL)
+        return 0
     kept = list(read_rows(h["rows"], h["timed_ops"])) if h["size"] <= h["keep"] else None
 
     def stream() -> Iterator[tuple]:
