@@ -358,7 +358,7 @@ def page_view(page: tuple) -> SimpleNamespace:
     block1, swept_state, last_alloc, last_walk = page
     tags = place_tags(block1)
     purged = {1} if PURGED in tags else set()
-    v = SimpleNamespace(id=1, swept_state=swept_state, last_alloc_ms=last_alloc,
+    v = SimpleNamespace(id=1, version=0, swept_state=swept_state, last_alloc_ms=last_alloc,
                         last_walk=WalkRecord(*last_walk) if last_walk else None,
                         geom=SimpleNamespace(kind=PageKind.LARGE), retired=False,
                         free=[1] if FREE in tags else [], local_free=[],

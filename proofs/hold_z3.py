@@ -52,7 +52,7 @@ def hold_claims(stale_epochs: int = 0) -> list[Claim]:
     # The allocation: the model writes the stamp (a page object with a symbolic field; the
     # model's "only when it differs" test is decided on the terms, and writing an equal value
     # again changes nothing, so both of its branches leave the same state).
-    pg = SimpleNamespace(swept_state=prev, emit=lambda *a, **k: None)
+    pg = SimpleNamespace(swept_state=prev, version=0, emit=lambda *a, **k: None)
     stamp.mi_page_stamp(pg, e_read)
     state = pg.swept_state
     hyps = [
@@ -86,7 +86,7 @@ def render_hold(claim: Claim, m: z3.ModelRef) -> str:
                                         "swept_state_before", W)
     began = z3.Function("epoch_began", z3.BitVecSort(W), z3.IntSort())
     ea, ed, er = val(m, e_a), val(m, e_d), val(m, e_read)
-    pg = SimpleNamespace(swept_state=prev, emit=lambda *a, **k: None)
+    pg = SimpleNamespace(swept_state=prev, version=0, emit=lambda *a, **k: None)
     stamp.mi_page_stamp(pg, e_read)
     state = val(m, pg.swept_state)
     steps = [Step("epoch", f"epoch {ea} begins", {"t ms": val(m, began(e_a)), "epoch": ea})]
