@@ -548,6 +548,18 @@ def abandon_window_script(delay_us: int = 2000, pages: int = 6, idles: int = 100
     return "\n".join(lines) + "\n"
 
 
+def linearized_script(name: str, ops: int = 1500) -> str:
+    """A script of the validate engine's op-script part by name: `abandon-window`
+    (abandon_window_script) or a stress seed (stress_script of `ops` ops)."""
+    if name == "abandon-window":
+        return abandon_window_script()
+    try:
+        seed = int(name)
+    except ValueError:
+        raise ValueError(f"expected a seed or abandon-window, got {name!r}") from None
+    return LINEARIZED_OPTIONS + "\n" + stress_script(seed, ops=ops)
+
+
 def abandon_overlaps(path: Path) -> int:
     """In a trace of abandon_window_script: the sweeps, by a thread other than the page's
     maker, of a page abandoned before the exit's last `abandon` event, i.e. sweeps that ran

@@ -257,20 +257,6 @@ def figures(tiny: bool = False) -> list[Figure]:
     return out + reader_figures(measure_reader(size["events"]))
 
 
-def linearized_script(name: str) -> str:
-    """The scripts of the validate engine's op-script part (purgecheck/engines/validate.py
-    run_op_scripts), by name: `abandon-window` or a stress seed."""
-    from purgecheck.conformance import LINEARIZED_OPTIONS, abandon_window_script
-
-    if name == "abandon-window":
-        return abandon_window_script()
-    try:
-        seed = int(name)
-    except ValueError:
-        raise SystemExit(f"--linearized-script: expected a seed or abandon-window, got {name!r}")
-    return LINEARIZED_OPTIONS + "\n" + stress_script(seed, ops=1500)
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m purgecheck.bench.conformance",
                                 description=__doc__,
@@ -287,7 +273,11 @@ def main(argv: list[str] | None = None) -> int:
                         "and stop")
     args = p.parse_args(argv)
     if args.linearized_script is not None:
-        sys.stdout.write(linearized_script(args.linearized_script))
+        from purgecheck.conformance import linearized_script
+        try:
+            sys.stdout.write(linearized_script(args.linearized_script))
+        except ValueError as e:
+            p.error(f"--linearized-script: {e}")
         return 0
     if args.stress_script is not None:
         sys.stdout.write(stress_options_line() + "\n" + stress_script(args.stress_script))

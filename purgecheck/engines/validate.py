@@ -197,38 +197,42 @@ def run_op_scripts(tmp: Path, seed: int, switch: str | None) -> Result:
     exit, which the scheduler decides: a run whose sweepers finished first, or started late,
     tests nothing there, and a kill that hung on it would change with the machine's load.
     Under a C switch the driver runs the mutant, so that the kill matrix sees it here."""
-    from purgecheck.conformance import (LINEARIZED_OPTIONS, abandon_overlaps,
-                                        abandon_window_script, run_linearized, stress_script)
+    from purgecheck.conformance import abandon_overlaps, linearized_script, run_linearized
     from purgecheck.validate import validate_file
 
     t0 = time.perf_counter()
-    runs = [("abandon-window", abandon_window_script())] * WINDOW_TRIES
-    runs.append((str(seed), LINEARIZED_OPTIONS + "\n" + stress_script(seed, ops=OP_SCRIPT_OPS)))
-    events = overlaps = window_runs = 0
-    for name, text in runs:
-        if name == "abandon-window" and overlaps:
-            continue
+
+    def run(name: str):
+        """One script run and validated: its verdict and trace, or the failing Result."""
         path = tmp / f"op-script-{name}.jsonl"
-        proc = run_linearized(text, path, mutant=switch)
+        proc = run_linearized(linearized_script(name, OP_SCRIPT_OPS), path, mutant=switch)
         verdict = validate_file(str(path))
-        replay = (f"python -m purgecheck.bench.conformance --linearized-script {name} | "
-                  f"reference_c/build/driver - > t.jsonl; purgecheck validate t.jsonl"
-                  + (f" (with mutant={switch} on the %options line)" if switch else ""))
         why = []
         if proc.returncode != 0:
             why.append(f"the driver exited {proc.returncode}: "
                        f"{proc.stderr.decode(errors='replace').strip()[-300:]}")
         if not verdict.accepted:
             why.append(f"the trace was rejected at line {verdict.line}: {verdict.why}")
-        if why:
-            return _result("CF-LINEARIZED-RUNS", False, "", time.perf_counter() - t0,
-                           f"script {name}: " + "; ".join(why), replay)
-        events += verdict.events
+        if not why:
+            return verdict, path, None
+        replay = (f"python -m purgecheck.bench.conformance --linearized-script {name} | "
+                  f"reference_c/build/driver - > t.jsonl; purgecheck validate t.jsonl"
+                  + (f" (with mutant={switch} on the %options line)" if switch else ""))
+        return verdict, path, _result("CF-LINEARIZED-RUNS", False, "", time.perf_counter() - t0,
+                                      f"script {name}: " + "; ".join(why), replay)
+
+    events = overlaps = scripts = 0
+    for name in ["abandon-window"] * WINDOW_TRIES + [str(seed)]:
+        if name == "abandon-window" and overlaps:
+            continue
+        verdict, path, failed = run(name)
+        if failed:
+            return failed
+        events, scripts = events + verdict.events, scripts + 1
         if name == "abandon-window":
-            window_runs += 1
             overlaps = abandon_overlaps(path)
     return _result("CF-LINEARIZED-RUNS", True,
-                   f"{window_runs + 1} scripts, {events:,} events, {overlaps:,} sweeps of an "
+                   f"{scripts} scripts, {events:,} events, {overlaps:,} sweeps of an "
                    f"abandoned page during the exit", time.perf_counter() - t0)
 
 
