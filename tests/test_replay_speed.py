@@ -417,6 +417,7 @@ def test_the_prediction_hash_is_stable_and_sees_a_changed_rule(monkeypatch):
     assert prediction_hash(ops, "2.23+") == first
     assert prediction_hash(ops, "2.21") != first
     monkeypatch.setattr(malloc, "TCACHE_FILL_COUNT", 6)
+    monkeypatch.setattr(process_module, "TCACHE_FILL_COUNT", 6)  # Process.free's, inline
     assert prediction_hash(ops, "2.23+") != first
 
 
@@ -459,17 +460,19 @@ from model.glibc.process import Process  # noqa: E402
 
 
 def tcache_round_trip(size: int) -> None:
-    """malloc(size) from a fresh heap's top, free, malloc again: the chunk is request2size's
-    (Process.malloc's request2size, inline), the free puts it in the bin csize2tidx names
-    (int_free's and tcache_put's csize2tidx, inline), and the next malloc of that size takes
-    it back from there (Process.malloc's csize2tidx, inline)."""
+    """malloc(size) from a fresh heap's top, free, malloc again, twice: the chunk is
+    request2size's (Process.malloc's request2size, inline), the free puts it in the bin
+    csize2tidx names (Process.free's inline tcache_put, then int_free's and tcache_put's
+    csize2tidx, inline, through free_chunk), and the next malloc of that size takes it back
+    from there (Process.malloc's csize2tidx, inline)."""
     p = Process(VERSIONS["2.23+"], {}, False)
     c = p.malloc(0, 0, size)
     assert c.size == request2size(size), size
-    p.free(0, 0)
-    bins = [i for i, b in enumerate(p.threads[0].tcache) if c in b]
-    assert bins == [csize2tidx(c.size)], size
-    assert p.malloc(0, 1, size) is c, size
+    for free in (lambda: p.free(0, 0), lambda: p.free_chunk(p.threads[0], p.blocks.pop(0))):
+        free()
+        bins = [i for i, b in enumerate(p.threads[0].tcache) if c in b]
+        assert bins == [csize2tidx(c.size)], size
+        assert p.malloc(0, 0, size) is c, size
 
 
 def test_the_inline_size_and_bin_rules_are_the_functions():
@@ -481,6 +484,7 @@ def test_the_inline_size_and_bin_rules_are_the_functions():
 @pytest.mark.parametrize("where, name, broken", [
     (process_module, "MALLOC_ALIGN_MASK", 31),  # Process.malloc rounds to 32 bytes
     (malloc, "MALLOC_ALIGNMENT", 32),  # int_free / tcache_put index by 32-byte steps
+    (process_module, "MALLOC_ALIGNMENT", 32),  # so does Process.free's inline tcache_put
 ])
 def test_an_inline_rule_that_differs_is_caught(monkeypatch, where, name, broken):
     """Broken variants: the inline request2size or csize2tidx with another alignment."""
