@@ -417,7 +417,6 @@ def test_the_prediction_hash_is_stable_and_sees_a_changed_rule(monkeypatch):
     assert prediction_hash(ops, "2.23+") == first
     assert prediction_hash(ops, "2.21") != first
     monkeypatch.setattr(malloc, "TCACHE_FILL_COUNT", 6)
-    monkeypatch.setattr(process_module, "TCACHE_FILL_COUNT", 6)  # Process.free's, inline
     assert prediction_hash(ops, "2.23+") != first
 
 
@@ -460,19 +459,17 @@ from model.glibc.process import Process  # noqa: E402
 
 
 def tcache_round_trip(size: int) -> None:
-    """malloc(size) from a fresh heap's top, free, malloc again, twice: the chunk is
-    request2size's (Process.malloc's request2size, inline), the free puts it in the bin
-    csize2tidx names (Process.free's inline tcache_put, then int_free's and tcache_put's
-    csize2tidx, inline, through free_chunk), and the next malloc of that size takes it back
-    from there (Process.malloc's csize2tidx, inline)."""
+    """malloc(size) from a fresh heap's top, free, malloc again: the chunk is request2size's
+    (Process.malloc's request2size, inline), the free puts it in the bin csize2tidx names
+    (int_free's and tcache_put's csize2tidx, inline), and the next malloc of that size takes
+    it back from there (Process.malloc's csize2tidx, inline)."""
     p = Process(VERSIONS["2.23+"], {}, False)
     c = p.malloc(0, 0, size)
     assert c.size == request2size(size), size
-    for free in (lambda: p.free(0, 0), lambda: p.free_chunk(p.threads[0], p.blocks.pop(0))):
-        free()
-        bins = [i for i, b in enumerate(p.threads[0].tcache) if c in b]
-        assert bins == [csize2tidx(c.size)], size
-        assert p.malloc(0, 0, size) is c, size
+    p.free(0, 0)
+    bins = [i for i, b in enumerate(p.threads[0].tcache) if c in b]
+    assert bins == [csize2tidx(c.size)], size
+    assert p.malloc(0, 1, size) is c, size
 
 
 def test_the_inline_size_and_bin_rules_are_the_functions():
@@ -484,7 +481,6 @@ def test_the_inline_size_and_bin_rules_are_the_functions():
 @pytest.mark.parametrize("where, name, broken", [
     (process_module, "MALLOC_ALIGN_MASK", 31),  # Process.malloc rounds to 32 bytes
     (malloc, "MALLOC_ALIGNMENT", 32),  # int_free / tcache_put index by 32-byte steps
-    (process_module, "MALLOC_ALIGNMENT", 32),  # so does Process.free's inline tcache_put
 ])
 def test_an_inline_rule_that_differs_is_caught(monkeypatch, where, name, broken):
     """Broken variants: the inline request2size or csize2tidx with another alignment."""
@@ -534,77 +530,3 @@ def test_a_split_top_that_skips_a_head_on_another_page_is_caught(monkeypatch):
     fast = resident_counters_after_every_op(GROWING)
     writes_both_heads(monkeypatch)
     assert resident_counters_after_every_op(GROWING) != fast
-
-
-# -- the fourteenth round's fast paths (issue 29) -------------------------------------------------
-
-from purgecheck.formats.glibc_ops import expand  # noqa: E402
-from purgecheck.glibc.modelrun import apply  # noqa: E402
-
-
-class PlainFree(Process):
-    """__libc_free without Process.free's inline tcache_put and push_fastbin: every chunk
-    through free_chunk and int_free (the model before the fourteenth round)."""
-
-    def free(self, tid: int, block: int) -> None:
-        t = self.threads.get(tid) or self.thread(tid)
-        c = self.blocks.pop(block, None)
-        if c is not None:
-            self.free_chunk(t, c)
-
-
-def model_state(p: Process) -> tuple:
-    """Everything a rule reads or a report shows: each arena's chunks by segment, top, bins
-    in order, fastbins, footers; each thread's tcache; the blocks; the resident pages; the
-    system calls (their number and the last)."""
-    def chunk(c):
-        return c.addr, c.size, c.state, c.bin, c.seq
-    arenas = [(av.name, [{a: chunk(c) for a, c in seg.chunks.items()} for seg in av.segments],
-               av.top and chunk(av.top), [chunk(c) for c in av.bins.chunks()],
-               {size: [c.addr for c in f] for size, f in av.fastbins.items()},
-               set(av.bins.footers), av.system_mem, av.last_remainder) for av in p.arenas]
-    tcaches = {tid: t.tcache and [[c.addr for c in b] for b in t.tcache]
-               for tid, t in p.threads.items()}
-    r = p.resident
-    return (arenas, tcaches, {b: chunk(c) for b, c in p.blocks.items()},
-            (r.pages, r.faults, r.refaults, r.dropped, r.regions), len(p.calls), p.calls[-1:])
-
-
-# ten chunks of each size: a tcache bin filled past its 7 (the rest to a fastbin up to 128
-# bytes, merged above), from the main thread and from a worker freeing the main arena's
-# chunks; a large chunk and an mmapped one freed beside them
-SIZES = (24, 40, 120, 136, 500, 1032)
-SMALL_FREES = "".join(f"0 malloc {i} {SIZES[i % 6]}\n" for i in range(60)) + \
-    "0 malloc 60 5000\n0 malloc 61 300000\n1 start\n" + \
-    "".join(f"1 free {i}\n" for i in range(0, 60, 4)) + "1 free 60\n1 free 61\n1 join\n" + \
-    "".join(f"0 free {i}\n" for i in range(60) if i % 4) + \
-    "".join(f"0 malloc {i} {SIZES[i % 6]}\n" for i in range(30))
-
-
-def frees_agree(script: str, version: str = "2.23+") -> None:
-    """The script on the model and on PlainFree side by side: the same state after every op."""
-    fast, plain = Process(VERSIONS[version]), PlainFree(VERSIONS[version])
-    for op in expand(parse_script(script)):
-        if op.name in ("repeat", "end"):
-            continue
-        apply(fast, op)
-        apply(plain, op)
-        assert model_state(fast) == model_state(plain), op.render()
-
-
-@pytest.mark.parametrize("script", [SMALL_FREES, WORKLOADS["mixed"].script(quick=True)])
-def test_the_inline_free_is_free_chunk_after_every_op(script):
-    frees_agree(script)
-    frees_agree(script, "2.21")  # no tcache: every free takes free_chunk
-
-
-@pytest.mark.parametrize("name, broken", [
-    ("TCACHE_FILL_COUNT", 8),  # an eighth chunk in a tcache bin
-    ("MAX_FAST_CHUNK", 144),  # a 144-byte chunk to a fastbin, not merged
-])
-def test_an_inline_free_that_differs_is_caught(monkeypatch, name, broken):
-    """Broken variants: Process.free's inline tcache_put with room for 8, its inline
-    push_fastbin taking a chunk past global_max_fast."""
-    monkeypatch.setattr(process_module, name, broken)
-    with pytest.raises(AssertionError):
-        frees_agree(SMALL_FREES)

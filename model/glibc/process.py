@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from model.glibc import malloc, system
 from model.glibc.arena import Arena, malloc_consolidate
 from model.glibc.constants import (CHUNK_HDR_SZ, DTV_CALLOC_REQUEST, HEAP_MAX_SIZE,
-                                   MALLOC_ALIGN_MASK, MALLOC_ALIGNMENT, MAX_FAST_CHUNK,
-                                   MAX_TCACHE_CHUNK, MINSIZE, PAGESIZE, SIZE_SZ, STACK_SIZE,
-                                   STACK_CACHE_MAXSIZE, TCACHE_FILL_COUNT, TCACHE_MAX_BINS,
-                                   TCACHE_STRUCT_REQUEST, request2size)
-from model.glibc.heap import FAST, MMAPPED, TCACHE, Chunk
+                                   MALLOC_ALIGN_MASK, MALLOC_ALIGNMENT, MAX_TCACHE_CHUNK,
+                                   MINSIZE, PAGESIZE, SIZE_SZ, STACK_SIZE, STACK_CACHE_MAXSIZE,
+                                   TCACHE_MAX_BINS, TCACHE_STRUCT_REQUEST, request2size)
+from model.glibc.heap import MMAPPED, Chunk
 from model.glibc.memalign import effective_alignment, int_memalign, pvalloc_request
 from model.glibc.mtrim import malloc_trim
 from model.glibc.realloc import int_realloc
@@ -199,30 +198,6 @@ class Process:
         t = self.threads.get(tid) or self.thread(tid)
         c = self.blocks.pop(block, None)
         if c is None:
-            return
-        size = c.size
-        tcache = t.tcache
-        if size <= MAX_TCACHE_CHUNK and tcache is not None and c.state != MMAPPED:
-            # The common free, inline: int_free's first two ways, tcache_put into a bin with
-            # room, else push_fastbin (a program's small frees: three calls fewer each).
-            # tests/test_replay_speed.py runs free_chunk beside it after every op.
-            entries = tcache[(size - MINSIZE + MALLOC_ALIGN_MASK) // MALLOC_ALIGNMENT]
-            if len(entries) < TCACHE_FILL_COUNT:
-                c.state = TCACHE
-                entries.append(c)
-                self.resident.write(c.addr + 2 * SIZE_SZ, 2 * SIZE_SZ)  # e->next, e->key
-                return
-            if size > MAX_FAST_CHUNK:
-                malloc.int_free(self, c.segment.arena, c, t)  # merged, maybe trimmed
-                return
-            c.state = FAST
-            fastbins = c.segment.arena.fastbins
-            fastbin = fastbins.get(size)
-            if fastbin is None:
-                fastbins[size] = [c]
-            else:
-                fastbin.append(c)
-            self.resident.write(c.addr + 2 * SIZE_SZ, SIZE_SZ)  # p->fd
             return
         self.free_chunk(t, c)
 
