@@ -88,7 +88,7 @@ def _signed(v: int) -> int:
 
 
 def to_ops(img: "Image | StreamImage", stats: Conversion | None = None,
-           process: "Process | None" = None) -> Iterator[GlibcOp]:
+           process: "Process | None" = None, direct: bool = True) -> Iterator[GlibcOp]:
     """The image's calls as glibc ops; `line` of each op is its record's number.
 
     The ops come from a run that keeps, per live address, its block id only. Bad input that
@@ -106,8 +106,14 @@ def to_ops(img: "Image | StreamImage", stats: Conversion | None = None,
     dict of blocks is the conversion's dict of live addresses (one lookup in one dict of up
     to 900,000 entries where there were two, and no heap of free ids), and a realloc that
     moves a block re-keys it there. Nothing but the process sees those ops; it gets the same
-    calls in the same order as from the ops one by one (tests/test_replay_direct.py)."""
-    return _ops(img, stats if stats is not None else Conversion(), None, process)
+    calls in the same order as from the ops one by one (tests/test_replay_direct.py).
+
+    With `process` and not `direct`, every op is yielded, its block named by its address
+    as above: the caller runs each op before it takes the next (the block enters the
+    process's dict, which is the conversion's `live`, when its malloc runs). The PyPy
+    engine's way: its JIT runs the loop that yields faster than the one that calls
+    (docs/record.md, ninth round), and the ids' heap and second dict are left out."""
+    return _ops(img, stats if stats is not None else Conversion(), None, process, direct)
 
 
 def _name_the_records(img: "Image | StreamImage") -> NoReturn:
@@ -122,7 +128,7 @@ def _name_the_records(img: "Image | StreamImage") -> NoReturn:
 
 
 def _ops(img: "Image | StreamImage", st: Conversion, records: _Records | None,
-         process: "Process | None" = None) -> Iterator[GlibcOp]:
+         process: "Process | None" = None, direct: bool = True) -> Iterator[GlibcOp]:
     """to_ops: without `records`, most records take the short path, and bad input is named
     by the run with them (_name_the_records); with them, every record takes the general
     path, which keeps them."""
@@ -132,6 +138,7 @@ def _ops(img: "Image | StreamImage", st: Conversion, records: _Records | None,
     # address -> block id; with `process`, its blocks by address (to_ops), and a block's
     # id is its address
     keyed = process is not None
+    direct = keyed and direct
     live: dict = process.blocks if keyed else {}
     free_ids: list[int] = []  # a heap: the lowest is reused first
     fresh_id = count().__next__  # when none is free: the next never used
@@ -215,7 +222,7 @@ def _ops(img: "Image | StreamImage", st: Conversion, records: _Records | None,
     n_ops = 0
     # the short path's lookup of a running thread: none with the records (the general path)
     short_slot = slots.get if records is None else {}.get
-    if keyed:  # the short path's ops made on the process directly (to_ops), else yielded
+    if direct:  # the short path's ops made on the process directly (to_ops), else yielded
         direct_malloc, direct_free = process.malloc, process.free
         direct_realloc = process.realloc
     try:
@@ -228,17 +235,25 @@ def _ops(img: "Image | StreamImage", st: Conversion, records: _Records | None,
                 # is in flight may need that realloc settled first, and a record that is bad
                 # input is named by the general case
                 if k == K_MALLOC and r and r not in live:
-                    if keyed:
+                    if direct:
                         direct_malloc(s, r, a)  # the process keeps the block at `r`
+                        op = True
+                    elif keyed:  # its malloc, when it runs, puts the block in `live`
+                        op = make(GlibcOp, (s, "malloc", (r, a), rec))
+                        if len(live) >= max_live:
+                            max_live = len(live) + 1
                     else:
                         b = heappop(free_ids) if free_ids else fresh_id()  # new_id, inline
                         live[r] = b
+                        op = make(GlibcOp, (s, "malloc", (b, a), rec))
                     if len(live) > max_live:
                         max_live = len(live)
-                    op = True if keyed else make(GlibcOp, (s, "malloc", (b, a), rec))
                 elif k == K_FREE and keyed and a in live and a not in pthread_own:
-                    direct_free(s, a)
-                    op = True
+                    if direct:
+                        direct_free(s, a)
+                        op = True
+                    else:  # its free, when it runs, takes the block out of `live`
+                        op = make(GlibcOp, (s, "free", (a,), rec))
                 elif k == K_FREE and not keyed and a not in pthread_own \
                         and (b := live.pop(a, None)) is not None:
                     heappush(free_ids, b)  # drop, inline (one lookup of `live`)
@@ -253,7 +268,7 @@ def _ops(img: "Image | StreamImage", st: Conversion, records: _Records | None,
                     old = pending_old.pop(t)[0]
                     ops = _realloc(src, s, old, a, r, rec, live, None, new_id, drop, st, keyed)
                     op = ops[0] if ops else False  # False: a failed realloc, no op
-                    if op and keyed:
+                    if op and direct:
                         direct_realloc(s, *op.args)
                         op = True
                 else:

@@ -105,13 +105,15 @@ def load_stream(path: str | Path, image: int | None = None) -> tuple[StreamImage
     return images[n], n
 
 
-def ops_of(img, stats: Conversion | None = None, process: Process | None = None):
+def ops_of(img, stats: Conversion | None = None, process: Process | None = None,
+           direct: bool = True):
     """The ops of a recorded image (fromtrace.to_ops) or of a heaptrack file. With
-    `process`, a recorded image's short-path ops are made on it as they are converted
-    (to_ops): the ops left to run."""
+    `process`, a recorded image's blocks are named by their address in its dict and, when
+    `direct`, its short-path ops are made on it as they are converted (to_ops): the ops
+    left to run."""
     if isinstance(img, HeaptrackImage):
         return img.glibc_ops(stats)
-    return to_ops(img, stats, process)
+    return to_ops(img, stats, process, direct)
 
 
 def prefix_reason(img, stats: Conversion) -> str | None:
@@ -159,28 +161,24 @@ def run_model(img: Image, version: Version, settings: dict[str, int], overcommit
               stats: Conversion | None = None, after_op=None, direct: bool = True) -> Process:
     """The model after every op of the image; ReplayError / ConvertError name the record.
     `direct`: the conversion makes the short path's ops on the process (to_ops), CPython's
-    shortcut; without it, every op is converted and then run (faster under PyPy: docs/
-    record.md, ninth round)."""
+    shortcut; without it, every op is converted and then run, its block named by address
+    all the same (faster under PyPy: docs/record.md, ninth and fourteenth rounds)."""
     p = Process(version, dict(settings), overcommit_2)
     do = handlers(p)
     op = None
     try:
         with collector_paused():
-            if after_op is None and direct:  # `purgecheck replay`: most of a replay's time
+            if after_op is None:  # `purgecheck replay`: most of a replay's time
                 try:
-                    for op in ops_of(img, stats, p):
+                    for op in ops_of(img, stats, p, direct):
                         thread, name, args, _ = op  # unpacked: cheaper than three attributes
                         do[name](thread, *args)
                 except (ScriptError, OutOfMemory, ResidentLimit):
-                    # the failing op may be one the conversion made on `p` (not `op`): the
-                    # run op by op names it, failing at the same op (the model is
-                    # deterministic)
+                    # the failing op may be one the conversion made on `p` (not `op`), and
+                    # it names its block by address: the run op by op names it, failing at
+                    # the same op (the model is deterministic)
                     return run_model(img, version, settings, overcommit_2, Conversion(),
                                      lambda i, op, p: False)
-            elif after_op is None:
-                for op in ops_of(img, stats):
-                    thread, name, args, _ = op
-                    do[name](thread, *args)
             else:
                 for i, op in enumerate(ops_of(img, stats)):
                     do[op.name](op.thread, *op.args)

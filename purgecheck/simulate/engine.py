@@ -51,10 +51,10 @@ KEEP_OPS = 1_000_000  # the child keeps an input of up to this many in memory
 AUTO_FROM = 200_000
 # `replay --engine auto` runs the model in PyPy from this many records of a recorder's trace
 # times the versions replayed (a heaptrack file, whose length is not known before it is read,
-# on CPython): below it the child's start and the JIT's warm-up (about 2 s) take the gain.
-# Measured (docs/record.md, thirteenth round): the perl hash of 282,000 records, one version
-# 0.87x, four 1.47x; of 1.05 M records, one version 1.5x.
-REPLAY_AUTO_FROM = 600_000
+# on CPython): below it the child's start and the JIT's warm-up take the gain. Measured
+# (docs/record.md, fourteenth round), one version: the perl hash of 141,797 records 0.63x,
+# of 282,009 records 1.11x, of 1.05 M records 1.77x.
+REPLAY_AUTO_FROM = 250_000
 ROOT = Path(__file__).resolve().parents[2]
 # PyPy's young generation (its default here: 1 MB): the models make short-lived tuples and
 # chunks at every op; 16 MB took 8 % off the replay of the perl hash of 1 M calls, with
