@@ -74,7 +74,9 @@ class LiveOsPages:
             self.pending[addr] = -size
 
     def flush(self) -> None:
-        """Apply the blocks noted since the last flush, in the order noted."""
+        """Apply the blocks noted since the last flush, in the order noted; then forget the
+        mask's regions where blocks died and no live block is left (PageMask.drop_empty:
+        kept, one for every four pages a long trace ever made)."""
         pending, self.pending = self.pending, {}
         shift = self.region_shift
         dead: set[int] = set()  # the mask's regions where a block died
@@ -83,7 +85,10 @@ class LiveOsPages:
                 self._apply_live(addr, size)
             else:
                 self._apply_dead(addr, -size)
-                dead.update(range(addr >> shift, ((addr - size - 1) >> shift) + 1))
+                r, last = addr >> shift, (addr - size - 1) >> shift
+                dead.add(r)
+                if last != r:  # a block across regions (16 MiB each with 4 KiB OS pages)
+                    dead.update(range(r + 1, last + 1))
         for r in dead:
             self.mask.drop_empty(range(r << REGION_BITS, (r + 1) << REGION_BITS))
 
