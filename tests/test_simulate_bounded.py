@@ -10,7 +10,8 @@ from dataclasses import asdict
 
 import pytest
 
-from model.memory import REGION_BITS, PageMask
+from model.live_pages import LiveOsPages
+from model.memory import REGION_BITS, Memory, PageMask
 from model.world import Options
 from purgecheck.simulate import mimalloc
 from purgecheck.simulate.workloads import Call
@@ -64,18 +65,32 @@ def keep_everything(monkeypatch) -> None:
 
 
 def test_what_the_simulator_keeps_does_not_grow_with_the_trace():
-    """Broken variants caught (test_the_check_fails_where_something_grows): a PageMask that
-    never drops a region (either mask), a _forget that keeps the id in `retired_seen` or the
+    """Broken variants caught (test_the_check_fails_where_something_grows): the resident
+    mask's regions kept at the arena's purge, the live mask's at a flush, a _forget that keeps the id in `retired_seen` or the
     page's OS pages in `Memory.dropped`."""
     short, long = kept(cycles(8)), kept(cycles(24))
     assert long["dropped"] > 0  # the sweeps discarded: `dropped` had something to keep
     assert long == short
 
 
-@pytest.mark.parametrize("broken", ["no region dropped", "ids kept", "dropped kept"])
+def without_drops(monkeypatch, cls, name: str) -> None:
+    """`cls.name` run with PageMask.drop_empty a no-op: that caller's regions are kept."""
+    real = getattr(cls, name)
+
+    def keeping(self, *args):
+        with monkeypatch.context() as m:
+            m.setattr(PageMask, "drop_empty", lambda mask, pages: None)
+            return real(self, *args)
+    monkeypatch.setattr(cls, name, keeping)
+
+
+@pytest.mark.parametrize("broken", ["resident mask kept", "live mask kept", "ids kept",
+                                    "dropped kept"])
 def test_the_check_fails_where_something_grows(monkeypatch, broken):
-    if broken == "no region dropped":
-        monkeypatch.setattr(PageMask, "drop_empty", lambda self, pages: None)
+    if broken == "resident mask kept":
+        without_drops(monkeypatch, Memory, "release")
+    elif broken == "live mask kept":
+        without_drops(monkeypatch, LiveOsPages, "flush")
     else:
         real = mimalloc.Simulation._forget
         field = "retired_seen" if broken == "ids kept" else None
