@@ -38,6 +38,8 @@ class LiveOsPages:
     def __init__(self, mem: Memory) -> None:
         self.mem = mem
         self.os_page_size = mem.os_page_size
+        # an address's region of the mask: address >> region_shift (OS pages are 2^k bytes)
+        self.region_shift = REGION_BITS + mem.os_page_size.bit_length() - 1
         self.mask = PageMask()  # 1 where part of a live block lies
         self.edges: dict[int, int] = {}  # OS page -> live blocks that begin or end on it
         # OS pages set in `mask` and resident: every change below keeps it so, whether it
@@ -72,13 +74,23 @@ class LiveOsPages:
             self.pending[addr] = -size
 
     def flush(self) -> None:
-        """Apply the blocks noted since the last flush, in the order noted."""
+        """Apply the blocks noted since the last flush, in the order noted; then forget the
+        mask's regions where blocks died and no live block is left (PageMask.drop_empty:
+        kept, one for every four pages a long trace ever made)."""
         pending, self.pending = self.pending, {}
+        shift = self.region_shift
+        dead: set[int] = set()  # the mask's regions where a block died
         for addr, size in pending.items():
             if size > 0:
                 self._apply_live(addr, size)
             else:
                 self._apply_dead(addr, -size)
+                r, last = addr >> shift, (addr - size - 1) >> shift
+                dead.add(r)
+                if last != r:  # a block across regions (16 MiB each with 4 KiB OS pages)
+                    dead.update(range(r + 1, last + 1))
+        for r in dead:
+            self.mask.drop_empty(range(r << REGION_BITS, (r + 1) << REGION_BITS))
 
     def count(self) -> int:
         """The resident OS pages that hold part of a live block."""

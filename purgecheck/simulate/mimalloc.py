@@ -399,10 +399,10 @@ class Simulation:
             self._timer(self.t + self.interval, "inline_again", th)
 
     def _note_retired(self, pid: int) -> None:
-        if pid in self.retired_seen:  # noted before (and perhaps forgotten since: _forget)
+        if pid in self.retired_seen:  # noted before
             return
-        page = self.world.pages[pid]
-        if page.retired:
+        page = self.world.pages.get(pid)
+        if page is not None and page.retired:  # (None: forgotten since its purge, _forget)
             self.retired_seen.add(pid)
             if not self.opts.arena_purge_runs:
                 self._timer(self.t + self.opts.purge_delay, "purge", pid)
@@ -450,11 +450,20 @@ class Simulation:
         range) leave World.pages: nothing reaches them again. Their range is in the purge
         just made or in a new page's; a retired page has no block, no queue, no place in the
         abandoned map (model.heap.mi_page_retire), and the simulator found it through its
-        `retire` event, once (`retired_seen` keeps its id). Kept, a retired page was about
-        4 KB: 2 GB on a 10 M-call trace whose live blocks never pass 256 (docs/simulate-
-        guide.md, thirteenth round); the figures are the same (tests/simulate_figures.py)."""
+        `retire` event, once. Kept, a retired page was about 4 KB: 2 GB on a 10 M-call trace
+        whose live blocks never pass 256 (docs/simulate-guide.md, thirteenth round).
+        Its id leaves `retired_seen` too (collect_forced reads it, to purge what was not
+        purged yet), and without `arena_reuse` its OS pages leave `Memory.dropped`: no page
+        takes the range again, so none of them is written, or refaults, again (fourteenth
+        round: both grew with the pages ever made). The figures are the same
+        (tests/simulate_figures.py, tests/test_simulate_bounded.py)."""
+        pages, seen, mem = self.world.pages, self.retired_seen, self.world.mem
+        forget_dropped = not self.opts.arena_reuse
         for pid in pids:
-            del self.world.pages[pid]
+            g = pages.pop(pid).geom
+            seen.discard(pid)
+            if forget_dropped and mem.dropped:
+                mem.dropped.difference_update(mem.os_pages(g.slice_start, g.area_size))
 
     def purge_retired_runs(self) -> None:
         """mimalloc v3's arena purge (arena.c: mi_arena_schedule_purge, mi_arena_try_purge and
