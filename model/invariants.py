@@ -186,7 +186,8 @@ class HeldPages:
             figures[page.id] = (page, now)
             for k, figure in enumerate(now):
                 totals[k] += figure - (before[1][k] if before else 0)
-        if len(figures) != len(every_page):  # a page left the world: counted again
+        if len(figures) != len(every_page):  # a page left the world (World.new_page only
+            # adds one; should one leave, the totals are counted again)
             self.summed = None
             return self.with_kept_sums(checked, every_page, every_page)
         return self.judged
@@ -216,8 +217,10 @@ class CountedSum:
 class PageSum(CountedSum):
     """A counter that sums one figure of each page, `part(page)`. Called on the world it
     sums every page (the reference, and the full check); check_world with a HeldPages judges
-    it by the total the HeldPages keeps from the pages each op changed (4 of the 6 PR-* sums
-    were a sixth of the predicates' time, summed over every page at every op)."""
+    it by the total the HeldPages keeps from the pages each op changed: summing every page at
+    every op costs in proportion to the world's pages (a scenario's few pages cost as little
+    as keeping the total; a script's 207 pages a fifth of the check: docs/guide.md section 8,
+    the twelfth round)."""
 
     def __init__(self, name: str, counter: Callable[[Any], int],
                  part: Callable[[Page], int]) -> None:
