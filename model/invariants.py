@@ -82,9 +82,11 @@ def check_world(world, held: "HeldPages | None" = None) -> list[tuple[str, str]]
                      [t.last_advance for t in world.threads.values() if t.last_advance],
                      world.fork_children)
     checked = _checked_in_world()
-    pages = list(world.pages.values())
+    every_page = list(world.pages.values())
+    pages = every_page
     if held is not None:
-        pages = held.changed(pages, checked)
+        pages = held.changed(every_page, checked)
+        checked = held.with_kept_sums(checked, every_page, pages)
     subjects = {"page": pages, "world": (world,), "epoch": (view,)}
     out = []
     failed_pages: set[int] = set()  # with `held`: each page is judged by every invariant
@@ -115,7 +117,10 @@ class HeldPages:
     page changed" is one read; `HeldStates` asks it of every field's value instead, the
     reference tests/test_incremental_check.py holds it to. A page invariant that reads more
     of the memory than that must be added here. Held for one run (the invariants and the
-    patched rules do not change in it); a new list of checked invariants starts it again."""
+    patched rules do not change in it); a new list of checked invariants starts it again.
+    It also keeps the process-wide sums over the pages (`PageSum`) from the pages each op
+    changed (`with_kept_sums`); tests/test_incremental_check.py holds each total to its sum
+    over every page after every op."""
 
     def __init__(self) -> None:
         self.checked: list | None = None
@@ -123,6 +128,15 @@ class HeldPages:
         # page id -> written_os_pages in that state; computed when the state is first met
         # again (a page an op changes each time, as a malloc does, never needs it)
         self.needed: dict[int, set[int] | None] = {}
+        # The process-wide sums over the pages (PageSum), kept from the pages an op changed
+        # rather than summed over every page at every op: the checked list they were started
+        # for, that list with each sum judged by its kept total, each page's figures when
+        # last counted (page id -> (the page, a figure per sum)), and the totals.
+        self.summed: list | None = None
+        self.judged: list = []
+        self.figures: dict[int, tuple] = {}
+        self.totals: list = []
+        self.sums: list[PageSum] = []
 
     @staticmethod
     def mark(page: Page):
@@ -151,6 +165,67 @@ class HeldPages:
         for page in pages:
             self.marks[page.id] = (page, self.mark(page))
             self.needed[page.id] = None
+
+    def with_kept_sums(self, checked: list, every_page: list[Page], changed: list[Page]) -> list:
+        """`checked`, each PageSum in it judged by the total kept here. `changed` are the
+        pages `changed` returned: any other is at the mark it had when every page invariant
+        last held on it, so at the figures it was counted with then (a figure is a function
+        of the page's fields, which its writers bump the version for)."""
+        if checked is not self.summed:
+            sums = [p for _, _, p in checked if isinstance(p, PageSum)]
+            kept = {s: k for k, s in enumerate(sums)}
+            self.judged = [(scope, id, self._judge_kept(kept[p], p) if p in kept else p)
+                           for scope, id, p in checked]
+            self.summed, self.sums, self.figures = checked, sums, {}
+            self.totals = [0] * len(sums)
+            changed = every_page
+        figures, totals, parts = self.figures, self.totals, [s.part for s in self.sums]
+        for page in changed:
+            now = [part(page) for part in parts]
+            before = figures.get(page.id)  # when last counted (or another page of its id)
+            figures[page.id] = (page, now)
+            for k, figure in enumerate(now):
+                totals[k] += figure - (before[1][k] if before else 0)
+        if len(figures) != len(every_page):  # a page left the world (World.new_page only
+            # adds one; should one leave, the totals are counted again)
+            self.summed = None
+            return self.with_kept_sums(checked, every_page, every_page)
+        return self.judged
+
+    def _judge_kept(self, k: int, page_sum: "PageSum") -> Predicate:
+        return lambda world: page_sum.judge(world, self.totals[k])
+
+
+class CountedSum:
+    """The predicate of a process-wide counter that equals the sum of its parts' figures
+    (model/process_invariants.py): `figures(world)`, the figure of each of its `whose`."""
+
+    def __init__(self, name: str, counter: Callable[[Any], int], whose: str,
+                 figures: Callable[[Any], Any]) -> None:
+        self.name, self.counter, self.whose, self.figures = name, counter, whose, figures
+
+    def __call__(self, world) -> str | None:
+        return self.judge(world, sum(self.figures(world)))
+
+    def judge(self, world, total: int) -> str | None:
+        counted = self.counter(world)
+        if counted != total:
+            return f"the process counts {counted} {self.name}, its {self.whose} {total}"
+        return None
+
+
+class PageSum(CountedSum):
+    """A counter that sums one figure of each page, `part(page)`. Called on the world it
+    sums every page (the reference, and the full check); check_world with a HeldPages judges
+    it by the total the HeldPages keeps from the pages each op changed: summing every page at
+    every op costs in proportion to the world's pages (a scenario's few pages cost as little
+    as keeping the total; a script's 207 pages a fifth of the check: docs/guide.md section 8,
+    the twelfth round)."""
+
+    def __init__(self, name: str, counter: Callable[[Any], int],
+                 part: Callable[[Page], int]) -> None:
+        super().__init__(name, counter, "pages", lambda w: map(part, w.pages.values()))
+        self.part = part
 
 
 class HeldStates(HeldPages):

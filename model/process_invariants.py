@@ -18,7 +18,7 @@ count to agree; what the fork does count of it, the bytes discarded now, is summ
 
 from __future__ import annotations
 
-from model.invariants import Invariant, register
+from model.invariants import CountedSum, Invariant, PageSum, register
 from model.thread import RUNNING
 
 CLAUSE = ("seed 000 (1): \"mi_heap_destroy, mi_heap_delete and a page that becomes free all go "
@@ -40,28 +40,17 @@ ABANDON_CLAUSE = ("seed 000 (1): \"Abandoned large pages in the abandoned map ar
                   "to the arena")
 
 
-def _sum_of(name: str, counter, parts):
-    """A predicate: the process's `counter(world)` equals the sum of the figures of its pages
-    or threads, `parts` = (whose, figures(world))."""
-    whose, figures = parts
-
-    def predicate(world) -> str | None:
-        total = sum(figures(world))
-        if counter(world) != total:
-            return f"the process counts {counter(world)} {name}, its {whose} {total}"
-        return None
-    return predicate
-
-
 def _of_pages(part):
-    return "pages", lambda w: (part(p) for p in w.pages.values())
+    return lambda name, counter: PageSum(name, counter, part)
 
 
 def _of_threads(part):
-    return "threads", lambda w: (part(w, t) for t in w.threads.values())
+    return lambda name, counter: CountedSum(
+        name, counter, "threads", lambda w: (part(w, t) for t in w.threads.values()))
 
 
-# (id, what the process counts, statement, clause, implementing function, counter, parts)
+# (id, what the process counts, statement, clause, implementing function, counter, the
+# predicate's kind: each page's or each thread's figure)
 SUMS = [
     ("PR-DISCARDED-BYTES-SUM", "bytes discarded",
      "The process-wide bytes discarded now (holes_stats.purged_bytes) equal the sum of every "
@@ -98,6 +87,5 @@ SUMS = [
      _of_pages(lambda p: p.abandoned and not p.retired)),
 ]
 
-for _id, _name, _statement, _clause, _implements, _counter, _parts in SUMS:
-    register(Invariant(_id, _statement, _clause, _implements, "world",
-                       _sum_of(_name, _counter, _parts)))
+for _id, _name, _statement, _clause, _implements, _counter, _sum in SUMS:
+    register(Invariant(_id, _statement, _clause, _implements, "world", _sum(_name, _counter)))

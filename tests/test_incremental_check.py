@@ -89,6 +89,7 @@ def agreement(names, variant: str | None = None, failing: int | None = None) -> 
             watch(world, f"{name} line {op.line} ({op.render()})")
             full = check_world(world)
             assert check_world(world, held) == full, (name, op.line, op.render())
+            assert_sums_kept(world, held, f"{name} line {op.line} ({op.render()})")
             if full:
                 failed.add(name)
 
@@ -100,6 +101,15 @@ def agreement(names, variant: str | None = None, failing: int | None = None) -> 
             pass
     assert failing is None or len(failed) == failing, failed
     return judged[0], judged[1]
+
+
+def assert_sums_kept(world: World, held: HeldPages, where: str) -> None:
+    """Each process-wide sum over the pages that `held` keeps (HeldPages.with_kept_sums) is
+    its sum over every page (PageSum's reference), after the check at `where`."""
+    assert held.sums, "no page sum kept"
+    for page_sum, total in zip(held.sums, held.totals):
+        full = sum(map(page_sum.part, world.pages.values()))
+        assert total == full, f"{page_sum.name}: kept {total}, over every page {full} at {where}"
 
 
 PARK_SCENARIOS = [n for n, sc in SCENARIOS.items()
@@ -202,6 +212,67 @@ def test_every_writer_bumps_the_version_on_every_scenario_and_seeded_scripts():
     scripts.append(("the rare writers", parse_script(RARE_WRITERS),
                     Options(variant="two-untouched", extend_v3=True)))
     assert watch_scripts(scripts + seeded_scripts()) > 10_000
+
+
+def kept_sums(scripts, kind=HeldPages) -> collections.Counter:
+    """Run each (label, ops, options) with the incremental check (a `kind` of HeldPages)
+    after every op, holding its kept sums to the sums over every page; how often each sum's
+    total moved."""
+    moved: collections.Counter = collections.Counter()
+    for label, ops, options in scripts:
+        held, last = kind(), {}
+
+        def after(op, world, label=label, held=held, last=last):
+            check_world(world, held)
+            assert_sums_kept(world, held, f"{label} line {op.line} ({op.render()})")
+            for page_sum, total in zip(held.sums, held.totals):
+                moved[page_sum.name] += last.get(page_sum.name, 0) != total
+                last[page_sum.name] = total
+        run_ops(ops, options, after_step=after)
+    return moved
+
+
+def sums_scripts():
+    """Scripts whose ops move every page sum: a seed's two-thread scripts (discards, purged
+    blocks, abandoned pages) and the scenario of an unformed tail discarded and reused."""
+    tail = SCENARIOS["unformed-tail"]
+    return seeded_scripts(range(1)) + [("unformed-tail", tail.ops(), tail.options)]
+
+
+def test_the_kept_sums_are_the_sums_over_every_page_after_every_op():
+    """HeldPages keeps the four PR-* sums over the pages from the pages each op changed;
+    after every op of seeded two-thread scripts (and of the scenarios `agreement` runs) each
+    total is the sum over every page, and every total moved (up and back). Fails on a page
+    counted only when first met (below)."""
+    moved = kept_sums(sums_scripts())
+    assert set(moved) == {"bytes discarded", "purged blocks", "unformed bytes discarded",
+                          "pages in the abandoned map"}, moved
+    assert min(moved.values()) >= 2, moved
+
+
+class _CountedOnce(HeldPages):
+    """Broken: a page's figures are counted when the page is first met, not again when an
+    op changes it."""
+
+    def with_kept_sums(self, checked, every_page, changed):
+        return super().with_kept_sums(checked, every_page,
+                                      [p for p in changed if p.id not in self.figures])
+
+
+def test_the_sums_comparison_fails_on_a_page_counted_once():
+    with pytest.raises(AssertionError, match="kept .*, over every page"):
+        kept_sums(seeded_scripts(range(1))[:1], _CountedOnce)
+
+
+@pytest.mark.parametrize("mutant,scenario", [
+    ("unpurge-all-keeps-stats", "heap-destroy"), ("unpurge-counted-up-only", "reuse-after-purge"),
+    ("tail-reuse-keeps-stats", "unformed-tail"),
+    ("reclaim-keeps-abandoned-count", "abandon-reclaim-sweep")])
+def test_a_broken_counter_fails_the_kept_sum_as_the_full_one(mutant, scenario):
+    """The process mutants of the page sums (tests/test_process_invariants.py): the
+    incremental check names the same sum with the same figures after every op."""
+    with applied(MUTANTS[mutant]):
+        agreement([scenario], failing=1)
 
 
 _FREE_LOCAL = alloc.mi_free_local
