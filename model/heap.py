@@ -245,16 +245,27 @@ def mi_heap_delete(world, heap: Heap, into: Heap) -> None:
 def mi_heap_abandon(world, heap: Heap) -> None:
     """The thread exits: its pages go to the abandoned map, where any thread's sweep (and
     reclaim) finds them; frees into them from then on are cross-thread frees. Each counts in
-    mimalloc's pages_abandoned statistic until it leaves the map."""
+    mimalloc's pages_abandoned statistic until it leaves the map.
+
+    With the fork's full-page rules (Options.abandon_full_pages, model.full_pages), a full
+    page is abandoned but not mapped, as _mi_arenas_page_abandon maps only a page that is not
+    full (seed 000 (1): "a page that was abandoned while full is still not visited"): no sweep
+    or reclaim finds it until a free that claims it maps it (mi_free_try_collect_mt). Without
+    them every page is mapped, as the C reference does (a full page has nothing a sweep could
+    purge)."""
+    unmapped_if_full = world.options.abandon_full_pages
     for q in heap.queues.values():
         for pid in q:
             page = world.pages[pid]
             page.version += 1
             page.abandoned = True
             page.owner = -1
-            world.abandoned.append(pid)
             world.subproc.pages_abandoned += 1
-            page.emit("abandon")
+            if unmapped_if_full and is_page_full(page):
+                page.emit("abandon", mapped=False)
+            else:
+                world.abandoned.append(pid)
+                page.emit("abandon")
     heap.queues.clear()
 
 

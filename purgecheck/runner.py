@@ -216,6 +216,10 @@ def _reclaim(run: Run, op: Op) -> None:
     if not page.abandoned or page.retired:  # a retired page is back in the arena
         raise OpScriptError(run.source, op.line, f"reclaim: the page of {op.args[0]!r} is "
                                                  f"not abandoned")
+    if page.id not in run.world.abandoned:  # abandoned full (model.full_pages): not mapped
+        raise OpScriptError(run.source, op.line, f"reclaim: the page of {op.args[0]!r} was "
+                                                 f"abandoned full and is not in the abandoned "
+                                                 f"map, where a reclaim finds its pages")
     mi_page_reclaim(run.world, page, run.world.heap(op.thread))
 
 
