@@ -20,7 +20,10 @@ class UsageError(Exception):
     """Bad usage or bad input: printed as one line, exit 2."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; with `only`, a subcommand's name, that subcommand alone: the other
+    modules and what they import are not loaded (a short `purgecheck replay` spent 0.06 s
+    of CPU importing them: docs/record.md, fifteenth round)."""
     parser = argparse.ArgumentParser(
         prog="purgecheck",
         description="Formal models and property checks for the rules by which allocators give "
@@ -33,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     from purgecheck import __version__
     parser.add_argument("--version", action="version", version=f"purgecheck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMANDS:
+    for name in [only] if only else COMMANDS:
         mod = importlib.import_module(f"purgecheck.commands.{name}")
         p = mod.add_parser(sub)
         p.set_defaults(func=mod.run)
@@ -72,7 +75,9 @@ def empty_value(parser: argparse.ArgumentParser, args) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    # the top level has no option that takes a value: a command is the first word
+    parser = build_parser(words[0] if words and words[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
