@@ -7,7 +7,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: setup check nightly test bench bench-full bench-compare clean reference tools bun
+.PHONY: setup check nightly test bytecode bench bench-full bench-compare clean reference tools bun
 
 # The Python packages and the C reference's builds (the two Relacy builds alone are half a
 # minute of g++) are made side by side: 2 jobs, the C builds sharing them (GNU make's job
@@ -75,10 +75,18 @@ test: setup
 		tests/session_cache.py > /dev/null
 	$(BIN)/python -m pytest --no-header -rfE -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder  # TEST_WORKERS processes, each module's tests in one of them (its fixtures, e.g. a Dask cluster, shared), the costliest modules first (tests/conftest.py); failures listed at the end
 
-bench: setup
+# The benchmarks' figures are of the modules read from .pyc files, as a user's are once each
+# module has been imported (Python writes them; not here, where PYTHONDONTWRITEBYTECODE is
+# set): compiled for both interpreters first, the PyPy engine's child's too (its imports 0.13
+# s of CPU from source, 0.09 s from .pyc: docs/record.md, fifteenth round).
+bytecode: setup
+	$(BIN)/python -m compileall -q model purgecheck > /dev/null
+	if command -v pypy3 > /dev/null; then pypy3 -m compileall -q model purgecheck > /dev/null; fi
+
+bench: bytecode
 	$(BIN)/python -m purgecheck.bench
 
-bench-full: setup
+bench-full: bytecode
 	$(BIN)/python -m purgecheck.bench --full  # the cluster and record benchmarks at their own sizes
 
 # Each benchmark on BASE (default: the last tag, else HEAD~1) and on this tree, alternately,

@@ -1,5 +1,3 @@
-import sys
+from purgecheck.cli import entry
 
-from purgecheck.cli import main
-
-sys.exit(main())
+entry()

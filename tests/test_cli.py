@@ -241,3 +241,32 @@ def test_the_parser_is_built_without_importing_hypothesis():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.splitlines()
     assert out[-1] == "False"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_command_alone_parses_as_among_all(command):
+    """`purgecheck COMMAND ...` builds that command's parser alone (the others' modules are
+    not imported: docs/record.md, fifteenth round); its help, the one place where a parser
+    shows itself whole, is the same as among all the commands'."""
+    from purgecheck.cli import build_parser
+
+    def help_of(parser) -> str:
+        sub = next(a for a in parser._actions if a.dest == "command")
+        return sub.choices[command].format_help()
+    assert help_of(build_parser(command)) == help_of(build_parser())
+
+
+def test_a_command_imports_no_other_command():
+    """`purgecheck replay ...` loads the replay command's module and no other command's; the
+    top level's help loads them all (its list of commands)."""
+    code = ("import sys\nfrom purgecheck.cli import main, COMMANDS\n"
+            "for argv in (['replay', '--help'], ['--help']):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "    print('loaded', sorted(c for c in COMMANDS\n"
+            "                           if f'purgecheck.commands.{c}' in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=ROOT).stdout.splitlines()
+    loaded = [line for line in out if line.startswith("loaded ")]
+    # the replay command uses one helper of the glibc command's (collect_env) when it runs,
+    # not when its parser is built
+    assert loaded == ["loaded ['replay']", f"loaded {sorted(COMMANDS)}"]

@@ -16,7 +16,10 @@ made once by CPython, the same way. The child's CPU is the whole child's (getrus
 children: start, reading the input, the JIT's warm-up) and, apart, each run's inside it.
 `replay`: `purgecheck replay TRACE --version 2.23+` with `--engine cpython` and `--engine
 pypy` in turn, each in a process of its own, on the perl recordings (`--keys`) and synthetic
-traces (`--calls`): CPU of the whole (the CPython process and its pypy3 child), peak RSS.
+traces (`--calls`): CPU of the whole (the CPython process and its pypy3 child), peak RSS;
+with `--whole`, also the CPU of the command as a user runs it (`python -m purgecheck replay
+TRACE --version 2.23+ --engine E --json`: Python's start and the imports included, which
+the figure above leaves out), its `--json` compared across engines.
 """
 
 from __future__ import annotations
@@ -137,7 +140,8 @@ def replay(args, tmp: Path) -> None:
         traces.append((f"synthetic trace of {calls:,} calls", tmp / f"synthetic{calls}.rec"))
     for what, path in traces:
         best: dict[str, dict] = {}
-        counts = set()
+        whole: dict[str, float] = {}
+        counts, figures = set(), set()
         for r in range(1, args.rounds + 1):
             for engine in ("cpython", "pypy"):
                 got = replay_process(path, engine)
@@ -148,6 +152,14 @@ def replay(args, tmp: Path) -> None:
                       flush=True)
                 if engine not in best or got["cpu"] < best[engine]["cpu"]:
                     best[engine] = got
+                if args.whole:
+                    cpu, doc = whole_command(path, engine)
+                    figures.add(digest({k: v for k, v in doc.items()
+                                        if k not in ("model_seconds", "engine")}))
+                    print(f"  {what}, round {r}, {engine:7}: {cpu:7.2f} s, "
+                          f"{got['ops'] / cpu:9,.0f} ops/s, the whole command (load {load()})",
+                          flush=True)
+                    whole[engine] = min(cpu, whole.get(engine, cpu))
         c, p = best["cpython"], best["pypy"]
         print(f"{what}: {c['ops']:,} ops, best of {args.rounds}: CPython "
               f"{c['ops'] / c['cpu']:,.0f} ops/s ({c['cpu']:.2f} s, peak "
@@ -155,6 +167,23 @@ def replay(args, tmp: Path) -> None:
               f"({p['cpu']:.2f} s, peak {p['peak_kb'] / 1024:,.0f} MB): "
               f"{c['cpu'] / p['cpu']:.2f}x; "
               f"{'the same counts' if len(counts) == 1 else 'COUNTS DIFFER'}", flush=True)
+        if whole:
+            print(f"  the whole command, best of {args.rounds}: CPython "
+                  f"{c['ops'] / whole['cpython']:,.0f} ops/s ({whole['cpython']:.2f} s), PyPy "
+                  f"engine {c['ops'] / whole['pypy']:,.0f} ops/s ({whole['pypy']:.2f} s); "
+                  f"{'the same --json' if len(figures) == 1 else '--json DIFFERS'} but CPU "
+                  f"seconds and engine", flush=True)
+
+
+def whole_command(path: Path, engine: str) -> tuple[float, dict]:
+    """`purgecheck replay PATH --version 2.23+ --engine E --json` in a process of its own:
+    its CPU with its child's, and its `--json`."""
+    import orjson
+    k0 = children_cpu()
+    out = subprocess.run([sys.executable, "-m", "purgecheck", "replay", str(path), "--version",
+                          "2.23+", "--engine", engine, "--json"], capture_output=True,
+                         check=True).stdout
+    return children_cpu() - k0, orjson.loads(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--design", action="append",
                    help="a mimalloc design, or `glibc VERSION` (perl: the glibc side)")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--whole", action="store_true",
+                   help="replay: also the whole command's CPU, Python's start and imports "
+                        "included")
     args = p.parse_args(argv)
     args.design = args.design or list(DEFAULT_DESIGNS)
     if args.what != "perl" and any(d.startswith("glibc ") for d in args.design):

@@ -18,7 +18,6 @@ import orjson
 from model.glibc.params import ENV_ALIASES, settings_from_environ
 from model.glibc.syscalls import CATEGORIES
 from model.glibc.versions import VERSIONS, version_for_release
-from model.invariants import load_registry
 from purgecheck.cli import UsageError
 from purgecheck.formats.ops import OpScriptError
 
@@ -151,6 +150,7 @@ def run_one(args, text: str, source: str, env: dict[str, str]) -> int:
     installed = version_for_release(release).name
     version = args.version or installed
     trace = not args.no_trace and version == installed
+    from model.invariants import load_registry  # not at the top: `replay` imports this module
     invs = [i for i in load_registry().values() if i.scope == "glibc-arena" and i.predicate]
     failures: list[str] = []
     checks = 0

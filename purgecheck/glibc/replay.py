@@ -26,15 +26,14 @@ from model.glibc.resident import ResidentLimit
 from model.glibc.versions import VERSIONS, Version, version_for_release
 from purgecheck.formats.heaptrack import HeaptrackImage, is_heaptrack
 from purgecheck.formats.glibc_ops import GlibcOp
-from purgecheck.glibc.compare import mismatches
 from purgecheck.glibc.fromtrace import ConvertError, Conversion, image_to_replay, to_ops
 from purgecheck.glibc.modelrun import apply, handlers
-from purgecheck.glibc.trace import (Classifier, TraceResult, installed_release, may_shrink_heap,
-                                    run_traced)
 
-if TYPE_CHECKING:  # the readers need numpy, which the PyPy child (run_model) lacks
+if TYPE_CHECKING:  # the readers need numpy, which the PyPy child (run_model) lacks; the real
+    # glibc's side (--real: strace, the driver) is imported where it runs, not by the child
     from purgecheck.formats.alloc_stream import StreamImage
     from purgecheck.formats.alloc_trace import Image
+    from purgecheck.glibc.trace import TraceResult
 
 # strace stops only at the traced calls (the futexes that serialise the driver's threads go
 # through untouched): the real replay's speed is the driver's.
@@ -243,6 +242,7 @@ def write_script(img: Image, path: Path) -> int:
 
 
 def measure(img: Image, env: dict[str, str]) -> tuple[TraceResult, float]:
+    from purgecheck.glibc.trace import run_traced
     with tempfile.TemporaryDirectory(prefix="purgecheck-replay-") as tmp:
         script = Path(tmp) / "replay.ops"
         write_script(img, script)
@@ -299,6 +299,7 @@ def memory(img: Image, version: Version, settings: dict[str, int], env: dict[str
 
 def real_per_op(img: Image, env: dict[str, str]) -> list[list[str]]:
     """The real calls' categories op by op (the driver's --op-marks run)."""
+    from purgecheck.glibc.trace import Classifier, run_traced
     with tempfile.TemporaryDirectory(prefix="purgecheck-replay-") as tmp:
         script = Path(tmp) / "replay.ops"
         write_script(img, script)
@@ -466,6 +467,9 @@ def replay(path: str | Path, versions: list[str] | None, settings: dict[str, int
            engine: str = "cpython") -> Replay:
     """The image's predictions on each version's model (run by `engine`: cpython, pypy or
     auto), and with `real` the real glibc's, compared (in CPython)."""
+    from purgecheck.glibc.compare import mismatches
+    from purgecheck.glibc.trace import installed_release, may_shrink_heap
+
     img, n = load_stream(path, image)
     if img.refused:
         raise ValueError(f"{path}: the recording was refused (the program replaces malloc)")

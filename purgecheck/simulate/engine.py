@@ -248,14 +248,13 @@ def replay_child(h: dict) -> dict:
 
 
 def child(header_path: str, out: str) -> int:
-    from purgecheck.simulate.workloads import Workload
-
     with open(header_path, "rb") as f:
         h = pickle.load(f)
     if h["task"] == "replay":
         with open(out, "wb") as f:
             pickle.dump(replay_child(h), f, protocol=PROTOCOL)
         return 0
+    from purgecheck.simulate.workloads import Workload  # the simulator's task only
     kept = list(read_rows(h["rows"], h["timed_ops"])) if h["size"] <= h["keep"] else None
 
     def stream() -> Iterator[tuple]:
