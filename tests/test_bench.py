@@ -58,7 +58,10 @@ EXPECTED = {
                  "per second",
                  "recording of a perl hash of 1,000 keys, epoch: allocations per second",
                  "recording of a perl hash of 1,000 keys, epoch, cpython: allocations per second",
-                 "recording of a perl hash of 1,000 keys, epoch, pypy: allocations per second"),
+                 *(f"recording of a perl hash of 1,000 keys, {d}, pypy, in the child: "
+                   f"allocations per second" for d in ("off", "epoch", "no-hold")),
+                 "recording of a perl hash of 1,000 keys, the 3 designs, pypy, the whole "
+                 "child: allocations per second"),
     "weak": ("weak-adv-2: states", "weak-adv-2: seconds",
              "weak-adv-2, sequentially consistent explorer: states",
              "relacy: park at the reference, iterations per second"),
@@ -278,6 +281,8 @@ def test_the_engine_figures_of_a_tree_without_the_engine_are_not_measured(monkey
     from purgecheck.bench.simulate import engine_figures
     monkeypatch.setitem(sys.modules, "purgecheck.simulate.engine", None)  # import fails
     figs = engine_figures(tiny=True)
-    assert [f.name.rsplit(", ", 1)[-1] for f in figs] == [
-        "cpython: allocations per second", "pypy: allocations per second"]
+    assert [f.name.split(" keys, ", 1)[-1] for f in figs] == [
+        "epoch, cpython: allocations per second",
+        *(f"{d}, pypy, in the child: allocations per second" for d in ("off", "epoch", "no-hold")),
+        "the 3 designs, pypy, the whole child: allocations per second"]
     assert all(math.isnan(f.value) and "no engine in this tree" in f.note for f in figs)

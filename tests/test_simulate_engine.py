@@ -50,6 +50,23 @@ def test_a_recording_gives_the_same_runs_under_both_engines():
 
 
 @needs_pypy
+@pytest.mark.parametrize("keep", [engine.KEEP_OPS, 100])
+def test_the_designs_alone_on_a_recording_give_the_same_runs(monkeypatch, keep):
+    """The designs without a glibc version: a kept input's timed ops are converted to calls
+    once in the child for every design (its ops not kept), an input too long to keep is
+    read and converted again for each run. Broken variant caught: the calls made once as an
+    iterator, not a list (the second design's run gets none)."""
+    monkeypatch.setattr(engine, "KEEP_OPS", keep)
+    program = load_program(XZ)
+    w = Workload(program.name, "", lambda: iter(()), "park", 1000.0)
+    designs = ["off", "epoch", "no-hold"]
+    mine = [digest(simulate(w, d, sample_ms=10, park_after_ms=10,
+                            calls=calls_of(program.timed_ops())).as_json()) for d in designs]
+    jobs = [("mimalloc", d) for d in designs]
+    assert in_pypy(program.timed_ops(), True, jobs, w, 10, 10) == mine
+
+
+@needs_pypy
 def test_a_named_workload_gives_the_same_runs_under_both_engines(monkeypatch):
     """bun-serve's calls, made by CPython, on two designs; the child reads them from the
     file again for each run, as it does an input too long to keep. Broken variant caught:

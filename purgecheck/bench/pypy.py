@@ -14,6 +14,8 @@ CPython in this process and by a `pypy3` child (purgecheck/simulate/engine.py) o
 ops, 10 ms samples, a thread silent for 10 ms parks. `bun-serve`: the workload's calls,
 made once by CPython, the same way. The child's CPU is the whole child's (getrusage of the
 children: start, reading the input, the JIT's warm-up) and, apart, each run's inside it.
+A recording's designs run on its calls made once (`calls_of`) on both sides, as the child
+does for a kept input (fifteenth round).
 `replay`: `purgecheck replay TRACE --version 2.23+` with `--engine cpython` and `--engine
 pypy` in turn, each in a process of its own, on the perl recordings (`--keys`) and synthetic
 traces (`--calls`): CPU of the whole (the CPython process and its pypy3 child), peak RSS;
@@ -63,12 +65,24 @@ def compare(what: str, rows, timed_ops: bool, workload, designs, rounds: int,
     allocs: dict[str, int] = {}
     # a design "glibc V" is glibc version V, on the timed ops
     jobs = [("glibc", d[6:]) if d.startswith("glibc ") else ("mimalloc", d) for d in designs]
+    calls = None
+    if timed_ops and any(side == "mimalloc" for side, _ in jobs):
+        # the mimalloc side's calls made once for every design, as the child makes them
+        from purgecheck.simulate.mimalloc import calls_of
+        c0 = time.process_time()
+        calls = list(calls_of(iter(rows)))
+        print(f"  the designs' calls made once by CPython in {time.process_time() - c0:.2f} s "
+              f"of CPU", flush=True)
     try:
         for r in range(1, rounds + 1):
             for d, job in zip(designs, jobs):
                 c0 = time.process_time()
-                run = run_job(job, lambda: iter(rows), timed_ops, workload, sample_ms,
-                              park_after_ms)
+                if job[0] == "mimalloc" and calls is not None:
+                    run = run_job(job, lambda: iter(calls), False, workload, sample_ms,
+                                  park_after_ms)
+                else:
+                    run = run_job(job, lambda: iter(rows), timed_ops, workload, sample_ms,
+                                  park_after_ms)
                 cpu = time.process_time() - c0
                 allocs[d] = run.counters["allocations"]
                 hashes[("cpython", d)] = digest(run.as_json())

@@ -16,7 +16,9 @@ dicts and numbers only: no class of the project's): the input, in chunks of plai
 header, a dict of what to run (the jobs: ("glibc", version) or ("mimalloc", design)) and
 how (the workload's idle, the sampling step, the park after silence). The child reads the
 input once into a list when it is at most KEEP_OPS long (as program.py keeps a pass) and
-again for each run when it is longer, so its memory stays bounded, and writes back a list:
+again for each run when it is longer, so its memory stays bounded (a kept input of timed
+ops for the mimalloc designs alone is converted to their calls once, as it is read), and
+writes back a list:
 for each run, its `as_json` and its CPU seconds (or, when the model refused the input, the
 error CPython would have raised, as a ValueError's words).
 
@@ -255,7 +257,17 @@ def child(header_path: str, out: str) -> int:
             pickle.dump(replay_child(h), f, protocol=PROTOCOL)
         return 0
     from purgecheck.simulate.workloads import Workload  # the simulator's task only
-    kept = list(read_rows(h["rows"], h["timed_ops"])) if h["size"] <= h["keep"] else None
+    kept = calls = None
+    if h["size"] <= h["keep"]:
+        if h["timed_ops"] and all(side == "mimalloc" for side, _ in h["jobs"]):
+            # designs alone: the calls made once as the ops are read, for every design
+            # (calls_of on a million ops was a sixth of each design's run: fifteenth round);
+            # beside glibc versions the ops are kept and converted at each design's run, as
+            # keeping the calls too took a third more memory (1.2 GB against 0.88 GB)
+            from purgecheck.simulate.mimalloc import calls_of
+            calls = list(calls_of(read_rows(h["rows"], True)))
+        else:
+            kept = list(read_rows(h["rows"], h["timed_ops"]))
 
     def stream() -> Iterator[tuple]:
         return iter(kept) if kept is not None else read_rows(h["rows"], h["timed_ops"])
@@ -268,8 +280,12 @@ def child(header_path: str, out: str) -> int:
                 on = f"on glibc {which}" if side == "glibc" else f"under {which}"
                 print(f"simulating {w.name} {on} (pypy) ...", file=sys.stderr, flush=True)
             c0 = time.process_time()
-            run = run_job((side, which), stream, h["timed_ops"], w, h["sample_ms"],
-                          h["park_after_ms"])
+            if side == "mimalloc" and calls is not None:
+                run = run_job((side, which), lambda: iter(calls), False, w, h["sample_ms"],
+                              h["park_after_ms"])
+            else:
+                run = run_job((side, which), stream, h["timed_ops"], w, h["sample_ms"],
+                              h["park_after_ms"])
             results.append((run.as_json(), time.process_time() - c0))
     except ValueError as e:
         results = {"error": str(e)}

@@ -46,6 +46,7 @@ import heapq
 import random
 from collections import deque
 from dataclasses import replace
+from fractions import Fraction
 from typing import Iterable, Iterator
 
 from model.drivers import mi_on_thread_idle, mi_on_thread_idle_pending
@@ -130,10 +131,18 @@ class Simulation:
         self.sampled_after = -1  # `events` at the last sample computed
         # timers: (due time, seq, kind, thread); kinds: scavenger, pool, park_after, purge
         self.timers: list[tuple[float, int, str, int]] = []
-        # the park_after timers, one per call: due in the order set (a call's time plus the
-        # same silence), so a FIFO beside the heap keeps them in the heap's order for an
-        # append and a popleft (a heap push and pop at every call of a recording were a
-        # seventh of its run); advance_to takes the earlier of the two heads by (due, seq)
+        # The park after silence (park_after_ms): a thread parks when its last call is
+        # park_after_ms old. `silence` holds, per thread, when that is for its last call and
+        # the seq of the first call with that due: the (due, seq) a timer set at every call
+        # would park it at, in the order of the heap (issue 29, fifteenth round: a timer a
+        # call, all but the last a no-op, was a tenth of a recording's run). One timer per
+        # thread is armed at a time (`silence_armed`, its due); _on_park_after sets it again
+        # for the thread's last call when calls came since. A timer set at a call goes in a
+        # FIFO beside the heap (due in the order set: a call's time plus the same silence),
+        # one set again in the heap; advance_to takes the earlier of the two heads by
+        # (due, seq). tests/test_simulate_silence.py checks the parks against a timer a call.
+        self.silence: dict[int, tuple[float, int]] = {}
+        self.silence_armed: dict[int, float] = {}
         self.silences: deque[tuple[float, int, str, int]] = deque()
         self.on_timer = {kind: getattr(self, f"_on_{kind}") for kind in TIMERS}
         self.seq = 0
@@ -156,7 +165,14 @@ class Simulation:
         self.load_end = self.t
         self.at_load_end: dict[str, float] = {}
         self.rss_peak = 0  # resident OS pages at most
-        self.rss_area = 0.0  # resident OS pages x ms
+        # Resident memory over time (resident OS pages x ms), exactly: a span of time ends
+        # where the count of resident pages changes, and adds count x length as fractions,
+        # so the figure does not depend on how often the clock moved in between (the float
+        # sum of a product at every step of the clock rounded a million times on a
+        # recording; fifteenth round). `area_pages` resident since `area_since`.
+        self.rss_area = Fraction(0)
+        self.area_pages = 0
+        self.area_since = self.t
 
     # -- time ----------------------------------------------------------------------------
 
@@ -174,8 +190,10 @@ class Simulation:
         return timers[0] if timers[0][:2] < silences[0][:2] else silences[0]
 
     def _set_clock(self, t: float) -> None:
-        resident = len(self.resident)
-        self.rss_area += resident * (t - self.t)  # pages x ms: resident memory over time
+        resident = len(self.resident)  # what the events at self.t left, until t
+        if resident != self.area_pages:
+            self.rss_area += self.area_pages * (Fraction(self.t) - Fraction(self.area_since))
+            self.area_pages, self.area_since = resident, self.t
         self.t = t
         now = int(t)
         if now > self.clock.now:
@@ -263,8 +281,7 @@ class Simulation:
             if self.idle == "pool":
                 self._timer(self.t + POOL_IDLE_MS, "pool", th)
             if self.park_after_ms is not None:
-                self.seq += 1
-                silences.append((self.t + self.park_after_ms, self.seq, "park_after", th))
+                self._silence_from(th)
         world.log.clear()  # the model's event log: the simulator keeps counters only
         resident = len(self.resident)  # only a call writes: the peak is after one
         if resident > self.rss_peak:
@@ -356,11 +373,31 @@ class Simulation:
         self._note_sweep()
         self.world.log.clear()
 
+    def _silence_from(self, th: int) -> None:
+        """A call of thread `th` (at self.t): its silence runs from now, and ends at its idle
+        point park_after_ms later unless it calls again (_on_park_after)."""
+        self.seq += 1
+        due = self.t + self.park_after_ms
+        last = self.silence.get(th)
+        if last is None or last[0] != due:  # calls with the same due park at the first's seq
+            self.silence[th] = (due, self.seq)
+        if th not in self.silence_armed:
+            self.silence_armed[th] = due
+            self.silences.append((due, self.seq, "park_after", th))
+
     def _on_park_after(self, th: int) -> None:
         """A thread silent for park_after_ms comes to its idle point: it parks, or sweeps
-        inline, as its idle behaviour says (a trace of a real program has no `loop` calls)."""
+        inline, as its idle behaviour says (a trace of a real program has no `loop` calls).
+        A thread that called since the timer was set is not silent (the check fails, as it
+        did for a timer set at each of its calls); its timer is set again for its last
+        call's silence, at that call's (due, seq)."""
+        armed = self.silence_armed.pop(th)
         if self.t - self.last_call.get(th, self.t) >= (self.park_after_ms or 0):
             self._loop_idle(th)
+        due, seq = self.silence[th]
+        if due != armed:
+            self.silence_armed[th] = due
+            heapq.heappush(self.timers, (due, seq, "park_after", th))
 
     def schedule_idle_turns(self, turns: int, idle_ms: float) -> None:
         """The event loop's `turns` turns in the idle after the load (Workload.idle_turns),
@@ -498,6 +535,10 @@ class Simulation:
 
     # -- what it costs -----------------------------------------------------------------------
 
+    def resident_area(self) -> Fraction:
+        """Resident OS pages x ms from the start to now, exactly."""
+        return self.rss_area + self.area_pages * (Fraction(self.t) - Fraction(self.area_since))
+
     def live_resident_pages(self) -> int:
         """Resident OS pages that hold part of a live allocation (model.live_pages: kept as
         the model goes; `recount_live_resident` is the plain definition)."""
@@ -582,7 +623,7 @@ class Simulation:
             "discards": mem.discard_calls + self.arena_purges,
             "discarded_bytes": mem.discarded_bytes + self.arena_purged_bytes,
             "rss_peak": self.rss_peak * mem.os_page_size,
-            "rss_mb_s": self.rss_area * mem.os_page_size / 1000 / (1 << 20),
+            "rss_mb_s": float(self.resident_area() * mem.os_page_size / 1000 / (1 << 20)),
         }
 
 
