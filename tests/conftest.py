@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import json
 import os
 import resource
@@ -20,6 +21,26 @@ import resource
 import pytest
 
 import session_cache
+
+
+# Python's cyclic garbage collector, in each test process: a young collection every 50,000
+# allocations of containers rather than 700, and after the collection every object it made
+# (the modules, the test items: a few hundred thousand, never garbage) out of its full passes
+# (gc.freeze). Each full pass walked them all, and the suite's runs (explorers' state sets,
+# models' pages, traces) allocate millions of objects: 8 to 10 % of the CPU of the explorer,
+# weak, docs and mutant modules (docs/guide.md section 8, the thirteenth round). The forked
+# runs (the kill matrix's pool, the docs' timelines) inherit it. Garbage is still collected,
+# later; no test's result depends on when (purgecheck.glibc.replay pauses the collector itself).
+GC_THRESHOLDS = (50_000, 20, 100)
+
+
+def pytest_configure(config):
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
+def pytest_collection_finish(session):
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -54,8 +75,10 @@ def pytest_runtest_protocol(item, nextitem):
 # The tests of what `check` prints (a table, JSON, one line per row, the statements) need real
 # results, not the engines run again: the scenarios engine is 4 to 6 s of CPU a run, and six
 # tests ran it. With this fixture every engine gives, for a budget, the results of its first
-# run in this process at that budget (a copy). Only for tests of the output: a test of what an
-# engine finds, or one with a mutant applied, runs the engine itself.
+# run in this process at that budget (a copy). For tests of the output, and of what an engine
+# finds on the model as it is (the session's first run is a real run of it: test_concurrent's
+# validate and test_glibc_cli's glibc runs are test_cluster_matrix's in-process table's); a
+# test with a mutant applied, or one that changes the model or the engine, runs it itself.
 _FIRST_RUNS: dict = {}
 
 
