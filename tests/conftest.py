@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import json
 import os
 import resource
@@ -20,6 +21,26 @@ import resource
 import pytest
 
 import session_cache
+
+
+# Python's cyclic garbage collector, in each test process: a young collection every 50,000
+# allocations of containers rather than 700, and after the collection every object it made
+# (the modules, the test items: a few hundred thousand, never garbage) out of its full passes
+# (gc.freeze). Each full pass walked them all, and the suite's runs (explorers' state sets,
+# models' pages, traces) allocate millions of objects: 8 to 10 % of the CPU of the explorer,
+# weak, docs and mutant modules (docs/guide.md section 8, the thirteenth round). The forked
+# runs (the kill matrix's pool, the docs' timelines) inherit it. Garbage is still collected,
+# later; no test's result depends on when (purgecheck.glibc.replay pauses the collector itself).
+GC_THRESHOLDS = (50_000, 20, 100)
+
+
+def pytest_configure(config):
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
+def pytest_collection_finish(session):
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -54,8 +75,10 @@ def pytest_runtest_protocol(item, nextitem):
 # The tests of what `check` prints (a table, JSON, one line per row, the statements) need real
 # results, not the engines run again: the scenarios engine is 4 to 6 s of CPU a run, and six
 # tests ran it. With this fixture every engine gives, for a budget, the results of its first
-# run in this process at that budget (a copy). Only for tests of the output: a test of what an
-# engine finds, or one with a mutant applied, runs the engine itself.
+# run in this process at that budget (a copy). For tests of the output, and of what an engine
+# finds on the model as it is (the session's first run is a real run of it: test_concurrent's
+# validate and test_glibc_cli's glibc runs are test_cluster_matrix's in-process table's); a
+# test with a mutant applied, or one that changes the model or the engine, runs it itself.
 _FIRST_RUNS: dict = {}
 
 
@@ -130,55 +153,59 @@ def simulations_once(request):
 # A module that starts last while the others have nothing left holds the run alone, a core idle
 # (or taken by a second job):
 # the costliest modules go first (longest first), the rest in their own order after them.
-# Every module of 6 s of CPU or more is listed: with the ninth round's thirteen, the modules of
+# Every module of 6 s of CPU or more (in the tenth round's figures) is listed: with the ninth round's thirteen, the modules of
 # 10 to 20 s that came late in the alphabet (test_scavenger_wake, test_validate_rare,
 # test_weak_fork) started among the last and ended the run with the other processes idle;
 # listed longest first, what is left at the end is modules of under 6 s.
-# Measured with PURGECHECK_TEST_CPU (s of CPU, the whole fast tier, `-n 3`, load 4 to 6,
-# 2026-12-05, issue 30's tenth round before its changes).
+# Measured with PURGECHECK_TEST_CPU (s of CPU, the whole fast tier, `-n 3`, the mean of two
+# runs at load 5 to 7, 2026-12-05, issue 30's thirteenth round after its changes, on a machine
+# about three times the tenth round's speed; every module of 1.6 s or more). That round moved
+# test_validate_rare (8.4 s) from 23rd to 8th and test_concurrent (6.3 s) from 35th to 13th.
 COSTLIEST_FIRST = (
-    "test_cluster_matrix.py",         # 51 (and its waits: a hang's timeout, a killed worker)
-    "test_bench.py",                  # 44 (the cluster benchmark about half)
-    "test_measure.py",                # 43
-    "test_proofs_explorer.py",        # 42
-    "test_proofs_z3.py",              # 42
-    "test_simulate_real.py",          # 39
-    "test_weak_engines.py",           # 38
-    "test_weak_protocol.py",          # 35
-    "test_docs.py",                   # 31
-    "test_doc_examples_run.py",       # 29
-    "test_replay.py",                 # 28
-    "test_retire.py",                 # 28
-    "test_mutation.py",               # 23
-    "test_explorer_cluster.py",       # 22
-    "test_cli.py",                    # 22
-    "test_scavenger_wake.py",         # 20
-    "test_fuzz_cli.py",               # 19
-    "test_glibc_proofs.py",           # 18
-    "test_reference_c.py",            # 18
-    "test_campaign.py",               # 17
-    "test_proofs_mirror.py",          # 16
-    "test_proofs_cli.py",             # 16
-    "test_validate_rare.py",          # 16
-    "test_fuzz_machines.py",          # 16
-    "test_bad_input.py",              # 15
-    "test_hold_mutants.py",           # 15
-    "test_weak_fork.py",              # 13
-    "test_realtests.py",              # 12
-    "test_validate.py",               # 10
-    "test_bench_compare.py",          # 10
-    "test_program_driver.py",         # 10
-    "test_bad_input_commands.py",     # 9
-    "test_page_mutants.py",           # 9
-    "test_simulate_glibc.py",         # 9
-    "test_concurrent.py",             # 9
-    "test_variants.py",               # 8
-    "test_claims.py",                 # 8
-    "test_simulate.py",               # 8
-    "test_exact_invariants.py",       # 7
-    "test_docs_shown.py",             # 7
-    "test_collector_survivors.py",    # 6
-    "test_glibc_mutants.py",          # 6
+    "test_cluster_matrix.py",         # 17.9 (and its waits: a hang's timeout, a killed worker)
+    "test_bench.py",                  # 16.9 (the cluster, the real Bun: waits too)
+    "test_measure.py",                # 12.4
+    "test_proofs_z3.py",              # 11.5
+    "test_weak_engines.py",           # 9.7
+    "test_proofs_explorer.py",        # 9.3
+    "test_simulate_real.py",          # 8.5
+    "test_validate_rare.py",          # 8.4
+    "test_doc_examples_run.py",       # 7.7
+    "test_weak_protocol.py",          # 6.8
+    "test_docs.py",                   # 6.4
+    "test_replay.py",                 # 6.4
+    "test_concurrent.py",             # 6.3
+    "test_retire.py",                 # 5.7
+    "test_fuzz_cli.py",               # 5.5
+    "test_campaign.py",               # 5.4
+    "test_reference_c.py",            # 5.3
+    "test_explorer_cluster.py",       # 5.0
+    "test_proofs_cli.py",             # 4.7
+    "test_glibc_proofs.py",           # 4.7
+    "test_scavenger_wake.py",         # 4.5
+    "test_fuzz_machines.py",          # 4.3
+    "test_bad_input.py",              # 3.7
+    "test_proofs_mirror.py",          # 3.6
+    "test_hold_mutants.py",           # 3.4
+    "test_cli.py",                    # 3.3
+    "test_bench_compare.py",          # 3.3
+    "test_mutation.py",               # 3.2
+    "test_realtests.py",              # 3.0
+    "test_incremental_check.py",      # 2.7
+    "test_validate.py",               # 2.7
+    "test_docs_shown.py",             # 2.4
+    "test_program_driver.py",         # 2.3
+    "test_weak_fork.py",              # 2.2
+    "test_claims.py",                 # 2.0
+    "test_simulate_glibc.py",         # 2.0
+    "test_replay_stream.py",          # 1.9
+    "test_cbuild.py",                 # 1.8
+    "test_conformance_campaign.py",   # 1.8
+    "test_diff.py",                   # 1.8
+    "test_bad_input_commands.py",     # 1.8
+    "test_simulate.py",               # 1.7
+    "test_page_mutants.py",           # 1.7
+    "test_variants.py",               # 1.7
 )
 
 

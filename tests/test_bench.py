@@ -286,3 +286,16 @@ def test_the_engine_figures_of_a_tree_without_the_engine_are_not_measured(monkey
         *(f"{d}, pypy, in the child: allocations per second" for d in ("off", "epoch", "no-hold")),
         "the 3 designs, pypy, the whole child: allocations per second"]
     assert all(math.isnan(f.value) and "no engine in this tree" in f.note for f in figs)
+
+
+def test_a_c_driver_under_one_clock_tick_is_not_measured():
+    """/proc counts the conformance driver's CPU in clock ticks: 20 examples (the tiny size)
+    may not reach one, and the row then says so (a 0 ms per example failed test_figures_tiny
+    at load 8); one tick is a figure."""
+    from purgecheck.bench.conformance import examples_figures
+    r = {"examples": 20, "events": 1_860, "run_wall": 0.5, "run_cpu": 0.2, "c_cpu": 0.0,
+         "gen_wall": 0.1, "gen_cpu": 0.1}
+    [row] = [f for f in examples_figures(r) if f.name.endswith("in the C driver")]
+    assert not row.measured and row.note.startswith("not measured: ") and math.isnan(row.value)
+    [row] = [f for f in examples_figures({**r, "c_cpu": 0.01}) if f.name.endswith("C driver")]
+    assert row.measured and row.value == pytest.approx(0.5)

@@ -276,9 +276,12 @@ def test_the_command_reports_a_scheduler_that_does_not_answer(capsys, monkeypatc
 
 
 def test_check_on_an_existing_scheduler_gives_the_in_process_table(client, capsys,
-                                                                   monkeypatch, tmp_path):
+                                                                   monkeypatch, tmp_path,
+                                                                   engines_run_once):
     """`check --scheduler ADDRESS`: the engines as tasks on that cluster; the same rows, in
-    the same order, as one engine after another in this process."""
+    the same order, as one engine after another in this process. The workers run the engines
+    (their own load_engines); this process's runs are the session's first of each engine at
+    the quick budget (engines_run_once: test_glibc_cli's and test_concurrent's run)."""
     import orjson
 
     monkeypatch.setenv("PURGECHECK_STATE_DIR", str(tmp_path))

@@ -126,11 +126,11 @@ def test_concurrent_op_scripts_validate(tmp_path, build, seed):
     assert v.events > 1500
 
 
-def test_validate_engine_quick():
-    """`purgecheck check --engine validate --quick`: the four results hold, with figures."""
-    from purgecheck.engines import Budget
-    from purgecheck.engines.validate import run_validate
-    results = {r.invariant: r for r in run_validate(Budget(quick=True))}
+def test_validate_engine_quick(engines_run_once):
+    """`purgecheck check --engine validate --quick`: the four results hold, with figures. The
+    run is the session's (engines_run_once: test_cluster_matrix's in-process table reads it)."""
+    from purgecheck.engines import Budget, load_engines
+    results = {r.invariant: r for r in load_engines()["validate"].run(Budget(quick=True))}
     assert set(results) == {"EP-NO-SHORT-EPOCH", "HD-YOUNG-KEPT", "PK-DONE-TWO-EPOCHS",
                             "PK-SPACING", "EP-MOVING-HELD", "EP-BACK-IS-DUE",
                             "PG-WALK-REVERSES", "PG-WALK-TAKES-EVERY-FREE-UNIT",

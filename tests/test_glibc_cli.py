@@ -125,7 +125,8 @@ def test_script_prints_the_op_script(capsys):
 
 
 @needs_strace
-def test_engine_is_in_check(capsys):
+def test_engine_is_in_check(capsys, engines_run_once):
+    # the engine's quick run is the session's (test_cluster_matrix's in-process table reads it)
     assert "glibc" in load_engines()
     rc, out, _ = cli(capsys, "check", "--engine", "glibc", "--quick", "--json")
     doc = orjson.loads(out)

@@ -93,9 +93,10 @@ def figures(tiny: bool = False, load_s: float = 10.0, repeats: int = 3) -> list[
     except BunMissing as e:
         return [not_measured(BENCH, "bun-serve default, requests per second: strace and perf / "
                                     "neither", "ratio", f"not measured: {e}")]
-    if tiny:
-        return (_overhead(bun, 1.0, 1, 50.0) +
-                _model_vs_real(bun, 1.0, 1, ("bun-serve",), ["before", "no-hold"], 1))
+    if tiny:  # half a second of load: every figure measured (about 4,000 requests), half the
+        # CPU of 1 s's (the test suite's; 2.5 of 5 s, docs/guide.md section 8, thirteenth round)
+        return (_overhead(bun, 0.5, 1, 50.0) +
+                _model_vs_real(bun, 0.5, 1, ("bun-serve",), ["before", "no-hold"], 1))
     from purgecheck.measure.compare import COMPARISON_RUNS
     from purgecheck.measure.designs import DESIGNS
     return (_overhead(bun, load_s, repeats, 50.0) +

@@ -207,11 +207,14 @@ def dask_client(address: str | None = None, workers: int | None = None) -> Itera
     # processes are not daemons, so that a task may start the child process that isolates its
     # run. Dask's nanny would set MALLOC_TRIM_THRESHOLD_=65536 in each worker: that changes
     # the very glibc behaviour the glibc engine compares with its model (its baseline fails),
-    # so nothing is set.
+    # so nothing is set. Each worker's statistical profiler (a stack sample every 10 ms, for a
+    # dashboard nobody reads here) is off: 6.3 -> 5.8 s of the workers' CPU in the tiny cluster
+    # benchmark (docs/guide.md section 8, the thirteenth round).
     with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
                           "distributed.worker.daemon": False,
                           "distributed.nanny.pre-spawn-environ": {},
-                          "distributed.admin.system-monitor.gil.enabled": False}):
+                          "distributed.admin.system-monitor.gil.enabled": False,
+                          "distributed.worker.profile.enabled": False}):
         cluster = LocalCluster(n_workers=workers or default_workers(), threads_per_worker=1,
                                processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0",
                                silence_logs=logging.ERROR)
