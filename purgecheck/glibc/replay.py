@@ -136,10 +136,13 @@ def collector_paused():
     """Python's cyclic garbage collector off while a replay runs, as it was after.
 
     A replay makes and drops millions of objects (chunks, ops, the conversion's tuples) and
-    keeps up to a million chunks live; none of them is garbage only through a cycle (a chunk
-    dropped from its segment is freed by its reference count), so the collector finds
-    nothing, but each of its full passes walks every live object: 10 % of the CPU at 900,000
-    live blocks (perl hash, 400,000 keys), a cost that grew with the heap.
+    keeps up to a million chunks live; while it runs none of them becomes garbage only through
+    a cycle (a chunk dropped from its segment is freed by its reference count), so the
+    collector finds nothing, but each of its full passes walks every live object: 10 % of the
+    CPU at 900,000 live blocks (perl hash, 400,000 keys), a cost that grew with the heap. When
+    the replay ends, its model as a whole (the chunks linked to their neighbours) is garbage
+    in cycles: 347,741 chunks after the perl hash of 150,000 keys, which the command leaves to
+    the process's end (cli.entry: docs/record.md, fifteenth round).
 
     Under PyPy (the replay's engine, purgecheck/simulate/engine.py) the collector stays on:
     there `gc.disable()` stops its major collections too, and memory grew with the ops
