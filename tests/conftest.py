@@ -153,10 +153,10 @@ def simulations_once(request):
 # A module that starts last while the others have nothing left holds the run alone, a core idle
 # (or taken by a second job):
 # the costliest modules go first (longest first), the rest in their own order after them.
-# Every module of 6 s of CPU or more (in the tenth round's figures) is listed: with the ninth round's thirteen, the modules of
-# 10 to 20 s that came late in the alphabet (test_scavenger_wake, test_validate_rare,
-# test_weak_fork) started among the last and ended the run with the other processes idle;
-# listed longest first, what is left at the end is modules of under 6 s.
+# The modules of most CPU are listed, longest first (with the ninth round's thirteen, the
+# modules of 10 to 20 s that came late in the alphabet, test_scavenger_wake, test_validate_rare
+# and test_weak_fork, started among the last and ended the run with the other processes
+# idle), so what is left at the end is the short modules.
 # Measured with PURGECHECK_TEST_CPU (s of CPU, the whole fast tier, `-n 3`, the mean of two
 # runs at load 5 to 7, 2026-12-05, issue 30's thirteenth round after its changes, on a machine
 # about three times the tenth round's speed; every module of 1.6 s or more). That round moved
