@@ -11,6 +11,7 @@ Rates are by the process's CPU time (steadier than the wall clock on a shared ma
 from __future__ import annotations
 
 import argparse
+import gc
 import time
 
 from purgecheck.bench import Figure, against_aim
@@ -21,6 +22,10 @@ AIM_ALLOCS = 100_000  # issue 29: allocations per CPU second, per design
 
 
 def _cpu(fn):
+    # the garbage of the runs before is collected first, not charged to this one: at the tiny
+    # sizes a run is 20 ms and one full collection landing in it moved a figure by a third
+    # (bench-compare's buffer-loop `off` 0.68x in one run, 0.96x in the next, on the same trees)
+    gc.collect()
     c0 = time.process_time()
     out = fn()
     return out, time.process_time() - c0
